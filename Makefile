@@ -1,0 +1,102 @@
+# heaptrail -- plain GNU Makefile.
+#
+#   make demo    install missing dependencies, build, run the bundled example
+#   make test    install missing dependencies, build, run every test
+#   make bench   benchmarks side by side with the peers (docs/BENCHMARKS.md)
+#   make         just build (build/libheaptrail.so, ...)
+#
+# Sources are found by directory: a new file in src/core or src/platform/*
+# joins libheaptrail.so, a new tests/unit/X.c becomes the test unit_X.
+
+CC       ?= gcc
+CLANG    ?= clang
+BUILD    := build
+PLATFORM := linux-x86_64
+OPT      ?= -O2 -g
+WARN     := -Wall -Wextra -Werror -Wno-unused-parameter
+HT_CFLAGS = $(OPT) -std=gnu11 -fPIC -fvisibility=hidden $(WARN) -Iinclude -D_GNU_SOURCE -MMD -MP
+LDLIBS_CORE := -ldl -lpthread
+
+CORE_C   := $(wildcard src/core/*.c) $(wildcard src/platform/$(PLATFORM)/*.c)
+CORE_S   := $(wildcard src/platform/$(PLATFORM)/*.S)
+CORE_OBJ := $(CORE_C:%.c=$(BUILD)/obj/%.o) $(CORE_S:%.S=$(BUILD)/obj/%.o)
+
+LIB      := $(BUILD)/libheaptrail.so
+LIBA     := $(BUILD)/libheaptrail.a
+
+.PHONY: all deps deps-test deps-bench test demo bench clean
+.SECONDARY:
+all: $(LIB) $(LIBA)
+
+deps:
+	@scripts/install-deps.sh build
+deps-test:
+	@scripts/install-deps.sh test
+deps-bench:
+	@scripts/install-deps.sh bench
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(HT_CFLAGS) -c -o $@ $<
+
+$(BUILD)/obj/%.o: %.S
+	@mkdir -p $(dir $@)
+	$(CC) $(HT_CFLAGS) -c -o $@ $<
+
+$(LIB): $(CORE_OBJ)
+	$(CC) -shared -o $@ $^ -Wl,-soname,libheaptrail.so -Wl,-z,defs $(LDLIBS_CORE)
+
+$(LIBA): $(CORE_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+# ---- tests ---------------------------------------------------------------
+TEST_CFLAGS = $(OPT) -std=gnu11 $(WARN) -Iinclude -Isrc -D_GNU_SOURCE -pthread
+
+UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit_%,$(wildcard tests/unit/*.c))
+$(BUILD)/tests/unit_%: tests/unit/%.c tests/check.h $(LIBA)
+	@mkdir -p $(dir $@)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(LIBA) $(LDLIBS_CORE)
+
+# Differential capture tests: one call-chain program (and a shared library
+# it calls through the PLT) per compiler, optimisation and frame-pointer
+# setting, each checked frame for frame against libunwind.
+CAPTURE_VARIANTS := gcc-O0 gcc-O2 gcc-O2-fp clang-O0 clang-O2 clang-O2-fp
+CAPTURE_BIN := $(CAPTURE_VARIANTS:%=$(BUILD)/tests/capture_%)
+v_cc  = $(if $(filter clang,$(word 1,$(subst -, ,$1))),$(CLANG),$(CC))
+v_opt = -$(word 2,$(subst -, ,$1)) -g $(if $(filter fp,$(word 3,$(subst -, ,$1))),-fno-omit-frame-pointer,-fomit-frame-pointer)
+$(BUILD)/tests/libchain_%.so: tests/capture/chainlib.c tests/capture/chain.h
+	@mkdir -p $(dir $@)
+	$(call v_cc,$*) $(call v_opt,$*) -fPIC -shared -Wall -Werror -Iinclude -o $@ $<
+$(BUILD)/tests/capture_%: tests/capture/chain.c tests/capture/chain.h tests/check.h $(BUILD)/tests/libchain_%.so $(LIB)
+	$(call v_cc,$*) $(call v_opt,$*) -Wall -Werror -Wno-unused-parameter -Iinclude -Itests -pthread -o $@ $< \
+	    -L$(BUILD)/tests -lchain_$* -L$(BUILD) -lheaptrail -lunwind -Wl,-rpath,'$$ORIGIN:$$ORIGIN/..'
+
+TEST_BIN := $(UNIT_BIN) $(CAPTURE_BIN)
+TEST_SCRIPTS := $(sort $(wildcard tests/*/*.sh))
+
+test: deps-test
+	@$(MAKE) --no-print-directory all-tests
+	@tests/run.sh $(TEST_BIN) $(TEST_SCRIPTS)
+
+.PHONY: all-tests
+all-tests: all $(TEST_BIN)
+
+# ---- demo ----------------------------------------------------------------
+$(BUILD)/examples/stack_demo: examples/stack_demo.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) -O1 -g -Wall -Werror -Iinclude -o $@ $< -L$(BUILD) -lheaptrail -ldw -Wl,-rpath,'$$ORIGIN/..'
+
+demo: deps
+	@$(MAKE) --no-print-directory all $(BUILD)/examples/stack_demo
+	@$(BUILD)/examples/stack_demo
+
+# ---- benchmarks ----------------------------------------------------------
+bench: deps-bench
+	@$(MAKE) --no-print-directory all
+	@echo "no benchmarks yet"
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

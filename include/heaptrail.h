@@ -1,0 +1,108 @@
+/* heaptrail.h -- the public API of heaptrail, a native memory-leak and
+ * allocation tracker.
+ *
+ * Link with -lheaptrail (build/libheaptrail.so). Every function here is
+ * thread-safe. Functions marked "async-signal-safe" may be called from a
+ * signal handler and from inside a malloc/free hook: they never allocate,
+ * never take a lock that can block forever, and never fault on a corrupt
+ * stack (every memory read they make is checked first).
+ */
+#ifndef HEAPTRAIL_H
+#define HEAPTRAIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#  if defined(HT_BUILDING)
+#    define HT_API __declspec(dllexport)
+#  else
+#    define HT_API
+#  endif
+#else
+#  define HT_API __attribute__((visibility("default")))
+#endif
+
+#define HT_VERSION_MAJOR 0
+#define HT_VERSION_MINOR 1
+
+/*-************************************************************************
+ *  Stack capture
+ **************************************************************************/
+
+/*! ht_capture() :
+ *  Captures the calling thread's stack as return addresses, innermost first,
+ *  like Windows' CaptureStackBackTrace and libunwind's unw_backtrace().
+ *  With `skip` = 0, frames[0] is the return address of this call to
+ *  ht_capture (an address inside the caller); `skip` = k drops the first k
+ *  frames. At most `max` frames are stored.
+ *  Unwinds through code without frame pointers using the modules' DWARF CFI
+ *  (.eh_frame), through signal frames and the vdso, and falls back to
+ *  validated frame-pointer steps only where no unwind table exists.
+ *  A corrupt stack ends the trace early; it never faults.
+ *  @hash : if not NULL, receives ht_stack_hash(frames, returned count).
+ *  @return : the number of frames stored (0 <= n <= max).
+ *  Async-signal-safe. */
+HT_API int ht_capture(int skip, int max, void **frames, uint64_t *hash);
+
+/*! ht_capture_context() :
+ *  The same walk, starting from a signal handler's context (a ucontext_t*
+ *  as passed to an SA_SIGINFO handler): frames[0] is the interrupted
+ *  instruction's address, followed by the return addresses of its callers.
+ *  @return : the number of frames stored. Async-signal-safe. */
+HT_API int ht_capture_context(const void *ucontext, int max, void **frames,
+                              uint64_t *hash);
+
+/*! ht_stack_hash() :
+ *  The 64-bit hash ht_capture() reports for a frame array. It depends on
+ *  the order of the frames (a permutation gives a different hash, unlike a
+ *  sum of addresses) and on their count. Async-signal-safe. */
+HT_API uint64_t ht_stack_hash(void *const *frames, int n);
+
+/*-************************************************************************
+ *  Stack trace database
+ *  Every distinct stack gets one small id; two different stacks never share
+ *  one (the hash only speeds the search, frames are compared in full).
+ **************************************************************************/
+
+/* The id returned once the database's memory budget (HEAPTRAIL_STACKDB_MAX,
+ * bytes, with K/M/G suffixes; default 256M) is exhausted. */
+#define HT_STACK_ID_OVERFLOW 0xffffffffu
+/* The id of the empty stack (n = 0). */
+#define HT_STACK_ID_EMPTY 0u
+
+/*! ht_stack_id() :
+ *  Interns frames[0..n) (innermost first, as ht_capture returns them) in
+ *  the process-wide stack database.
+ *  @return : the stack's id, equal for equal stacks from any thread, or
+ *            HT_STACK_ID_OVERFLOW when the budget is exhausted (the drop is
+ *            counted). Async-signal-safe. */
+HT_API uint32_t ht_stack_id(void *const *frames, int n);
+
+/*! ht_stack_frames() :
+ *  The frames of a stack id, innermost first.
+ *  @return : the stack's depth; at most `max` frames are stored. 0 for
+ *            HT_STACK_ID_EMPTY, -1 for an id never returned by
+ *            ht_stack_id(). Async-signal-safe. */
+HT_API int ht_stack_frames(uint32_t id, void **frames, int max);
+
+typedef struct ht_stackdb_stats_s {
+    uint64_t stacks;        /* distinct stacks interned */
+    uint64_t nodes;         /* stored prefix-tree nodes */
+    uint64_t bytes_mapped;  /* memory the database has mapped */
+    uint64_t budget;        /* its limit in bytes */
+    uint64_t drops;         /* interns answered with HT_STACK_ID_OVERFLOW */
+} ht_stackdb_stats_t;
+
+/*! ht_stackdb_stats() : the process-wide database's counters.
+ *  Async-signal-safe. */
+HT_API void ht_stackdb_stats(ht_stackdb_stats_t *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* HEAPTRAIL_H */

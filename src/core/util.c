@@ -1,0 +1,47 @@
+/* util.c -- environment scan and size parsing that are safe before libc is
+ * initialised and inside malloc hooks (no getenv, no allocation). */
+#include "util.h"
+
+extern char **environ;
+
+const char *ht__env(const char *name)
+{
+    char **e = environ;
+    if (!e)
+        return NULL;
+    for (; *e; e++) {
+        const char *s = *e, *n = name;
+        while (*n && *s == *n)
+            s++, n++;
+        if (*n == 0 && *s == '=')
+            return s + 1;
+    }
+    return NULL;
+}
+
+uint64_t ht__parse_size(const char *s, uint64_t dflt)
+{
+    if (!s || *s < '0' || *s > '9')
+        return dflt;
+    uint64_t v = 0;
+    for (; *s >= '0' && *s <= '9'; s++) {
+        if (v > (UINT64_MAX - 9) / 10)
+            return dflt;
+        v = v * 10 + (uint64_t)(*s - '0');
+    }
+    unsigned shift = 0;
+    switch (*s) {
+    case 0: break;
+    case 'k': case 'K': shift = 10; s++; break;
+    case 'm': case 'M': shift = 20; s++; break;
+    case 'g': case 'G': shift = 30; s++; break;
+    default: return dflt;
+    }
+    if (*s == 'i' || *s == 'I')   /* accept "MiB" style too */
+        s++;
+    if (*s == 'b' || *s == 'B')
+        s++;
+    if (*s != 0 || (shift && v > (UINT64_MAX >> shift)))
+        return dflt;
+    return v << shift;
+}

@@ -1,0 +1,62 @@
+/* util.h -- small pieces every in-process file shares: branch hints,
+ * visibility, atomics shorthands, and a raw-syscall layer.
+ *
+ * Everything here is async-signal-safe and never allocates. Code that runs
+ * inside a malloc hook must not call into libc functions that may be
+ * interposed or may allocate (printf, getenv, fopen, ...); it uses these
+ * instead, like mimalloc's prim layer. */
+#ifndef HT_CORE_UTIL_H
+#define HT_CORE_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define ht_likely(x)   __builtin_expect(!!(x), 1)
+#define ht_unlikely(x) __builtin_expect(!!(x), 0)
+#define HT_INTERNAL    __attribute__((visibility("hidden")))
+#define HT_NOINLINE    __attribute__((noinline))
+#define HT_ALWAYS_INLINE inline __attribute__((always_inline))
+#define HT_TLS         __thread __attribute__((tls_model("initial-exec")))
+#define HT_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+#define ht_load_relaxed(p)     __atomic_load_n((p), __ATOMIC_RELAXED)
+#define ht_load_acquire(p)     __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define ht_store_relaxed(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
+#define ht_store_release(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+#define ht_fetch_add(p, v)     __atomic_fetch_add((p), (v), __ATOMIC_RELAXED)
+#define ht_compiler_barrier()  __atomic_signal_fence(__ATOMIC_SEQ_CST)
+
+/* Raw system calls: no errno, no cancellation points, no interposition.
+ * Return values follow the kernel: negative errno on failure. */
+HT_INTERNAL long ht__syscall6(long n, long a, long b, long c, long d, long e,
+                              long f);
+#define ht__sys0(n)             ht__syscall6((n), 0, 0, 0, 0, 0, 0)
+#define ht__sys1(n, a)          ht__syscall6((n), (long)(a), 0, 0, 0, 0, 0)
+#define ht__sys2(n, a, b)       ht__syscall6((n), (long)(a), (long)(b), 0, 0, 0, 0)
+#define ht__sys3(n, a, b, c)    ht__syscall6((n), (long)(a), (long)(b), (long)(c), 0, 0, 0)
+#define ht__sys4(n, a, b, c, d) ht__syscall6((n), (long)(a), (long)(b), (long)(c), (long)(d), 0, 0)
+
+/* Anonymous private mapping of `size` bytes, or NULL. */
+HT_INTERNAL void *ht__map(size_t size);
+/* Reserve address space without committing memory (MAP_NORESERVE). */
+HT_INTERNAL void *ht__reserve(size_t size);
+HT_INTERNAL void ht__unmap(void *p, size_t size);
+
+/* Value of environment variable `name` from the process environment (an
+ * `environ` scan, no getenv: safe before libc is ready and in hooks). */
+HT_INTERNAL const char *ht__env(const char *name);
+/* Parses "123", "64K", "256M", "1G" into bytes; returns `dflt` when `s` is
+ * NULL or malformed. */
+HT_INTERNAL uint64_t ht__parse_size(const char *s, uint64_t dflt);
+
+/* A test-and-set spin lock for rare paths. ht__spin_trylock() returns 1 on
+ * success. ht__spin_lock() spins with sched_yield. */
+typedef struct { int v; } ht_spinlock_t;
+HT_INTERNAL int ht__spin_trylock(ht_spinlock_t *l);
+HT_INTERNAL void ht__spin_lock(ht_spinlock_t *l);
+HT_INTERNAL void ht__spin_unlock(ht_spinlock_t *l);
+
+/* Thread id from the kernel (cheap enough for rare paths). */
+HT_INTERNAL int ht__gettid(void);
+
+#endif

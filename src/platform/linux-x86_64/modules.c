@@ -1,0 +1,95 @@
+/* modules.c -- which loaded module holds an address, its executable
+ * segments and its unwind tables; and the code generation that
+ * dlopen/dlclose bump so cached unwind rules never outlive their code.
+ *
+ * ht__module_find() is async-signal-safe: glibc's _dl_find_object() is
+ * lock-free (about 3 ns, where dl_iterate_phdr takes the loader lock), and
+ * the program headers are read from the module's first mapped page. */
+#include "cfi.h"
+#include "unwind.h"
+#include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
+#include "heaptrail.h"
+
+uint32_t ht__code_gen = 1;
+
+void ht__code_changed(void)
+{
+    __atomic_fetch_add(&ht__code_gen, 1, __ATOMIC_SEQ_CST);
+}
+
+int ht__module_find(uintptr_t pc, ht_module_t *m)
+{
+    struct dl_find_object fo;
+    if (_dl_find_object((void *)pc, &fo) != 0)
+        return -1;
+    __builtin_memset(m, 0, sizeof *m);
+    m->start = (uintptr_t)fo.dlfo_map_start;
+    m->end = (uintptr_t)fo.dlfo_map_end;
+    m->bias = fo.dlfo_link_map ? (uintptr_t)fo.dlfo_link_map->l_addr : 0;
+    m->eh_hdr = (uintptr_t)fo.dlfo_eh_frame;
+
+    /* Program headers: in the first page of the mapping for everything a
+     * standard linker produces (the ELF header sits at file offset 0). */
+    const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)m->start;
+    int have_phdrs = 0;
+    if (m->end - m->start >= sizeof *eh && __builtin_memcmp(eh->e_ident, ELFMAG, SELFMAG) == 0 &&
+        eh->e_phentsize == sizeof(ElfW(Phdr)) &&
+        eh->e_phoff + (uint64_t)eh->e_phnum * sizeof(ElfW(Phdr)) <= 4096) {
+        const ElfW(Phdr) *ph = (const ElfW(Phdr) *)(m->start + eh->e_phoff);
+        for (int i = 0; i < eh->e_phnum; i++) {
+            if (ph[i].p_type != PT_LOAD)
+                continue;
+            uintptr_t lo = m->bias + ph[i].p_vaddr;
+            uintptr_t hi = lo + ph[i].p_memsz;
+            if ((ph[i].p_flags & PF_X) && m->ntext < 4) {
+                m->text_lo[m->ntext] = lo;
+                m->text_hi[m->ntext] = hi;
+                m->ntext++;
+            }
+            if ((ph[i].p_flags & PF_R) && m->eh_hdr >= lo && m->eh_hdr < hi) {
+                m->rd_lo = lo;
+                m->rd_hi = hi;
+            }
+        }
+        have_phdrs = 1;
+    }
+    if (!have_phdrs) {
+        /* unusual layout: trust the whole span */
+        m->ntext = 1;
+        m->text_lo[0] = m->start;
+        m->text_hi[0] = m->end;
+        m->rd_lo = m->start;
+        m->rd_hi = m->end;
+    }
+    if (m->eh_hdr && (m->eh_hdr < m->rd_lo || m->eh_hdr >= m->rd_hi))
+        m->eh_hdr = 0;
+    return 0;
+}
+
+int ht__module_is_text(const ht_module_t *m, uintptr_t pc)
+{
+    for (int i = 0; i < m->ntext; i++)
+        if (pc >= m->text_lo[i] && pc < m->text_hi[i])
+            return 1;
+    return 0;
+}
+
+/* dlclose changes which code lives where: bump the generation before and
+ * after, so that a rule computed while it runs is stale at once. dlopen is
+ * deliberately not wrapped: glibc resolves $ORIGIN and RUNPATH from
+ * dlopen's caller, so a wrapper would change which library is loaded.
+ * It needs no bump either, because the unwinder never caches "no module
+ * here" answers. (Modules glibc loads for itself, NSS and iconv, are never
+ * unloaded.) */
+HT_API int dlclose(void *handle)
+{
+    static int (*real)(void *);
+    if (!real)
+        real = (int (*)(void *))dlsym(RTLD_NEXT, "dlclose");
+    ht__code_changed();
+    int r = real ? real(handle) : -1;
+    ht__code_changed();
+    return r;
+}

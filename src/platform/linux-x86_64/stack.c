@@ -1,0 +1,124 @@
+/* stack.c -- where the stack a walk reads ends.
+ *
+ * Every load the unwinder makes from a stack is checked against
+ * [sp, end of the mapping that holds sp), so a corrupt frame chain ends the
+ * trace instead of faulting. The mapping is found once per thread by
+ * reading /proc/self/maps with raw system calls (no malloc, no stdio: this
+ * runs inside malloc hooks and signal handlers) and kept in initial-exec
+ * TLS. A thread can run on more than one stack (sigaltstack, coroutines),
+ * so a few ranges are kept. The thread's own stack (the mapping that holds
+ * its TCB, or __libc_stack_end for the main thread) cannot go away while the
+ * thread runs and is trusted for good; other ranges are forgotten when the
+ * address space may have changed under them (ht__stack_ranges_changed). */
+#include "unwind.h"
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/syscall.h>
+
+#define NRANGES 4
+
+typedef struct { uintptr_t lo, hi; uint32_t gen; /* 0: the thread's own */ } range_t;
+
+static HT_TLS range_t t_ranges[NRANGES];
+static HT_TLS unsigned t_next;
+static uint32_t g_ranges_gen = 1;
+extern void *__libc_stack_end;
+
+void ht__stack_ranges_changed(void)
+{
+    __atomic_fetch_add(&g_ranges_gen, 1, __ATOMIC_RELAXED);
+}
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+}
+
+/* Streams /proc/self/maps through a small buffer, looking for the readable
+ * mapping that holds `addr`. */
+static int maps_lookup(uintptr_t addr, uintptr_t *lo, uintptr_t *hi)
+{
+    int fd = (int)ht__sys3(SYS_open, "/proc/self/maps", O_RDONLY | O_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    char buf[512];
+    uintptr_t a = 0, b = 0;
+    int field = 0, perm_r = 0, found = 0;
+    for (;;) {
+        long n = ht__sys3(SYS_read, fd, buf, sizeof buf);
+        if (n <= 0)
+            break;
+        for (long i = 0; i < n; i++) {
+            char c = buf[i];
+            if (c == '\n') {
+                if (field >= 2 && perm_r && addr >= a && addr < b) {
+                    *lo = a;
+                    *hi = b;
+                    found = 1;
+                    goto done;
+                }
+                a = b = 0;
+                field = 0;
+                perm_r = 0;
+                continue;
+            }
+            switch (field) {
+            case 0:
+                if (c == '-') field = 1;
+                else if (hexval(c) >= 0) a = a * 16 + (uintptr_t)hexval(c);
+                else field = 9;
+                break;
+            case 1:
+                if (c == ' ') field = 2;
+                else if (hexval(c) >= 0) b = b * 16 + (uintptr_t)hexval(c);
+                else field = 9;
+                break;
+            case 2:
+                perm_r = c == 'r';
+                field = 3;
+                break;
+            default:
+                break;
+            }
+        }
+    }
+done:
+    ht__sys1(SYS_close, fd);
+    return found ? 0 : -1;
+}
+
+int ht__stack_range(uintptr_t sp, uintptr_t *lo_out, uintptr_t *hi)
+{
+    uint32_t gen = ht_load_relaxed(&g_ranges_gen);
+    for (int i = 0; i < NRANGES; i++) {
+        range_t *r = &t_ranges[i];
+        if (sp >= r->lo && sp < r->hi && (r->gen == 0 || r->gen == gen)) {
+            *lo_out = r->lo;
+            *hi = r->hi;
+            return 0;
+        }
+    }
+    uintptr_t lo, h;
+    if (maps_lookup(sp, &lo, &h) != 0) {
+        /* no /proc (a sandbox): the main thread's stack is still known */
+        uintptr_t top = (uintptr_t)__libc_stack_end;
+        if (!top || sp >= top || top - sp > ((uintptr_t)1 << 30))
+            return -1;
+        lo = sp;
+        h = top + 8;
+    }
+    uintptr_t tp = (uintptr_t)pthread_self(), top = (uintptr_t)__libc_stack_end;
+    int own = (tp >= lo && tp < h) || (top >= lo && top < h);
+    unsigned slot = own ? 0 : 1 + (t_next++ % (NRANGES - 1));
+    t_ranges[slot].hi = 0;              /* never half-valid for a nested reader */
+    ht_compiler_barrier();
+    t_ranges[slot].lo = lo;
+    t_ranges[slot].gen = own ? 0 : gen;
+    ht_compiler_barrier();
+    t_ranges[slot].hi = h;
+    *lo_out = lo;
+    *hi = h;
+    return 0;
+}

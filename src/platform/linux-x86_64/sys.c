@@ -1,0 +1,50 @@
+/* sys.c -- the raw system-call layer for linux-x86_64 (see src/core/util.h).
+ * Nothing here touches errno or calls into libc, so it is safe inside
+ * malloc hooks and signal handlers. */
+#include "../../core/util.h"
+#include <sys/mman.h>
+#include <sys/syscall.h>
+
+long ht__syscall6(long n, long a, long b, long c, long d, long e, long f)
+{
+    long ret;
+    register long r10 __asm__("r10") = d;
+    register long r8 __asm__("r8") = e;
+    register long r9 __asm__("r9") = f;
+    __asm__ volatile("syscall"
+                     : "=a"(ret)
+                     : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+                     : "rcx", "r11", "memory");
+    return ret;
+}
+
+static void *map_flags(size_t size, int flags)
+{
+    long r = ht__syscall6(SYS_mmap, 0, (long)size, PROT_READ | PROT_WRITE,
+                          MAP_PRIVATE | MAP_ANONYMOUS | flags, -1, 0);
+    return (r < 0 && r > -4096) ? NULL : (void *)r;
+}
+
+void *ht__map(size_t size) { return map_flags(size, 0); }
+void *ht__reserve(size_t size) { return map_flags(size, MAP_NORESERVE); }
+void ht__unmap(void *p, size_t size) { ht__sys2(SYS_munmap, p, size); }
+
+int ht__gettid(void) { return (int)ht__sys0(SYS_gettid); }
+
+int ht__spin_trylock(ht_spinlock_t *l)
+{
+    return ht_load_relaxed(&l->v) == 0 &&
+           __atomic_exchange_n(&l->v, 1, __ATOMIC_ACQUIRE) == 0;
+}
+
+void ht__spin_lock(ht_spinlock_t *l)
+{
+    for (unsigned i = 0; !ht__spin_trylock(l); i++) {
+        if (i < 64)
+            __builtin_ia32_pause();
+        else
+            ht__sys0(SYS_sched_yield);
+    }
+}
+
+void ht__spin_unlock(ht_spinlock_t *l) { __atomic_store_n(&l->v, 0, __ATOMIC_RELEASE); }

@@ -1,0 +1,22 @@
+/* unwind.h -- internals of the linux-x86_64 unwinder shared between its
+ * files: the code generation, stack ranges and the compact rule cache. */
+#ifndef HT_LINUX_X86_64_UNWIND_H
+#define HT_LINUX_X86_64_UNWIND_H
+
+#include "../../core/util.h"
+
+/* Bumped around every dlclose (and by code registration): cached rules of
+ * an older generation are ignored. */
+HT_INTERNAL extern uint32_t ht__code_gen;
+HT_INTERNAL void ht__code_changed(void);
+
+/* Finds the readable stack mapping that contains `sp` and stores its
+ * bounds in *lo and *hi. Uses a small per-thread cache, else reads /proc/self/maps with
+ * raw system calls. Returns 0, or -1 if sp lies in no known mapping.
+ * Async-signal-safe. */
+HT_INTERNAL int ht__stack_range(uintptr_t sp, uintptr_t *lo, uintptr_t *hi);
+/* Forgets cached ranges other than the thread's own stack (after munmap
+ * of memory that might have held a stack). */
+HT_INTERNAL void ht__stack_ranges_changed(void);
+
+#endif
