@@ -1,0 +1,99 @@
+/* trace.h -- what a heaptrail trace file holds, as the reader returns it:
+ * the contract between src/format (which writes and reads files) and
+ * src/analyze (which turns traces into reports).
+ *
+ * Stacks: node i = (parent, addr); a stack id is a node id; its frames,
+ * innermost first, are addr(i), addr(parent(i)), ... up to the root
+ * (node 0, no frame). HT_STACK_ID_OVERFLOW marks allocations that found the
+ * stack database full. Addresses are runtime addresses of the traced
+ * process; modules say how to map them back to files. */
+#ifndef HT_FORMAT_TRACE_H
+#define HT_FORMAT_TRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct ht_tmodule_s {
+    char *path;                 /* as the loader saw it */
+    uint8_t build_id[64];
+    uint32_t build_id_len;      /* 0: none recorded */
+    uint64_t bias;              /* runtime address = link-time address + bias */
+    uint64_t start, end;        /* mapped span [start, end) */
+    uint64_t load_ns, unload_ns;/* trace-relative; unload_ns 0: loaded at the end */
+} ht_tmodule_t;
+
+typedef struct ht_tnode_s {
+    uint32_t parent;
+    uint64_t addr;
+} ht_tnode_t;
+
+enum { HT_KIND_HEAP = 0, HT_KIND_MMAP = 1 };
+
+/* One allocation site (stack and kind) in one snapshot. */
+typedef struct ht_tsite_s {
+    uint32_t stack;
+    uint8_t kind;               /* HT_KIND_* */
+    uint64_t live_blocks, live_bytes;   /* at the snapshot */
+    uint64_t total_blocks, total_bytes; /* allocated from here since the start */
+    uint64_t peak_bytes;        /* highest live_bytes this site reached */
+} ht_tsite_t;
+
+enum {
+    HT_SNAP_EXIT = 0,           /* the program ended normally */
+    HT_SNAP_REQUEST,            /* heaptrail snapshot PID */
+    HT_SNAP_INTERVAL,           /* --interval */
+    HT_SNAP_API,                /* ht_snapshot() */
+    HT_SNAP_CRASH               /* fatal signal, written by the crash handler */
+};
+
+typedef struct ht_tsnapshot_s {
+    uint32_t seq;               /* 0, 1, 2, ... in file order */
+    uint8_t reason;             /* HT_SNAP_* */
+    uint64_t time_ns;           /* since the trace started */
+    uint64_t live_blocks, live_bytes;
+    uint64_t total_blocks, total_bytes, total_frees;
+    uint64_t peak_bytes, peak_blocks;   /* process-wide high-water marks */
+    ht_tsite_t *sites;          /* every site with any allocation so far */
+    size_t nsites;
+} ht_tsnapshot_t;
+
+/* JIT code as the traced process saw it (perf maps, registration API). */
+typedef struct ht_tjit_s {
+    uint64_t start, size;
+    char *name;
+    uint64_t begin_ns, end_ns;  /* when it was live; end_ns 0: to the end */
+} ht_tjit_t;
+
+/* What the tracker could not record. */
+typedef struct ht_tdrops_s {
+    uint64_t overflow_allocs;   /* allocations that got HT_STACK_ID_OVERFLOW */
+    uint64_t unknown_frees;     /* frees/reallocs of pointers never seen */
+    uint64_t write_errors;      /* trace bytes lost to a failing write */
+    uint64_t other;             /* anything else dropped, see docs/format.md */
+} ht_tdrops_t;
+
+typedef struct ht_trace_s {
+    uint32_t version;
+    int64_t pid;
+    char *exe;                  /* path of the traced program */
+    char *cmdline;              /* its arguments, NUL-separated -> space-joined */
+    uint64_t start_realtime_ns; /* wall clock at the start */
+    ht_tmodule_t *modules;  size_t nmodules;
+    ht_tnode_t *nodes;      size_t nnodes;    /* nodes[0] is the root */
+    ht_tsnapshot_t *snaps;  size_t nsnaps;
+    ht_tjit_t *jit;         size_t njit;
+    ht_tdrops_t drops;
+    int complete;               /* an end record was read */
+    int truncated;              /* the file stops mid-record or mid-block */
+    uint64_t truncated_at;      /* byte offset of the damage */
+} ht_trace_t;
+
+/* Reads a trace. On a truncated or damaged file it keeps everything before
+ * the damage, sets truncated/truncated_at and still returns 0; it returns
+ * -1 only when nothing usable was read, with a message naming the file and
+ * offset in err. Never crashes, hangs or allocates without bound on hostile
+ * input. */
+int ht_trace_read(const char *path, ht_trace_t *t, char *err, size_t errlen);
+void ht_trace_free(ht_trace_t *t);
+
+#endif
