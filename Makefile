@@ -23,10 +23,19 @@ CORE_OBJ := $(CORE_C:%.c=$(BUILD)/obj/%.o) $(CORE_S:%.S=$(BUILD)/obj/%.o)
 
 LIB      := $(BUILD)/libheaptrail.so
 LIBA     := $(BUILD)/libheaptrail.a
+PRELOAD  := $(BUILD)/libheaptrail-preload.so
+CLI      := $(BUILD)/heaptrail
+
+# the trace format is shared by the in-process writer and the CLI's reader
+FORMAT_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard src/format/*.c))
+AGENT_OBJ  := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard src/agent/*.c))
+CLI_OBJ    := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard src/analyze/*.c))
+LDLIBS_AGENT := -lzstd
+LDLIBS_CLI   := -ldw -lelf -lzstd -lz
 
 .PHONY: all deps deps-test deps-bench test demo bench clean
 .SECONDARY:
-all: $(LIB) $(LIBA)
+all: $(LIB) $(LIBA) $(CLI) $(if $(AGENT_OBJ),$(PRELOAD))
 
 deps:
 	@scripts/install-deps.sh build
@@ -50,6 +59,13 @@ $(LIBA): $(CORE_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
+# The agent: everything the traced process loads, in one library.
+$(PRELOAD): $(AGENT_OBJ) $(CORE_OBJ) $(FORMAT_OBJ)
+	$(CC) -shared -o $@ $^ -Wl,-soname,libheaptrail-preload.so -Wl,-z,defs $(LDLIBS_AGENT) $(LDLIBS_CORE)
+
+$(CLI): $(CLI_OBJ) $(FORMAT_OBJ) $(LIBA)
+	$(CC) -o $@ $(CLI_OBJ) $(FORMAT_OBJ) $(LIBA) $(LDLIBS_CLI) $(LDLIBS_CORE)
+
 # ---- tests ---------------------------------------------------------------
 TEST_CFLAGS = $(OPT) -std=gnu11 $(WARN) -Iinclude -Isrc -D_GNU_SOURCE -pthread
 
@@ -72,6 +88,14 @@ $(BUILD)/tests/capture_%: tests/capture/chain.c tests/capture/chain.h tests/chec
 	$(call v_cc,$*) $(call v_opt,$*) -Wall -Werror -Wno-unused-parameter -Iinclude -Itests -pthread -o $@ $< \
 	    -L$(BUILD)/tests -lchain_$* -L$(BUILD) -lheaptrail -lunwind -Wl,-rpath,'$$ORIGIN:$$ORIGIN/..'
 
+# Programs that test scripts run (under the agent, the CLI, gdb, ...):
+# tests/progs/X.c -> build/tests/progs/X, built -O1 -g, never run directly.
+PROG_BIN := $(patsubst tests/progs/%.c,$(BUILD)/tests/progs/%,$(wildcard tests/progs/*.c))
+$(BUILD)/tests/progs/%: tests/progs/%.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) -O1 -g -Wall -Werror -Wno-unused-parameter -Iinclude -Itests -pthread -o $@ $< \
+	    -L$(BUILD) -lheaptrail -ldl -Wl,-rpath,'$$ORIGIN/../..'
+
 TEST_BIN := $(UNIT_BIN) $(CAPTURE_BIN)
 TEST_SCRIPTS := $(sort $(wildcard tests/*/*.sh))
 
@@ -80,7 +104,7 @@ test: deps-test
 	@tests/run.sh $(TEST_BIN) $(TEST_SCRIPTS)
 
 .PHONY: all-tests
-all-tests: all $(TEST_BIN)
+all-tests: all $(TEST_BIN) $(PROG_BIN)
 
 # ---- demo ----------------------------------------------------------------
 $(BUILD)/examples/stack_demo: examples/stack_demo.c $(LIB)
