@@ -2,11 +2,17 @@
  * initialised and inside malloc hooks (no getenv, no allocation). */
 #include "util.h"
 
+#if defined(_WIN32)
+#include <stdlib.h>             /* _environ: the C runtime's narrow copy */
+#define HT_ENVIRON _environ
+#else
 extern char **environ;
+#define HT_ENVIRON environ
+#endif
 
 const char *ht__env(const char *name)
 {
-    char **e = environ;
+    char **e = HT_ENVIRON;
     if (!e)
         return NULL;
     for (; *e; e++) {

@@ -13,10 +13,18 @@
 
 #define ht_likely(x)   __builtin_expect(!!(x), 1)
 #define ht_unlikely(x) __builtin_expect(!!(x), 0)
-#define HT_INTERNAL    __attribute__((visibility("hidden")))
 #define HT_NOINLINE    __attribute__((noinline))
 #define HT_ALWAYS_INLINE inline __attribute__((always_inline))
-#define HT_TLS         __thread __attribute__((tls_model("initial-exec")))
+#if defined(_WIN32)
+/* PE: a symbol is exported only if marked dllexport (HT_API), so internal
+ * ones need no attribute. No HT_TLS: mingw-w64's __thread is emulated TLS,
+ * which calls malloc on a thread's first touch; the Windows backend keeps
+ * its per-thread state in a TlsAlloc slot read from the TEB instead. */
+#  define HT_INTERNAL
+#else
+#  define HT_INTERNAL  __attribute__((visibility("hidden")))
+#  define HT_TLS       __thread __attribute__((tls_model("initial-exec")))
+#endif
 #define HT_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 #define ht_load_relaxed(p)     __atomic_load_n((p), __ATOMIC_RELAXED)
@@ -26,8 +34,8 @@
 #define ht_fetch_add(p, v)     __atomic_fetch_add((p), (v), __ATOMIC_RELAXED)
 #define ht_compiler_barrier()  __atomic_signal_fence(__ATOMIC_SEQ_CST)
 
-/* Raw system calls: no errno, no cancellation points, no interposition.
- * Return values follow the kernel: negative errno on failure. */
+/* Raw system calls (Linux only): no errno, no cancellation points, no
+ * interposition. Return values follow the kernel: negative errno on failure. */
 HT_INTERNAL long ht__syscall6(long n, long a, long b, long c, long d, long e,
                               long f);
 #define ht__sys0(n)             ht__syscall6((n), 0, 0, 0, 0, 0, 0)
@@ -38,8 +46,13 @@ HT_INTERNAL long ht__syscall6(long n, long a, long b, long c, long d, long e,
 
 /* Anonymous private mapping of `size` bytes, or NULL. */
 HT_INTERNAL void *ht__map(size_t size);
-/* Reserve address space without committing memory (MAP_NORESERVE). */
+/* Reserve address space without committing memory (MAP_NORESERVE). The
+ * range is readable and writable at once, like ht__map (on Windows it is
+ * committed, demand-zero: pages cost nothing until touched but count
+ * against the commit limit). */
 HT_INTERNAL void *ht__reserve(size_t size);
+/* Returns [p, p + size) to the system. On Windows only a whole mapping is
+ * released (p its start, size its size); a part is decommitted. */
 HT_INTERNAL void ht__unmap(void *p, size_t size);
 
 /* Value of environment variable `name` from the process environment (an
@@ -50,7 +63,7 @@ HT_INTERNAL const char *ht__env(const char *name);
 HT_INTERNAL uint64_t ht__parse_size(const char *s, uint64_t dflt);
 
 /* A test-and-set spin lock for rare paths. ht__spin_trylock() returns 1 on
- * success. ht__spin_lock() spins with sched_yield. */
+ * success. ht__spin_lock() spins, then yields (sched_yield, SwitchToThread). */
 typedef struct { int v; } ht_spinlock_t;
 HT_INTERNAL int ht__spin_trylock(ht_spinlock_t *l);
 HT_INTERNAL void ht__spin_lock(ht_spinlock_t *l);
