@@ -1,7 +1,9 @@
 /* heaptrail.h -- the public API of heaptrail, a native memory-leak and
  * allocation tracker.
  *
- * Link with -lheaptrail (build/libheaptrail.so). Every function here is
+ * Link with -lheaptrail (build/libheaptrail.so; on Windows x64
+ * build/windows/heaptrail.dll through libheaptrail.dll.a, or the static
+ * build/windows/libheaptrail.a). Every function here is
  * thread-safe. Functions marked "async-signal-safe" may be called from a
  * signal handler and from inside a malloc/free hook: they never allocate,
  * never take a lock that can block forever, and never fault on a corrupt
@@ -51,11 +53,30 @@ HT_API int ht_capture(int skip, int max, void **frames, uint64_t *hash);
 
 /*! ht_capture_context() :
  *  The same walk, starting from a signal handler's context (a ucontext_t*
- *  as passed to an SA_SIGINFO handler): frames[0] is the interrupted
- *  instruction's address, followed by the return addresses of its callers.
+ *  as passed to an SA_SIGINFO handler; on Windows a CONTEXT*, such as an
+ *  exception filter's ExceptionInfo->ContextRecord): frames[0] is the
+ *  interrupted instruction's address, followed by the return addresses of
+ *  its callers.
  *  @return : the number of frames stored. Async-signal-safe. */
 HT_API int ht_capture_context(const void *ucontext, int max, void **frames,
                               uint64_t *hash);
+
+#if defined(_WIN32)
+/*! ht_CaptureStackBackTrace() :
+ *  A drop-in for Windows' CaptureStackBackTrace/RtlCaptureStackBackTrace
+ *  with the same signature and frames (FramesToSkip = 0: BackTrace[0] is
+ *  the return address into the caller), walked by ht_capture(): faster,
+ *  and through JIT code registered with RtlAddFunctionTable,
+ *  RtlAddGrowableFunctionTable or RtlInstallFunctionTableCallback.
+ *  @BackTraceHash : if not NULL, receives a 32-bit hash of the frames
+ *  returned, folded from ht_stack_hash() (order-dependent, unlike
+ *  Windows' sum of addresses).
+ *  @return : the number of frames stored (at most 65535). */
+HT_API unsigned short ht_CaptureStackBackTrace(unsigned long FramesToSkip,
+                                               unsigned long FramesToCapture,
+                                               void **BackTrace,
+                                               unsigned long *BackTraceHash);
+#endif
 
 /*! ht_stack_hash() :
  *  The 64-bit hash ht_capture() reports for a frame array. It depends on

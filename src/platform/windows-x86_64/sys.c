@@ -1,0 +1,49 @@
+/* sys.c -- the platform primitives of src/core/util.h for Windows: memory
+ * straight from VirtualAlloc (never the process heap, which a tracker may
+ * be hooking), spin locks that yield with SwitchToThread, the thread id.
+ * Safe inside heap hooks and vectored exception handlers. */
+#include "../../core/util.h"
+#include <windows.h>
+
+void *ht__map(size_t size)
+{
+    return VirtualAlloc(NULL, size, MEM_RESERVE | MEM_COMMIT, PAGE_READWRITE);
+}
+
+/* Linux's MAP_NORESERVE mapping is usable at once and costs nothing until
+ * touched; the nearest Windows equivalent is committed demand-zero memory
+ * (reserved-only pages would fault on first touch). */
+void *ht__reserve(size_t size)
+{
+    return VirtualAlloc(NULL, size, MEM_RESERVE | MEM_COMMIT, PAGE_READWRITE);
+}
+
+void ht__unmap(void *p, size_t size)
+{
+    MEMORY_BASIC_INFORMATION mbi;
+    if (!p || !VirtualQuery(p, &mbi, sizeof mbi))
+        return;
+    if (mbi.AllocationBase == p && size >= mbi.RegionSize)
+        VirtualFree(p, 0, MEM_RELEASE);
+    else
+        VirtualFree(p, size, MEM_DECOMMIT);
+}
+
+int ht__gettid(void) { return (int)GetCurrentThreadId(); }
+
+int ht__spin_trylock(ht_spinlock_t *l)
+{
+    return ht_load_relaxed(&l->v) == 0 && __atomic_exchange_n(&l->v, 1, __ATOMIC_ACQUIRE) == 0;
+}
+
+void ht__spin_lock(ht_spinlock_t *l)
+{
+    for (unsigned i = 0; !ht__spin_trylock(l); i++) {
+        if (i < 64)
+            __builtin_ia32_pause();
+        else
+            SwitchToThread();
+    }
+}
+
+void ht__spin_unlock(ht_spinlock_t *l) { __atomic_store_n(&l->v, 0, __ATOMIC_RELEASE); }
