@@ -4,6 +4,8 @@
 #   make test    install missing dependencies, build, run every test
 #   make bench   benchmarks side by side with the peers (docs/BENCHMARKS.md)
 #   make         just build (build/libheaptrail.so, ...)
+#   make windows cross-build the Windows x64 library with mingw-w64
+#                (build/windows/heaptrail.dll, libheaptrail.dll.a, libheaptrail.a)
 #
 # Sources are found by directory: a new file in src/core or src/platform/*
 # joins libheaptrail.so, a new tests/unit/X.c becomes the test unit_X.
@@ -33,7 +35,7 @@ CLI_OBJ    := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard src/analyze/*.c))
 LDLIBS_AGENT := -lzstd
 LDLIBS_CLI   := -ldw -lelf -lzstd -lz
 
-.PHONY: all deps deps-test deps-bench test demo bench clean
+.PHONY: all deps deps-test deps-bench test demo bench clean windows
 .SECONDARY:
 all: $(LIB) $(LIBA) $(CLI) $(if $(AGENT_OBJ),$(PRELOAD))
 
@@ -103,8 +105,89 @@ test: deps-test
 	@$(MAKE) --no-print-directory all-tests
 	@tests/run.sh $(TEST_BIN) $(TEST_SCRIPTS)
 
-.PHONY: all-tests
-all-tests: all $(TEST_BIN) $(PROG_BIN)
+.PHONY: all-tests windows-tests
+all-tests: all $(TEST_BIN) $(PROG_BIN) windows-tests
+
+# ---- Windows x64 ---------------------------------------------------------
+# The same core (src/core) over src/platform/windows-x86_64, cross-built
+# with mingw-w64. Objects are built twice: with HT_BUILDING (dllexport) for
+# the DLL, without for the static library.
+WIN_CC     ?= x86_64-w64-mingw32-gcc
+WIN_AR     ?= x86_64-w64-mingw32-ar
+WIN_BUILD  := $(BUILD)/windows
+WIN_CFLAGS  = $(OPT) -std=gnu11 $(WARN) -Iinclude -MMD -MP
+WIN_LDLIBS := -lntdll
+WIN_C      := $(wildcard src/core/*.c) $(wildcard src/platform/windows-x86_64/*.c)
+WIN_S      := $(wildcard src/platform/windows-x86_64/*.S)
+WIN_SRC    := $(WIN_C) $(WIN_S)
+WIN_DLL_OBJ := $(patsubst %,$(WIN_BUILD)/obj/dll/%.o,$(basename $(WIN_SRC)))
+WIN_LIB_OBJ := $(patsubst %,$(WIN_BUILD)/obj/static/%.o,$(basename $(WIN_SRC)))
+WIN_DLL    := $(WIN_BUILD)/heaptrail.dll
+WIN_IMPLIB := $(WIN_BUILD)/libheaptrail.dll.a
+WIN_LIBA   := $(WIN_BUILD)/libheaptrail.a
+
+windows: $(WIN_DLL) $(WIN_IMPLIB) $(WIN_LIBA)
+
+$(WIN_BUILD)/obj/dll/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(WIN_CC) $(WIN_CFLAGS) -DHT_BUILDING -c -o $@ $<
+$(WIN_BUILD)/obj/dll/%.o: %.S
+	@mkdir -p $(dir $@)
+	$(WIN_CC) $(WIN_CFLAGS) -DHT_BUILDING -c -o $@ $<
+$(WIN_BUILD)/obj/static/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(WIN_CC) $(WIN_CFLAGS) -c -o $@ $<
+$(WIN_BUILD)/obj/static/%.o: %.S
+	@mkdir -p $(dir $@)
+	$(WIN_CC) $(WIN_CFLAGS) -c -o $@ $<
+
+$(WIN_DLL): $(WIN_DLL_OBJ)
+	$(WIN_CC) -shared -o $@ $^ -Wl,--out-implib,$(WIN_IMPLIB) $(WIN_LDLIBS)
+$(WIN_IMPLIB): $(WIN_DLL)
+$(WIN_LIBA): $(WIN_LIB_OBJ)
+	@rm -f $@
+	$(WIN_AR) rcs $@ $^
+
+# Windows test programs, run under Wine by tests/windows/*.sh. The chain
+# program and its DLL (tests/capture/chainlib.c) are built per
+# optimisation and frame-pointer setting, against heaptrail.dll; the same
+# chain program is built for Linux too, for the function-sequence check.
+WIN_TBUILD   := $(WIN_BUILD)/tests
+WIN_VARIANTS := gcc-O0 gcc-O2 gcc-O2-fp
+WIN_TFLAGS    = -Wall -Wextra -Werror -Wno-unused-parameter -Iinclude -Itests
+WIN_CHAINS   := $(WIN_VARIANTS:%=$(WIN_TBUILD)/chains_%.exe)
+LINUX_CHAINS := $(WIN_VARIANTS:%=$(BUILD)/tests/windows/chains_%)
+WIN_TESTS    := $(WIN_CHAINS) $(WIN_TBUILD)/jit.exe $(WIN_TBUILD)/unload.exe $(WIN_TBUILD)/hash.exe \
+                $(WIN_TBUILD)/unload_a.dll $(WIN_TBUILD)/unload_b.dll
+
+windows-tests: windows $(WIN_TESTS) $(LINUX_CHAINS)
+
+$(WIN_TBUILD)/genchains.c: tests/windows/genchains.py
+	@mkdir -p $(dir $@)
+	python3 $< $@
+$(WIN_TBUILD)/heaptrail.dll: $(WIN_DLL)
+	cp $< $@
+$(WIN_TBUILD)/chain_%.dll: tests/capture/chainlib.c tests/capture/chain.h
+	@mkdir -p $(dir $@)
+	$(WIN_CC) $(call v_opt,$*) -shared $(WIN_TFLAGS) -o $@ $<
+$(WIN_TBUILD)/chains_%.exe: tests/windows/chains.c $(WIN_TBUILD)/genchains.c tests/windows/genchains.h \
+		tests/windows/refwalk.h tests/check.h $(WIN_TBUILD)/chain_%.dll $(WIN_TBUILD)/heaptrail.dll $(WIN_IMPLIB)
+	$(WIN_CC) $(call v_opt,$*) $(WIN_TFLAGS) -o $@ $< $(WIN_TBUILD)/genchains.c \
+	    $(WIN_TBUILD)/chain_$*.dll -L$(WIN_BUILD) -lheaptrail
+$(BUILD)/tests/windows/chains_%: tests/windows/chains.c $(WIN_TBUILD)/genchains.c tests/windows/genchains.h \
+		tests/check.h $(BUILD)/tests/libchain_%.so $(LIB)
+	@mkdir -p $(dir $@)
+	$(call v_cc,$*) $(call v_opt,$*) $(WIN_TFLAGS) -D_GNU_SOURCE -o $@ $< $(WIN_TBUILD)/genchains.c \
+	    -L$(BUILD)/tests -lchain_$* -L$(BUILD) -lheaptrail -ldl -Wl,-rpath,'$$ORIGIN/..:$$ORIGIN/../..'
+$(WIN_TBUILD)/jit.exe: tests/windows/jit.c tests/windows/refwalk.h tests/check.h $(WIN_LIBA)
+	$(WIN_CC) -O2 -g $(WIN_TFLAGS) -o $@ $< $(WIN_LIBA) $(WIN_LDLIBS)
+$(WIN_TBUILD)/unload_%.dll: tests/windows/unload.S
+	@mkdir -p $(dir $@)
+	$(WIN_CC) -shared -DVARIANT_$* -o $@ $< -Wl,--image-base,0x6f400000
+$(WIN_TBUILD)/hash.exe: tests/windows/hash.c tests/check.h $(WIN_LIBA)
+	$(WIN_CC) -O2 -g $(WIN_TFLAGS) -o $@ $< $(WIN_LIBA) $(WIN_LDLIBS)
+$(WIN_TBUILD)/unload.exe: tests/windows/unload.c tests/windows/refwalk.h tests/check.h $(WIN_LIBA)
+	$(WIN_CC) -O2 -g $(WIN_TFLAGS) -o $@ $< $(WIN_LIBA) $(WIN_LDLIBS)
 
 # ---- demo ----------------------------------------------------------------
 $(BUILD)/examples/stack_demo: examples/stack_demo.c $(LIB)
@@ -123,4 +206,4 @@ bench: deps-bench
 clean:
 	rm -rf $(BUILD)
 
--include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD)/obj $(WIN_BUILD)/obj -name '*.d' 2>/dev/null)

@@ -6,7 +6,7 @@ set -eu
 what=${1:-test}
 
 build="gcc make libc6-dev libdw-dev libelf-dev libzstd-dev zlib1g-dev pkg-config"
-test="$build clang libunwind-dev gdb sqlite3 python3 binutils"
+test="$build clang libunwind-dev gdb sqlite3 python3 binutils wine wine64 gcc-mingw-w64-x86-64"
 bench="$test heaptrack valgrind hyperfine liblsan0"
 
 case $what in
