@@ -20,12 +20,6 @@ volatile uint32_t ht__code_gen;
 
 #define CACHE_OFF ((ht_tcache_t *)1) /* slot value: no cache on this thread */
 
-typedef struct ht_tcache_s {
-    uint32_t gen;                   /* ht__code_gen the entries belong to */
-    uint8_t pad[60];
-    ht_centry_t e[HT_CACHE_ENTRIES];
-} ht_tcache_t;
-
 static DWORD g_tls = TLS_OUT_OF_INDEXES;
 static volatile LONG g_init;        /* 0 not started, 1 running, 2 done */
 static void *g_dll_cookie;
@@ -90,7 +84,7 @@ static HT_NOINLINE ht_tcache_t *cache_create(DWORD idx)
     return c;
 }
 
-ht_centry_t *ht__thread_cache(void)
+ht_tcache_t *ht__thread_cache(void)
 {
     DWORD idx = ht_load_acquire(&g_tls);
     if (ht_unlikely(idx == TLS_OUT_OF_INDEXES)) {
@@ -113,9 +107,10 @@ ht_centry_t *ht__thread_cache(void)
     if (ht_unlikely(c->gen != gen)) {
         /* a DLL was unloaded since this thread last walked: forget all */
         __builtin_memset(c->e, 0, sizeof c->e);
+        __builtin_memset(c->noimage, 0, sizeof c->noimage);
         c->gen = gen;
     }
-    return c->e;
+    return c;
 }
 
 /* Frees the calling thread's cache; later captures on it run uncached. */

@@ -39,6 +39,7 @@
 
 typedef struct walk_s {
     ht_bounds_t b;
+    ht_tcache_t *tc;            /* this thread's cache, or NULL */
     int hist_ready;
     UNWIND_HISTORY_TABLE hist;  /* for RtlLookupFunctionEntry, one per walk */
 } walk_t;
@@ -73,7 +74,14 @@ static int stack_bounds(uintptr_t sp, ht_bounds_t *b)
 static int lookup(walk_t *w, uintptr_t at, ht_fnent_t *e)
 {
     void *ib = NULL;
-    int image = RtlPcToFileHeader((void *)at, &ib) != NULL && ib;
+    int image = 0;
+    uint64_t granule = (at >> 16) + 1;
+    uint64_t *noimage = w->tc ? &w->tc->noimage[granule % HT_NOIMAGE_SLOTS] : NULL;
+    if (!noimage || *noimage != granule) {
+        image = RtlPcToFileHeader((void *)at, &ib) != NULL && ib;
+        if (!image && noimage)
+            *noimage = granule;
+    }
     if (!w->hist_ready) {
         __builtin_memset(&w->hist, 0, sizeof w->hist);
         w->hist_ready = 1;
@@ -243,7 +251,7 @@ static HT_ALWAYS_INLINE int emit(out_t *o, uintptr_t pc, int *skip)
  * cache. Returns 0 when done, 1 when it must start over as a full walk. */
 static int walk_fast(walk_t *w, const ht_wregs_t *init, int exact, out_t *o)
 {
-    ht_centry_t *cache = ht__thread_cache();
+    ht_centry_t *cache = w->tc ? w->tc->e : NULL;
     uintptr_t pc = init->pc, sp = init->r[HT_RSP], bp = init->r[HT_RBP];
     const uintptr_t hi8 = w->b.hi - 8;
     int skip = o->skip;
@@ -313,11 +321,13 @@ static void walk_full(walk_t *w, const ht_wregs_t *init, int exact, out_t *o)
 static int capture(const ht_wregs_t *init, int exact, int skip, int max, void **frames,
                    uint64_t *hash)
 {
-    DWORD last_error = GetLastError();
+    /* ntdll calls on a miss may set the last error: the caller's survives */
+    uint32_t last_error = ht__teb_dword(HT_TEB_LAST_ERROR);
     out_t o = { frames, skip < 0 ? 0 : skip, max, 0, 0 };
     if (max > 0 && init->pc) {
         walk_t w;
         w.hist_ready = 0;
+        w.tc = ht__thread_cache();
         if (!stack_bounds(init->r[HT_RSP], &w.b)) {
             /* an unknown stack: only the first frame is certain */
             int sk = o.skip;
@@ -330,7 +340,7 @@ static int capture(const ht_wregs_t *init, int exact, int skip, int max, void **
     }
     if (hash)
         *hash = ht_hash_finish(o.sum, (uint64_t)o.n);
-    if (GetLastError() != last_error)
+    if (ht_unlikely(ht__teb_dword(HT_TEB_LAST_ERROR) != last_error))
         SetLastError(last_error);
     return o.n;
 }
@@ -343,7 +353,7 @@ static int capture(const ht_wregs_t *init, int exact, int skip, int max, void **
 static void regs_from_entry(const uintptr_t *e, ht_wregs_t *r)
 {
     static const uint8_t order[8] = { HT_RBX, HT_RBP, HT_RSI, HT_RDI, HT_R12, HT_R13, HT_R14, HT_R15 };
-    __builtin_memset(r, 0, sizeof *r);
+    /* the volatile registers stay unset: `valid` says they are unknown */
     r->pc = e[0];
     r->r[HT_RSP] = e[1];
     for (int i = 0; i < 8; i++)

@@ -30,15 +30,22 @@ typedef struct ht_wregs_s {
 } ht_wregs_t;
 
 /* A word of the current thread's TEB (gs points at it on x64): StackBase at
- * 0x08, StackLimit at 0x10, TlsSlots at 0x1480. Inline assembly rather
+ * 0x08, StackLimit at 0x10, LastErrorValue at 0x68, TlsSlots at 0x1480. Inline assembly rather
  * than __readgsqword, which gcc 12 flags with a false -Warray-bounds. */
 #define HT_TEB_STACK_BASE  0x08
 #define HT_TEB_STACK_LIMIT 0x10
+#define HT_TEB_LAST_ERROR  0x68    /* a DWORD */
 #define HT_TEB_TLS_SLOTS   0x1480
 static HT_ALWAYS_INLINE uintptr_t ht__teb_word(uintptr_t off)
 {
     uintptr_t v;
     __asm__("movq %%gs:(%1), %0" : "=r"(v) : "r"(off));
+    return v;
+}
+static HT_ALWAYS_INLINE uint32_t ht__teb_dword(uintptr_t off)
+{
+    uint32_t v;
+    __asm__ volatile("movl %%gs:(%1), %0" : "=r"(v) : "r"(off) : "memory");
     return v;
 }
 
@@ -119,10 +126,23 @@ HT_INTERNAL extern volatile uint32_t ht__code_gen;
 #define HT_CACHE_ENTRIES  (2u << HT_CACHE_SET_BITS)
 typedef struct { uint64_t key, rule; } __attribute__((aligned(16))) ht_centry_t;
 
-/* The calling thread's rule cache, created on first use; NULL when caches
- * are off, the thread is exiting, or this is a nested call during the
- * cache's creation. */
-HT_INTERNAL ht_centry_t *ht__thread_cache(void);
+/* Per thread, next to the rules: 64 KB granules of address space known to
+ * hold no loaded image (JIT code heaps), so that a JIT frame's lookup
+ * skips RtlPcToFileHeader. Address space is handed out in 64 KB granules,
+ * so a granule is either part of an image or not; and a stale entry only
+ * keeps a rule out of the cache, never makes one wrong. */
+#define HT_NOIMAGE_SLOTS 64
+typedef struct ht_tcache_s {
+    uint32_t gen;                   /* ht__code_gen the entries belong to */
+    uint32_t pad[3];
+    uint64_t noimage[HT_NOIMAGE_SLOTS];  /* granule number + 1, 0 empty */
+    ht_centry_t e[HT_CACHE_ENTRIES];
+} ht_tcache_t;
+
+/* The calling thread's cache, created on first use; NULL when caches are
+ * off, the thread is exiting, or this is a nested call during the cache's
+ * creation. Emptied when a DLL was unloaded since the thread last used it. */
+HT_INTERNAL ht_tcache_t *ht__thread_cache(void);
 
 /* Process set-up (TLS slot, DLL notification). Idempotent, cheap after
  * the first call. */
