@@ -201,7 +201,16 @@ demo: deps
 # ---- benchmarks ----------------------------------------------------------
 bench: deps-bench
 	@$(MAKE) --no-print-directory all
-	@echo "no benchmarks yet"
+	@$(MAKE) --no-print-directory bench-windows
+
+# Windows x64 stack capture under Wine (docs/BENCHMARKS.md)
+.PHONY: bench-windows
+bench-windows: $(WIN_BUILD)/bench/capture_bench.exe
+	@. tests/windows/wine-env && ht_wine $<
+$(WIN_BUILD)/bench/capture_bench.exe: bench/windows/capture_bench.c $(WIN_TBUILD)/genchains.c $(WIN_LIBA)
+	@mkdir -p $(dir $@)
+	$(WIN_CC) -O2 -g -fomit-frame-pointer $(WIN_TFLAGS) -o $@ $< $(WIN_TBUILD)/genchains.c \
+	    $(WIN_LIBA) $(WIN_LDLIBS) -ldbghelp
 
 clean:
 	rm -rf $(BUILD)
