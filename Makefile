@@ -53,7 +53,7 @@ $(BUILD)/obj/%.o: %.S
 	$(CC) $(HT_CFLAGS) -c -o $@ $<
 
 $(LIB): $(CORE_OBJ)
-	$(CC) -shared -o $@ $^ -Wl,-soname,libheaptrail.so -Wl,-z,defs $(LDLIBS_CORE)
+	$(CC) -shared -o $@ $^ -Wl,-soname,libheaptrail.so -Wl,-z,defs -Wl,-z,nodelete $(LDLIBS_CORE)
 
 $(LIBA): $(CORE_OBJ)
 	@rm -f $@
@@ -67,7 +67,7 @@ $(CLI): $(CLI_OBJ) $(FORMAT_OBJ) $(LIBA)
 	$(CC) -o $@ $(CLI_OBJ) $(FORMAT_OBJ) $(LIBA) $(LDLIBS_CLI) $(LDLIBS_CORE)
 
 # ---- tests ---------------------------------------------------------------
-TEST_CFLAGS = $(OPT) -std=gnu11 $(WARN) -Iinclude -Isrc -D_GNU_SOURCE -pthread
+TEST_CFLAGS = $(OPT) -std=gnu11 $(WARN) -Iinclude -Isrc -Itests -D_GNU_SOURCE -pthread
 
 UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit_%,$(wildcard tests/unit/*.c))
 $(BUILD)/tests/unit_%: tests/unit/%.c tests/check.h $(LIBA)
@@ -96,6 +96,22 @@ $(BUILD)/tests/progs/%: tests/progs/%.c $(LIB)
 	$(CC) -O1 -g -Wall -Werror -Wno-unused-parameter -Iinclude -Itests -pthread -o $@ $< \
 	    -L$(BUILD) -lheaptrail -ldl -Wl,-rpath,'$$ORIGIN/../..'
 
+# LD_PRELOAD agent comparing ht_capture with libunwind inside real programs
+AGREE_LIB := $(BUILD)/tests/libagree.so
+$(AGREE_LIB): tests/capture/agree_agent.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -fPIC -shared -Wall -Werror -Iinclude -o $@ $< -L$(BUILD) -lheaptrail -lunwind -ldl \
+	    -Wl,-rpath,'$$ORIGIN/..'
+
+# dlclose must invalidate cached rules: two libraries reloaded in turn
+$(BUILD)/tests/libdlreuse%.so: tests/capture/dlreuse_lib.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -fPIC -shared -Wall -Werror -DVARIANT=$* -o $@ $<
+$(BUILD)/tests/capture_dlreuse: tests/capture/dlreuse.c tests/check.h $(LIB) $(BUILD)/tests/libdlreuse1.so $(BUILD)/tests/libdlreuse2.so
+	$(CC) -O2 -g -Wall -Werror -Iinclude -Itests -pthread -o $@ $< -L$(BUILD) -lheaptrail -lunwind -ldl \
+	    -Wl,-rpath,'$$ORIGIN/..'
+CAPTURE_BIN += $(BUILD)/tests/capture_dlreuse
+
 TEST_BIN := $(UNIT_BIN) $(CAPTURE_BIN)
 TEST_SCRIPTS := $(sort $(wildcard tests/*/*.sh))
 
@@ -104,7 +120,7 @@ test: deps-test
 	@tests/run.sh $(TEST_BIN) $(TEST_SCRIPTS)
 
 .PHONY: all-tests
-all-tests: all $(TEST_BIN) $(PROG_BIN)
+all-tests: all $(TEST_BIN) $(PROG_BIN) $(AGREE_LIB)
 
 # ---- demo ----------------------------------------------------------------
 $(BUILD)/examples/stack_demo: examples/stack_demo.c $(LIB)

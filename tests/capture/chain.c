@@ -292,7 +292,14 @@ static void *thread_main(void *arg)
     return arg;
 }
 
-/* For gdb_oracle.sh: gdb stops here; print what ht_capture sees. */
+/* For gdb_oracle.sh: gdb stops in oracle_stop(), called from
+ * oracle_point() right after it printed what ht_capture saw there. gdb's
+ * frame #2 is then ht_capture's frame #1 (the caller of oracle_point). */
+__attribute__((noinline)) void oracle_stop(void)
+{
+    __asm__ volatile("" ::: "memory");
+}
+
 __attribute__((noinline)) void oracle_point(void)
 {
     void *f[MAXF];
@@ -300,6 +307,8 @@ __attribute__((noinline)) void oracle_point(void)
     for (int i = 0; i < n; i++)
         printf("HTFRAME %p\n", f[i]);
     fflush(stdout);
+    oracle_stop();
+    sink++;
 }
 
 static int gdb_leaf(int d, int x)
@@ -308,12 +317,26 @@ static int gdb_leaf(int d, int x)
     return x;
 }
 
+/* a realigned frame (CFA expression with gcc) on the path gdb checks */
+__attribute__((noinline)) static int gdb_realigned(int a, int b, int c, int d, int e, int f,
+                                                   int g, int h)
+{
+    char buf[64] __attribute__((aligned(64)));
+    memset(buf, a + h, sizeof buf);
+    int r = chainlib_recurse(gdb_leaf, 3, b + c + d + e + f + g);
+    return r + buf[1];
+}
+
+static int gdb_realigned_cb(int d, int x)
+{
+    return gdb_realigned(x, 2, 3, 4, 5, 6, 7, 8) + 1;
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "gdb") == 0) {
-        chainlib_call(lib_cb, 2, 1);    /* prime nothing; just a chain */
-        realigned(1, 2, 3, 4, 5, 6, 7, 8);
-        chainlib_recurse(gdb_leaf, 3, 1);
+        /* main -> libchain -> chain.c -> libchain (recursing) -> oracle */
+        chainlib_call(gdb_realigned_cb, 2, 1);
         return 0;
     }
     run_chains(50);

@@ -16,7 +16,7 @@ typedef struct {
 
 static inline int cur_has(cursor_t *c, size_t n)
 {
-    if (c->bad || c->p < c->lo || (size_t)(c->end - c->p) < n) {
+    if (c->bad || c->p < c->lo || c->p > c->end || (size_t)(c->end - c->p) < n) {
         c->bad = 1;
         return 0;
     }
