@@ -132,9 +132,17 @@ demo: deps
 	@$(BUILD)/examples/stack_demo
 
 # ---- benchmarks ----------------------------------------------------------
+.PHONY: bench-capture
 bench: deps-bench
-	@$(MAKE) --no-print-directory all
-	@echo "no benchmarks yet"
+	@$(MAKE) --no-print-directory bench-capture
+
+CAPTURE_BENCH := $(BUILD)/bench/capture_bench_nofp $(BUILD)/bench/capture_bench_fp
+$(BUILD)/bench/capture_bench_%: bench/capture_bench.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -Wall -Werror $(if $(filter fp,$*),-fno-omit-frame-pointer,-fomit-frame-pointer) -Iinclude \
+	    -o $@ $< -L$(BUILD) -lheaptrail -lunwind -ldl -Wl,-rpath,'$$ORIGIN/..'
+bench-capture: all $(CAPTURE_BENCH) $(AGREE_LIB)
+	@bench/capture.sh
 
 clean:
 	rm -rf $(BUILD)
