@@ -69,11 +69,31 @@
 #define SEG_MIN_BITS  6
 #define START         0x80u                 /* hi[x]: x starts a segment */
 #define HI_WIDE       0x7fu                 /* hi[x] & 0x7f: address in wide[] */
+/* The hot-stack cache: direct-mapped slots of one stack each (up to
+ * HOT_FRAMES frames), at most HOT_MAX_SLOTS, grown with the database so it
+ * stays under a quarter of the bytes the rest uses. */
+#define HOT_FRAMES    61
+#define HOT_MAX_SLOTS 2048u
+#define HOT_MIN_SLOTS 8u
 /* Tables grow past 7/10 full; when the budget forbids growing they may
  * fill to 9/10 (longer probes, still exact) before they refuse entries. */
 #define GROW_NUM 7
 #define FULL_NUM 9
 #define LOAD_DEN 10
+
+/* One hot-stack cache slot, guarded by a sequence count: odd while a
+ * writer fills it. A reader compares the hash, depth and every frame, then
+ * re-reads the count: equal and even means it compared one consistent
+ * (frames, id) pair, and every pair written was verified against the tree
+ * first, so a hit is exact. */
+typedef struct hot_s {
+    uint32_t seq;
+    uint32_t id;
+    uint32_t n;
+    uint32_t pad;
+    uint64_t hash;
+    uint64_t f[HOT_FRAMES];
+} hot_t;
 
 static struct {
     /* ---- read by lock-free lookups ---- */
@@ -87,6 +107,9 @@ static struct {
     uint32_t *seg_parent;
     uint64_t *wide;
     uint64_t hash_mask;       /* ~0; tests weaken it to force collisions */
+    struct hot_s *hot;        /* hot-stack cache, reserved for HOT_MAX_SLOTS */
+    uint32_t hot_mask;        /* active slots - 1; 0 with hot_slots == 0: off */
+    uint32_t hot_slots;
     uint64_t hi_tab[HI_WIDE]; /* high halves, already shifted left by 32 */
     uint64_t drops;           /* interns answered with HT_STACK_ID_OVERFLOW */
     uint64_t drops_reentrant; /* ... of which by a handler inside an insert */
@@ -108,7 +131,7 @@ static struct {
     uint64_t leaf_rebuilds, seg_rebuilds;
     int fork_locked;
     /* reservation sizes, for teardown */
-    size_t sz_lo, sz_hi, sz_starts, sz_rank, sz_segp, sz_wide, sz_segtab, sz_leaf;
+    size_t sz_lo, sz_hi, sz_starts, sz_rank, sz_segp, sz_wide, sz_segtab, sz_leaf, sz_hot;
 } db = { .hash_mask = ~0ull };
 
 /* A signal handler that interrupts this thread's insert must not wait for
@@ -161,6 +184,44 @@ static HT_ALWAYS_INLINE int chain_equals(uint32_t x, void *const *frames, int n)
             return p == 0;                    /* same depth: must end at the root */
         x = p;
     }
+}
+
+/* ---- the hot-stack cache ---------------------------------------------- */
+
+static HT_ALWAYS_INLINE hot_t *hot_slot(uint64_t h)
+{
+    /* not the bits that choose the stack table slot */
+    return &db.hot[(uint32_t)(h >> 17) & ht_load_relaxed(&db.hot_mask)];
+}
+
+/* Returns the id cached for frames[0..n) with hash h, or 0. Lock-free. */
+static HT_ALWAYS_INLINE uint32_t hot_find(void *const *frames, int n, uint64_t h)
+{
+    hot_t *s = hot_slot(h);
+    uint32_t seq = ht_load_acquire(&s->seq);
+    if ((seq & 1) || s->hash != h || s->n != (uint32_t)n)
+        return 0;
+    uint32_t id = s->id;
+    int eq = __builtin_memcmp(s->f, frames, (size_t)n * sizeof(void *)) == 0;
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    return eq && ht_load_relaxed(&s->seq) == seq ? id : 0;
+}
+
+/* Caches (frames, id), an id just verified against the tree. Skips a slot
+ * another writer (or this thread, interrupted) is filling. */
+static HT_NOINLINE void hot_fill(void *const *frames, int n, uint64_t h, uint32_t id)
+{
+    hot_t *s = hot_slot(h);
+    uint32_t seq = ht_load_relaxed(&s->seq);
+    if ((seq & 1) || !__atomic_compare_exchange_n(&s->seq, &seq, seq + 1, 0, __ATOMIC_ACQUIRE,
+                                                  __ATOMIC_RELAXED))
+        return;
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    s->id = id;
+    s->n = (uint32_t)n;
+    s->hash = h;
+    __builtin_memcpy(s->f, frames, (size_t)n * sizeof(void *));
+    ht_store_release(&s->seq, seq + 2);
 }
 
 /* ---- the stack table -------------------------------------------------- */
@@ -262,13 +323,13 @@ static void seg_put(uint32_t s)
 /* ---- budget ----------------------------------------------------------- */
 
 typedef struct {
-    uint64_t nodes, segs, wide, seg_slots, leaf0, leaf1;
+    uint64_t nodes, segs, wide, seg_slots, leaf0, leaf1, hot_slots;
 } sizes_t;
 
 static sizes_t sizes_now(void)
 {
     sizes_t z = { db.node_count, db.nseg, db.nwide, 1ull << db.seg_tab_bits,
-                  db.leaf_touched[0], db.leaf_touched[1] };
+                  db.leaf_touched[0], db.leaf_touched[1], db.hot_slots };
     return z;
 }
 
@@ -277,7 +338,7 @@ static uint64_t bytes_for(sizes_t z, int round)
 {
     uint64_t blocks = (z.nodes + 63) / 64;
     uint64_t part[] = { z.nodes * 4, z.nodes, blocks * 8, blocks * 4, z.segs * 4, z.wide * 8,
-                        z.seg_slots * 4, z.leaf0, z.leaf1 };
+                        z.seg_slots * 4, z.leaf0, z.leaf1, z.hot_slots * sizeof(hot_t) };
     uint64_t sum = 0;
     for (unsigned i = 0; i < HT_ARRAY_SIZE(part); i++)
         sum += round ? page_round(part[i]) : part[i];
@@ -288,6 +349,27 @@ static void account(void)
 {
     ht_store_relaxed(&db.used, bytes_for(sizes_now(), 1));
     ht_store_relaxed(&db.used_exact, bytes_for(sizes_now(), 0));
+}
+
+/* Grows the hot-stack cache while it stays under a quarter of the other
+ * bytes and within the budget. Lookups with the old mask look at slots
+ * that still exist; entries check themselves, so a changed mask only
+ * costs misses. */
+static void hot_grow(void)
+{
+    for (;;) {
+        uint32_t want = db.hot_slots ? db.hot_slots * 2 : HOT_MIN_SLOTS;
+        if (want > HOT_MAX_SLOTS || !db.hot)
+            return;
+        sizes_t z = sizes_now();
+        z.hot_slots = 0;
+        uint64_t rest = bytes_for(z, 0);
+        z.hot_slots = want;
+        if ((uint64_t)want * sizeof(hot_t) * 4 > rest || bytes_for(z, 1) > db.budget)
+            return;
+        db.hot_slots = want;
+        ht_store_release(&db.hot_mask, want - 1);
+    }
 }
 
 /* Makes room in the segment table for one more segment: doubles it and
@@ -366,10 +448,11 @@ static unsigned log2_ceil(uint64_t v)
 static void teardown(void)
 {
     ht_store_release(&db.leaf_ref, 0);
+    ht_store_release(&db.hot_mask, 0);
     void *p[] = { db.lo, db.hi, db.starts, db.rank, db.seg_parent, db.wide, db.seg_tab,
-                  db.leaf_region[0], db.leaf_region[1] };
+                  db.leaf_region[0], db.leaf_region[1], db.hot };
     size_t sz[] = { db.sz_lo, db.sz_hi, db.sz_starts, db.sz_rank, db.sz_segp, db.sz_wide,
-                    db.sz_segtab, db.sz_leaf, db.sz_leaf };
+                    db.sz_segtab, db.sz_leaf, db.sz_leaf, db.sz_hot };
     for (unsigned i = 0; i < HT_ARRAY_SIZE(p); i++)
         if (p[i])
             ht__unmap(p[i], sz[i]);
@@ -381,6 +464,8 @@ static void teardown(void)
     db.wide = NULL;
     db.seg_tab = NULL;
     db.leaf_region[0] = db.leaf_region[1] = NULL;
+    db.hot = NULL;
+    db.hot_slots = 0;
 }
 
 /* Reserves the address space the budget can ever need and sets up the
@@ -425,8 +510,11 @@ static int setup(uint64_t budget)
     db.seg_tab = ht__reserve(db.sz_segtab);
     db.leaf_region[0] = ht__reserve(db.sz_leaf);
     db.leaf_region[1] = ht__reserve(db.sz_leaf);
+    db.sz_hot = page_round((uint64_t)HOT_MAX_SLOTS * sizeof(hot_t));
+    db.hot = ht__reserve(db.sz_hot);
+    db.hot_slots = 0;
     db.reserved = db.sz_lo + db.sz_hi + db.sz_starts + db.sz_rank + db.sz_segp + db.sz_wide +
-                  db.sz_segtab + 2 * db.sz_leaf;
+                  db.sz_segtab + 2 * db.sz_leaf + (db.hot ? db.sz_hot : 0);
     if (!db.lo || !db.hi || !db.starts || !db.rank || !db.seg_parent || !db.wide ||
         !db.seg_tab || !db.leaf_region[0] || !db.leaf_region[1])
         return 2;
@@ -570,8 +658,10 @@ static HT_NOINLINE uint32_t intern_slow(void *const *frames, int n, uint64_t h)
     ht_compiler_barrier();
     ht__spin_lock(&db.lock);
     uint32_t id = intern_locked(frames, n, h);
-    if (db.state == 1)
+    if (db.state == 1) {
+        hot_grow();
         account();
+    }
     ht__spin_unlock(&db.lock);
     ht_compiler_barrier();
     t_in_insert = 0;
@@ -583,11 +673,20 @@ uint32_t ht__stackdb_intern(void *const *frames, int n, uint64_t hash)
     if (ht_unlikely(n <= 0))
         return HT_STACK_ID_EMPTY;
     uint64_t h = hash & ht_load_relaxed(&db.hash_mask);
+    int hot = n <= HOT_FRAMES && ht_load_acquire(&db.hot_mask) != 0;
+    if (hot) {
+        uint32_t id = hot_find(frames, n, h);
+        if (ht_likely(id != 0))
+            return id;
+    }
     uint64_t ref = ht_load_acquire(&db.leaf_ref);
     if (ht_likely(ref != 0)) {
         uint32_t id = leaf_find(ref, frames, n, h);
-        if (ht_likely(id != 0))
+        if (ht_likely(id != 0)) {
+            if (hot)
+                hot_fill(frames, n, h, id);
             return id;
+        }
     }
     return intern_slow(frames, n, h);
 }
@@ -646,6 +745,7 @@ void ht__stackdb_info(ht_stackdb_info_t *out)
     out->stack_table_rebuilds = db.leaf_rebuilds;
     out->segment_table_rebuilds = db.seg_rebuilds;
     out->wide_addresses = db.nwide;
+    out->hot_slots = ht_load_relaxed(&db.hot_slots);
 }
 
 /* ---- fork ------------------------------------------------------------- */
@@ -674,7 +774,14 @@ void ht__stackdb_fork_parent(void)
 
 void ht__stackdb_fork_child(void)
 {
-    /* the child has one thread, this one: the lock it inherited is ours */
+    /* a hot slot another thread was filling stays odd forever: empty it
+     * (the child has one thread, this one) */
+    for (uint32_t i = 0; db.hot && i < db.hot_slots; i++)
+        if (db.hot[i].seq & 1) {
+            db.hot[i].n = 0xffffffffu;
+            ht_store_release(&db.hot[i].seq, db.hot[i].seq + 1);
+        }
+    /* the lock it inherited is ours */
     ht__stackdb_fork_parent();
 }
 

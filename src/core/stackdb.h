@@ -53,6 +53,7 @@ typedef struct ht_stackdb_info_s {
     uint64_t stack_table_rebuilds, segment_table_rebuilds;
     uint64_t wide_addresses;  /* addresses kept whole (their high half did not
                                  fit the table of high halves) */
+    uint64_t hot_slots;       /* slots in the hot-stack cache */
 } ht_stackdb_info_t;
 HT_INTERNAL void ht__stackdb_info(ht_stackdb_info_t *out);
 
