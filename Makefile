@@ -118,7 +118,26 @@ demo: deps
 # ---- benchmarks ----------------------------------------------------------
 bench: deps-bench
 	@$(MAKE) --no-print-directory all
-	@echo "no benchmarks yet"
+	@$(MAKE) --no-print-directory bench-stackdb
+
+# Stack database vs a flat table, on synthetic stacks and on stacks recorded
+# from the workloads (bench/record-stacks.sh); results in docs/BENCHMARKS.md.
+WORKLOADS ?= ../shared/workloads
+BENCH_CFLAGS = -O2 -g -std=gnu11 $(WARN) -Iinclude -Isrc -D_GNU_SOURCE -pthread
+$(BUILD)/bench/stackrec.so: bench/stackrec.c $(LIBA)
+	@mkdir -p $(dir $@)
+	$(CC) $(BENCH_CFLAGS) -fPIC -shared -o $@ $< $(LIBA) $(LDLIBS_CORE)
+$(BUILD)/bench/stackdb_bench: bench/stackdb_bench.c $(LIBA)
+	@mkdir -p $(dir $@)
+	$(CC) $(BENCH_CFLAGS) -o $@ $< $(LIBA) $(LDLIBS_CORE)
+$(BUILD)/bench/allocbench: $(WORKLOADS)/allocbench.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -o $@ $<
+.PHONY: bench-stackdb
+bench-stackdb: $(BUILD)/bench/stackrec.so $(BUILD)/bench/stackdb_bench $(BUILD)/bench/allocbench
+	@bench/record-stacks.sh $(BUILD)/bench $(WORKLOADS)
+	@$(BUILD)/bench/stackdb_bench $(foreach s,sqlite3 python3 python3-malloc allocbench,$(s)=$(BUILD)/bench/stacks/$(s)) \
+	    | tee $(BUILD)/bench/stackdb.md
 
 clean:
 	rm -rf $(BUILD)
