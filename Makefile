@@ -132,9 +132,9 @@ demo: deps
 	@$(BUILD)/examples/stack_demo
 
 # ---- benchmarks ----------------------------------------------------------
-.PHONY: bench-capture
+.PHONY: bench-capture bench-stackdb
 bench: deps-bench
-	@$(MAKE) --no-print-directory bench-capture
+	@$(MAKE) --no-print-directory bench-capture bench-stackdb
 
 CAPTURE_BENCH := $(BUILD)/bench/capture_bench_nofp $(BUILD)/bench/capture_bench_fp
 $(BUILD)/bench/capture_bench_%: bench/capture_bench.c $(LIB)
@@ -143,6 +143,24 @@ $(BUILD)/bench/capture_bench_%: bench/capture_bench.c $(LIB)
 	    -o $@ $< -L$(BUILD) -lheaptrail -lunwind -ldl -Wl,-rpath,'$$ORIGIN/..'
 bench-capture: all $(CAPTURE_BENCH) $(AGREE_LIB)
 	@bench/capture.sh
+
+# Stack database vs a flat table, on synthetic stacks and on stacks recorded
+# from the workloads (bench/record-stacks.sh); results in docs/BENCHMARKS.md.
+WORKLOADS ?= ../shared/workloads
+BENCH_CFLAGS = -O2 -g -std=gnu11 $(WARN) -Iinclude -Isrc -D_GNU_SOURCE -pthread
+$(BUILD)/bench/stackrec.so: bench/stackrec.c $(LIBA)
+	@mkdir -p $(dir $@)
+	$(CC) $(BENCH_CFLAGS) -fPIC -shared -o $@ $< $(LIBA) $(LDLIBS_CORE)
+$(BUILD)/bench/stackdb_bench: bench/stackdb_bench.c $(LIBA)
+	@mkdir -p $(dir $@)
+	$(CC) $(BENCH_CFLAGS) -o $@ $< $(LIBA) $(LDLIBS_CORE)
+$(BUILD)/bench/allocbench: $(WORKLOADS)/allocbench.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -o $@ $<
+bench-stackdb: $(BUILD)/bench/stackrec.so $(BUILD)/bench/stackdb_bench $(BUILD)/bench/allocbench
+	@bench/record-stacks.sh $(BUILD)/bench $(WORKLOADS)
+	@$(BUILD)/bench/stackdb_bench $(foreach s,sqlite3 python3 python3-malloc allocbench,$(s)=$(BUILD)/bench/stacks/$(s)) \
+	    | tee $(BUILD)/bench/stackdb.md
 
 clean:
 	rm -rf $(BUILD)
