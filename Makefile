@@ -112,6 +112,12 @@ $(BUILD)/tests/capture_dlreuse: tests/capture/dlreuse.c tests/check.h $(LIB) $(B
 	    -Wl,-rpath,'$$ORIGIN/..'
 CAPTURE_BIN += $(BUILD)/tests/capture_dlreuse
 
+# stacks through JIT-compiled code (a mini JIT emitting x86-64)
+$(BUILD)/tests/capture_jit: tests/capture/jit.c tests/check.h $(LIB)
+	$(CC) -O2 -g -Wall -Werror -Iinclude -Itests -rdynamic -o $@ $< -L$(BUILD) -lheaptrail -ldl \
+	    -Wl,-rpath,'$$ORIGIN/..'
+CAPTURE_BIN += $(BUILD)/tests/capture_jit
+
 TEST_BIN := $(UNIT_BIN) $(CAPTURE_BIN)
 TEST_SCRIPTS := $(sort $(wildcard tests/*/*.sh))
 

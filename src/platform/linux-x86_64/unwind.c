@@ -16,6 +16,7 @@
 #include "heaptrail.h"
 #include "../../core/hash.h"
 #include "cfi.h"
+#include "jit.h"
 #include "unwind.h"
 #include <cpuid.h>
 #include <emmintrin.h>
@@ -37,6 +38,7 @@ enum {
 };
 enum { CFA_RSP = 0, CFA_RBP = 1, CFA_DEREF_RBP = 2 };    /* how & 3 */
 enum { BP_SAME = 0, BP_AT_CFA = 1, BP_AT_RBP = 2 };      /* (how >> 2) & 3 */
+#define HOW_JIT 0x80    /* the pc is in registered JIT code: tag its frame */
 
 typedef union {
     struct {
@@ -125,12 +127,24 @@ static rule_t compute_rule(uintptr_t ra)
 {
     rule_t r = { .u = 0 };
     ht_module_t m;
+    ht_cfi_row_t row;
+    int rc;
     if (ht__module_find(ra - 1, &m) != 0) {
-        r.s.kind = K_NOMODULE;
+        ht_jit_range_t j;
+        if (!ht__jit_find(ra - 1, &j)) {
+            r.s.kind = K_NOMODULE;
+            return r;
+        }
+        /* registered JIT code: its own CFI, or frame pointers */
+        rc = j.eh ? ht__cfi_row_eh(j.eh, j.eh_size, ra - 1, &row) : HT_CFI_NONE;
+        if (rc == HT_CFI_OK && !row.signal_frame)
+            r = compact(&row);
+        else
+            r.s.kind = rc == HT_CFI_BAD ? K_BAD : K_NOCFI;
+        r.s.how |= HOW_JIT;
         return r;
     }
-    ht_cfi_row_t row;
-    int rc = ht__cfi_row(&m, ra - 1, &row);
+    rc = ht__cfi_row(&m, ra - 1, &row);
     if (rc == HT_CFI_BAD)
         r.s.kind = K_BAD;
     else if (rc == HT_CFI_NONE)
@@ -252,7 +266,9 @@ static uint64_t fast_bits(rule_t r)
         return FAST_END;
     if (r.s.kind != K_NORMAL)
         return 0;
-    unsigned base = r.s.how & 3, bph = r.s.how >> 2;
+    unsigned base = r.s.how & 3, bph = (r.s.how >> 2) & 3;
+    if (r.s.how & HOW_JIT)
+        return 0;               /* the slow path tags JIT frames */
     int32_t off = r.s.cfa_off;
     if ((base != CFA_RSP && base != CFA_RBP) || off < 8 || off > 0xfff8 || (off & 7))
         return 0;
@@ -346,7 +362,11 @@ static int set_stack(walk_t *w, uintptr_t sp)
 static int is_code(uintptr_t pc)
 {
     ht_module_t m;
-    return pc > 0 && ht__module_find(pc - 1, &m) == 0 && ht__module_is_text(&m, pc - 1);
+    if (pc <= 1)
+        return 0;
+    if (ht__module_find(pc - 1, &m) == 0)
+        return ht__module_is_text(&m, pc - 1);
+    return ht__jit_is_code(pc - 1);
 }
 
 /* ---- slow steps ------------------------------------------------------- */
@@ -394,10 +414,16 @@ static int step_full(walk_t *w, ht_regs_t *r, int exact)
 {
     uintptr_t pc = r->r[HT_DW_RA], at = exact ? pc : pc - 1;
     ht_module_t m;
-    if (ht__module_find(at, &m) != 0)
-        return step_fp(w, r);
     ht_cfi_row_t row;
-    int rc = ht__cfi_row(&m, at, &row);
+    int rc;
+    if (ht__module_find(at, &m) == 0) {
+        rc = ht__cfi_row(&m, at, &row);
+    } else {
+        ht_jit_range_t j;
+        if (!ht__jit_find(at, &j) || !j.eh)
+            return step_fp(w, r);
+        rc = ht__cfi_row_eh(j.eh, j.eh_size, at, &row);
+    }
     if (rc == HT_CFI_NONE)
         return step_fp(w, r);
     if (rc != HT_CFI_OK)
@@ -426,7 +452,7 @@ static int step_compact(walk_t *w, rule_t ru, uintptr_t *pc, uintptr_t *sp, uint
     }
     if (cfa < *sp + 8 || cfa > w->hi || !rd_stack(w, cfa - 8, &ra))
         return 0;
-    switch (ru.s.how >> 2) {
+    switch ((ru.s.how >> 2) & 3) {
     case BP_AT_CFA:
         if (!rd_stack(w, cfa + (uintptr_t)(intptr_t)ru.s.bp_off, &nbp))
             return 0;
@@ -593,6 +619,19 @@ static void trail_mark(trail_t *tr, int from, int to)
 
 /* ---- the walk ---------------------------------------------------------- */
 
+/* If `at` is in registered JIT code, puts the registration's serial into
+ * the high bits of frames[i] (and the hash sum). Returns 1 if it is. */
+static int tag_jit(void **frames, int i, uintptr_t at, uint64_t *sum)
+{
+    ht_jit_range_t j;
+    if (!ht__jit_find(at, &j))
+        return 0;
+    uintptr_t f = (uintptr_t)frames[i], tagged = HT_FRAME_ADDRESS(f) | (uintptr_t)j.serial << 48;
+    *sum += ht_hash_term(tagged, (uint64_t)i) - ht_hash_term(f, (uint64_t)i);
+    frames[i] = (void *)tagged;
+    return 1;
+}
+
 #define MAX_STEPS 4096
 
 /* Walks from the frame described by *r (pc in r->r[RA]); see ht_capture.
@@ -606,13 +645,16 @@ static HT_NOINLINE int walk(ht_regs_t *r, int exact, int skip, int max, void **f
     walk_t w;
     uintptr_t pc = r->r[HT_DW_RA], sp = r->r[HT_DW_RSP], bp = r->r[HT_DW_RBP];
 
+    int last = -1;              /* index of the frame last stored, or -1 (skipped) */
 #define EMIT(v) \
     do { \
         if (skip > 0) { \
             skip--; \
+            last = -1; \
         } else { \
             frames[n] = (void *)(v); \
             sum += ht_hash_term((v), (uint64_t)n); \
+            last = n; \
             if (++n >= max) \
                 goto done; \
         } \
@@ -761,8 +803,12 @@ static HT_NOINLINE int walk(ht_regs_t *r, int exact, int skip, int max, void **f
         }
         if (fast_e == FAST_END)
             break;              /* the outermost frame, known from the fast table */
+        int unknown_code = 0;   /* pc is in no module and no registration */
         if (!exact) {
             rule_t ru = rule_lookup(pc, gen);
+            if ((ru.s.how & HOW_JIT) && last >= 0)
+                tag_jit(frames, last, pc - 1, &sum);
+            unknown_code = ru.s.kind == K_NOMODULE;
             if (ru.s.kind == K_NORMAL) {
                 if (!step_compact(&w, ru, &pc, &sp, &bp))
                     break;
@@ -789,12 +835,25 @@ static HT_NOINLINE int walk(ht_regs_t *r, int exact, int skip, int max, void **f
             }
             /* K_COMPLEX, K_NOCFI, K_NOMODULE: only rsp, rbp, pc are known */
             r->valid = (1u << HT_DW_RA) | (1u << HT_DW_RSP) | (1u << HT_DW_RBP);
+        } else if (last >= 0) {
+            /* an interrupted instruction: the pc itself, not pc - 1 */
+            ht_module_t m;
+            if (ht__module_find(pc, &m) != 0)
+                unknown_code = !tag_jit(frames, last, pc, &sum);
         }
         r->r[HT_DW_RA] = pc;
         r->r[HT_DW_RSP] = sp;
         r->r[HT_DW_RBP] = bp;
-        if (!step_full(&w, r, exact))
+        if (!step_full(&w, r, exact)) {
+            /* code nobody can vouch for, and no frame pointer to leave it
+             * by: say so in the trace rather than end it silently */
+            if (unknown_code && n < max && skip == 0) {
+                frames[n] = HT_FRAME_UNWIND_STOPPED;
+                sum += ht_hash_term((uintptr_t)HT_FRAME_UNWIND_STOPPED, (uint64_t)n);
+                n++;
+            }
             break;
+        }
         pc = r->r[HT_DW_RA];
         sp = r->r[HT_DW_RSP];
         bp = (r->valid & (1u << HT_DW_RBP)) ? r->r[HT_DW_RBP] : 0;
