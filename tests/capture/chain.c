@@ -17,7 +17,9 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/time.h>
+#include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
 #include "heaptrail.h"
@@ -209,9 +211,7 @@ __attribute__((noinline)) static int raise_in_chain(int d)
     return 0;
 }
 
-static void *async_ctx_frames_ok;
-static volatile sig_atomic_t async_hits;
-static int async_checked, async_bad;
+static volatile sig_atomic_t async_hits, async_in_vdso;
 
 /* From an asynchronous signal: ht_capture through the signal frame, and
  * ht_capture_context from the interrupted instruction, both against
@@ -233,6 +233,9 @@ static void on_alrm(int sig, siginfo_t *si, void *ucv)
             break;
         }
     compare("async signal (ht_capture_context)", ctx, k, ref, m, off);
+    uintptr_t vdso = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
+    if (k > 0 && vdso && (uintptr_t)ctx[0] >= vdso && (uintptr_t)ctx[0] < vdso + 0x4000)
+        async_in_vdso++;
     async_hits++;
 }
 
@@ -251,6 +254,20 @@ __attribute__((noinline)) static long busy(int d, long x)
     return r ^ x;
 }
 
+/* spends most of its time inside the vdso */
+__attribute__((noinline)) static long in_vdso(int d)
+{
+    if (d > 0)
+        return in_vdso(d - 1) + 1;
+    struct timespec ts;
+    long x = 0;
+    for (int i = 0; i < 50; i++) {
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        x += ts.tv_nsec;
+    }
+    return x;
+}
+
 static void run_async(void)
 {
     struct sigaction sa;
@@ -263,13 +280,15 @@ static void run_async(void)
     long x = 1;
     while (async_hits < 400)
         x += busy((int)(x & 7), x);
+    /* then interrupt the vdso, whose frames only its own CFI describes */
+    while (async_hits < 800)
+        x += in_vdso((int)(x & 3));
     struct itimerval off = { { 0, 0 }, { 0, 0 } };
     setitimer(ITIMER_PROF, &off, NULL);
     signal(SIGPROF, SIG_IGN);
     sink += (int)x;
-    (void)async_ctx_frames_ok;
-    (void)async_checked;
-    (void)async_bad;
+    fprintf(stderr, "async signals: %d, %d of them inside the vdso\n", (int)async_hits, (int)async_in_vdso);
+    CHECK(async_in_vdso >= 20);
 }
 
 /* ---- driver ----------------------------------------------------------- */
