@@ -55,7 +55,7 @@ $(BUILD)/obj/%.o: %.S
 	$(CC) $(HT_CFLAGS) -c -o $@ $<
 
 $(LIB): $(CORE_OBJ)
-	$(CC) -shared -o $@ $^ -Wl,-soname,libheaptrail.so -Wl,-z,defs $(LDLIBS_CORE)
+	$(CC) -shared -o $@ $^ -Wl,-soname,libheaptrail.so -Wl,-z,defs -Wl,-z,nodelete $(LDLIBS_CORE)
 
 $(LIBA): $(CORE_OBJ)
 	@rm -f $@
@@ -69,7 +69,7 @@ $(CLI): $(CLI_OBJ) $(FORMAT_OBJ) $(LIBA)
 	$(CC) -o $@ $(CLI_OBJ) $(FORMAT_OBJ) $(LIBA) $(LDLIBS_CLI) $(LDLIBS_CORE)
 
 # ---- tests ---------------------------------------------------------------
-TEST_CFLAGS = $(OPT) -std=gnu11 $(WARN) -Iinclude -Isrc -D_GNU_SOURCE -pthread
+TEST_CFLAGS = $(OPT) -std=gnu11 $(WARN) -Iinclude -Isrc -Itests -D_GNU_SOURCE -pthread
 
 UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit_%,$(wildcard tests/unit/*.c))
 $(BUILD)/tests/unit_%: tests/unit/%.c tests/check.h $(LIBA)
@@ -98,6 +98,28 @@ $(BUILD)/tests/progs/%: tests/progs/%.c $(LIB)
 	$(CC) -O1 -g -Wall -Werror -Wno-unused-parameter -Iinclude -Itests -pthread -o $@ $< \
 	    -L$(BUILD) -lheaptrail -ldl -Wl,-rpath,'$$ORIGIN/../..'
 
+# LD_PRELOAD agent comparing ht_capture with libunwind inside real programs
+AGREE_LIB := $(BUILD)/tests/libagree.so
+$(AGREE_LIB): tests/capture/agree_agent.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -fPIC -shared -Wall -Werror -Iinclude -o $@ $< -L$(BUILD) -lheaptrail -lunwind -ldl \
+	    -Wl,-rpath,'$$ORIGIN/..'
+
+# dlclose must invalidate cached rules: two libraries reloaded in turn
+$(BUILD)/tests/libdlreuse%.so: tests/capture/dlreuse_lib.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -fPIC -shared -Wall -Werror -DVARIANT=$* -o $@ $<
+$(BUILD)/tests/capture_dlreuse: tests/capture/dlreuse.c tests/check.h $(LIB) $(BUILD)/tests/libdlreuse1.so $(BUILD)/tests/libdlreuse2.so
+	$(CC) -O2 -g -Wall -Werror -Iinclude -Itests -pthread -o $@ $< -L$(BUILD) -lheaptrail -lunwind -ldl \
+	    -Wl,-rpath,'$$ORIGIN/..'
+CAPTURE_BIN += $(BUILD)/tests/capture_dlreuse
+
+# stacks through JIT-compiled code (a mini JIT emitting x86-64)
+$(BUILD)/tests/capture_jit: tests/capture/jit.c tests/check.h $(LIB)
+	$(CC) -O2 -g -Wall -Werror -Iinclude -Itests -rdynamic -o $@ $< -L$(BUILD) -lheaptrail -ldl \
+	    -Wl,-rpath,'$$ORIGIN/..'
+CAPTURE_BIN += $(BUILD)/tests/capture_jit
+
 TEST_BIN := $(UNIT_BIN) $(CAPTURE_BIN)
 TEST_SCRIPTS := $(sort $(wildcard tests/*/*.sh))
 
@@ -106,7 +128,7 @@ test: deps-test
 	@tests/run.sh $(TEST_BIN) $(TEST_SCRIPTS)
 
 .PHONY: all-tests windows-tests
-all-tests: all $(TEST_BIN) $(PROG_BIN) windows-tests
+all-tests: all $(TEST_BIN) $(PROG_BIN) $(AGREE_LIB) windows-tests
 
 # ---- Windows x64 ---------------------------------------------------------
 # The same core (src/core) over src/platform/windows-x86_64, cross-built
@@ -199,9 +221,35 @@ demo: deps
 	@$(BUILD)/examples/stack_demo
 
 # ---- benchmarks ----------------------------------------------------------
+.PHONY: bench-capture bench-stackdb
 bench: deps-bench
-	@$(MAKE) --no-print-directory all
-	@$(MAKE) --no-print-directory bench-windows
+	@$(MAKE) --no-print-directory bench-capture bench-stackdb bench-windows
+
+CAPTURE_BENCH := $(BUILD)/bench/capture_bench_nofp $(BUILD)/bench/capture_bench_fp
+$(BUILD)/bench/capture_bench_%: bench/capture_bench.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -Wall -Werror $(if $(filter fp,$*),-fno-omit-frame-pointer,-fomit-frame-pointer) -Iinclude \
+	    -o $@ $< -L$(BUILD) -lheaptrail -lunwind -ldl -Wl,-rpath,'$$ORIGIN/..'
+bench-capture: all $(CAPTURE_BENCH) $(AGREE_LIB)
+	@bench/capture.sh
+
+# Stack database vs a flat table, on synthetic stacks and on stacks recorded
+# from the workloads (bench/record-stacks.sh); results in docs/BENCHMARKS.md.
+WORKLOADS ?= ../shared/workloads
+BENCH_CFLAGS = -O2 -g -std=gnu11 $(WARN) -Iinclude -Isrc -D_GNU_SOURCE -pthread
+$(BUILD)/bench/stackrec.so: bench/stackrec.c $(LIBA)
+	@mkdir -p $(dir $@)
+	$(CC) $(BENCH_CFLAGS) -fPIC -shared -o $@ $< $(LIBA) $(LDLIBS_CORE)
+$(BUILD)/bench/stackdb_bench: bench/stackdb_bench.c $(LIBA)
+	@mkdir -p $(dir $@)
+	$(CC) $(BENCH_CFLAGS) -o $@ $< $(LIBA) $(LDLIBS_CORE)
+$(BUILD)/bench/allocbench: $(WORKLOADS)/allocbench.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -o $@ $<
+bench-stackdb: $(BUILD)/bench/stackrec.so $(BUILD)/bench/stackdb_bench $(BUILD)/bench/allocbench
+	@bench/record-stacks.sh $(BUILD)/bench $(WORKLOADS)
+	@$(BUILD)/bench/stackdb_bench $(foreach s,sqlite3 python3 python3-malloc allocbench,$(s)=$(BUILD)/bench/stacks/$(s)) \
+	    | tee $(BUILD)/bench/stackdb.md
 
 # Windows x64 stack capture under Wine (docs/BENCHMARKS.md)
 .PHONY: bench-windows

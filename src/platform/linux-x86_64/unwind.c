@@ -16,9 +16,11 @@
 #include "heaptrail.h"
 #include "../../core/hash.h"
 #include "cfi.h"
+#include "jit.h"
 #include "unwind.h"
 #include <cpuid.h>
 #include <emmintrin.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <sys/ucontext.h>
 
@@ -36,6 +38,7 @@ enum {
 };
 enum { CFA_RSP = 0, CFA_RBP = 1, CFA_DEREF_RBP = 2 };    /* how & 3 */
 enum { BP_SAME = 0, BP_AT_CFA = 1, BP_AT_RBP = 2 };      /* (how >> 2) & 3 */
+#define HOW_JIT 0x80    /* the pc is in registered JIT code: tag its frame */
 
 typedef union {
     struct {
@@ -124,12 +127,24 @@ static rule_t compute_rule(uintptr_t ra)
 {
     rule_t r = { .u = 0 };
     ht_module_t m;
+    ht_cfi_row_t row;
+    int rc;
     if (ht__module_find(ra - 1, &m) != 0) {
-        r.s.kind = K_NOMODULE;
+        ht_jit_range_t j;
+        if (!ht__jit_find(ra - 1, &j)) {
+            r.s.kind = K_NOMODULE;
+            return r;
+        }
+        /* registered JIT code: its own CFI, or frame pointers */
+        rc = j.eh ? ht__cfi_row_eh(j.eh, j.eh_size, ra - 1, &row) : HT_CFI_NONE;
+        if (rc == HT_CFI_OK && !row.signal_frame)
+            r = compact(&row);
+        else
+            r.s.kind = rc == HT_CFI_BAD ? K_BAD : K_NOCFI;
+        r.s.how |= HOW_JIT;
         return r;
     }
-    ht_cfi_row_t row;
-    int rc = ht__cfi_row(&m, ra - 1, &row);
+    rc = ht__cfi_row(&m, ra - 1, &row);
     if (rc == HT_CFI_BAD)
         r.s.kind = K_BAD;
     else if (rc == HT_CFI_NONE)
@@ -141,101 +156,171 @@ static rule_t compute_rule(uintptr_t ra)
     return r;
 }
 
-/* ---- the rule cache ----------------------------------------------------
- * One process-wide 2-way set-associative table of 16-byte entries
- * {key, rule}, key = return address | code generation << 48. Entries are
- * read and written with single 16-byte SSE moves, which processors that
- * support AVX guarantee to be atomic (Intel SDM vol. 3A 9.1.1; AMD APM
- * vol. 2 7.3.2), so a reader never sees a key with another key's rule and
- * the table needs no lock: readers and writers race benignly, a lost write
- * is a later miss. Without AVX the cache is off and every step parses the
- * CFI (correct, slower). Addresses above 2^47 are never cached. */
+/* ---- the rule table ----------------------------------------------------
+ * Every rule ever computed: one process-wide 2-way set-associative table of
+ * 16-byte entries {key, rule}, key = return address | code generation
+ * << 48. Entries are read and written with single 16-byte SSE moves, which
+ * processors that support AVX guarantee to be atomic (Intel SDM vol. 3A
+ * 9.1.1; AMD APM vol. 2 7.3.2), so a reader never sees a key with another
+ * key's rule and no lock is needed: readers and writers race benignly, a
+ * lost write is a later miss. Without AVX this table is off and misses of
+ * the fast table below recompute the rule (correct, slower). Addresses
+ * above 2^47 are never cached. */
 
-#define CACHE_SET_BITS 15
-#define CACHE_ENTRIES  (2u << CACHE_SET_BITS)
+#define RULE_SET_BITS 15
+#define RULE_ENTRIES  (2u << RULE_SET_BITS)
 
-typedef struct { uint64_t key, rule; } __attribute__((aligned(16))) centry_t;
+typedef struct { uint64_t key, rule; } __attribute__((aligned(16))) rentry_t;
 
-static centry_t *g_cache;
-static int g_cache_state;       /* 0 unknown, 1 usable, -1 off */
+/* ---- the fast table -----------------------------------------------------
+ * What the walk's inner loop reads: 65,536 direct-mapped 8-byte words
+ * indexed by the low 16 bits of a return address, each holding the compact
+ * rule in the form the loop uses and a tag that, with the index, names the
+ * address and code generation exactly:
+ *   bits 63..20  tag = (ra >> 16) | (generation & 0x1fff) << 31
+ *   bits 19..16  s: rbp is reloaded from CFA - 8 - 8*s (s = 0 reads the
+ *                return-address slot and keeps rbp)
+ *   bits 15..3   CFA offset / 8            (the offset is entry & 0xfff8)
+ *   bit 2        rbp is saved: take the reloaded value
+ *   bit 1        the CFA is rbp + offset (else rsp + offset)
+ *   bit 0        1: a fast rule; 0: this address needs the slow path,
+ *                except FAST_END: the return address is undefined here
+ *                (_start, clone): the stack ends
+ * x86-64 loads and stores of aligned 8-byte words are atomic, so this
+ * table needs no lock either. A conflict miss falls back to the rule table,
+ * not to the CFI. */
 
-static HT_NOINLINE centry_t *cache_init(void)
+#define FAST_BITS    16
+#define FAST_TAGSHIFT 20
+#define FAST_GENBITS 13
+#define FAST_FPSTD   (16u | 7u | (1u << 16))    /* CFA = rbp + 16, rbp at CFA - 16 */
+#define FAST_END     8u
+
+static uint64_t *g_fast;
+static rentry_t *g_rules;
+static int g_tables_state;      /* 0 not yet, 1 ready, -1 failed */
+
+uint32_t ht__code_gen = 1;
+
+static HT_NOINLINE int tables_init(void)
 {
+    uint64_t *f = ht__map(sizeof(uint64_t) << FAST_BITS);
+    if (!f) {
+        ht_store_relaxed(&g_tables_state, -1);
+        return -1;
+    }
+    uint64_t *expect = NULL;
+    if (!__atomic_compare_exchange_n(&g_fast, &expect, f, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        ht__unmap(f, sizeof(uint64_t) << FAST_BITS);
     unsigned a, b, c, d;
     int avx = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_AVX);
-    if (!avx || ht__env("HEAPTRAIL_NO_RULE_CACHE")) {
-        ht_store_relaxed(&g_cache_state, -1);
-        return NULL;
+    if (avx) {
+        rentry_t *t = ht__map(RULE_ENTRIES * sizeof(rentry_t)), *te = NULL;
+        if (t && !__atomic_compare_exchange_n(&g_rules, &te, t, 0, __ATOMIC_ACQ_REL,
+                                              __ATOMIC_ACQUIRE))
+            ht__unmap(t, RULE_ENTRIES * sizeof(rentry_t));
     }
-    centry_t *t = ht__map(CACHE_ENTRIES * sizeof(centry_t));
-    if (!t) {
-        ht_store_relaxed(&g_cache_state, -1);
-        return NULL;
-    }
-    centry_t *expect = NULL;
-    if (!__atomic_compare_exchange_n(&g_cache, &expect, t, 0, __ATOMIC_ACQ_REL,
-                                     __ATOMIC_ACQUIRE)) {
-        ht__unmap(t, CACHE_ENTRIES * sizeof(centry_t));
-        t = expect;
-    }
-    ht_store_release(&g_cache_state, 1);
-    return t;
+    ht_store_release(&g_tables_state, 1);
+    return 0;
 }
 
-static HT_ALWAYS_INLINE centry_t *cache_set(centry_t *t, uintptr_t pc)
+void ht__code_changed(void)
 {
-    uint64_t h = pc ^ (pc >> CACHE_SET_BITS) ^ (pc >> 29);
-    return &t[(h & ((1u << CACHE_SET_BITS) - 1)) * 2];
+    uint32_t gen = __atomic_add_fetch(&ht__code_gen, 1, __ATOMIC_SEQ_CST);
+    /* the tables keep only the low bits of the generation: when they wrap,
+     * forget everything so an old entry can never look current */
+    uint64_t *f = ht_load_acquire(&g_fast);
+    if (f && (gen & ((1u << FAST_GENBITS) - 1)) == 0)
+        for (size_t i = 0; i < ((size_t)1 << FAST_BITS); i++)
+            ht_store_relaxed(&f[i], 0);
+    rentry_t *t = ht_load_acquire(&g_rules);
+    if (t && (gen & 0xffff) == 0)
+        for (size_t i = 0; i < RULE_ENTRIES; i++)
+            ht_store_relaxed(&t[i].key, 0);
 }
 
-static HT_ALWAYS_INLINE __m128i load16(const centry_t *e)
+static HT_ALWAYS_INLINE __m128i load16(const rentry_t *e)
 {
     __m128i v;
     __asm__ volatile("movdqa %1, %0" : "=x"(v) : "m"(*e));
     return v;
 }
 
-static HT_ALWAYS_INLINE void store16(centry_t *e, uint64_t key, uint64_t rule)
+static HT_ALWAYS_INLINE void store16(rentry_t *e, uint64_t key, uint64_t rule)
 {
     __m128i v = _mm_set_epi64x((long long)rule, (long long)key);
     __asm__ volatile("movdqa %1, %0" : "=m"(*e) : "x"(v));
 }
 
-static HT_NOINLINE rule_t rule_miss(centry_t *set, uint64_t key, uintptr_t ra)
+static inline rentry_t *rule_set(rentry_t *t, uintptr_t pc)
 {
-    rule_t r = compute_rule(ra);
-    if (set && r.s.kind != K_NOMODULE) {
+    uint64_t h = pc ^ (pc >> RULE_SET_BITS) ^ (pc >> 29);
+    return &t[(h & ((1u << RULE_SET_BITS) - 1)) * 2];
+}
+
+/* The low 20 bits of a fast-table entry for rule r, or 0 if r has no fast
+ * form (then the entry says "slow path"). */
+static uint64_t fast_bits(rule_t r)
+{
+    if (r.s.kind == K_OUTERMOST)
+        return FAST_END;
+    if (r.s.kind != K_NORMAL)
+        return 0;
+    unsigned base = r.s.how & 3, bph = (r.s.how >> 2) & 3;
+    if (r.s.how & HOW_JIT)
+        return 0;               /* the slow path tags JIT frames */
+    int32_t off = r.s.cfa_off;
+    if ((base != CFA_RSP && base != CFA_RBP) || off < 8 || off > 0xfff8 || (off & 7))
+        return 0;
+    uint64_t e = (uint64_t)off | 1u | (base == CFA_RBP ? 2u : 0u);
+    if (bph == BP_AT_CFA) {
+        int k = -r.s.bp_off - 8;           /* CFA - 8 - 8*s */
+        if (k < 8 || k > 120 || (k & 7))
+            return 0;
+        e |= 4u | (uint64_t)(k / 8) << 16;
+    } else if (bph != BP_SAME) {
+        return 0;
+    }
+    return e;
+}
+
+/* The rule for return address `ra` from the rule table, computing (and
+ * caching) it on a miss; also refreshes the fast-table entry. */
+static HT_NOINLINE rule_t rule_lookup(uintptr_t ra, uint32_t gen)
+{
+    rule_t r;
+    rentry_t *t = ht_load_acquire(&g_rules), *set = NULL;
+    uint64_t key = ra | (uint64_t)(gen & 0xffff) << 48;
+    int cacheable = (ra >> 47) == 0;
+    if (t && cacheable) {
+        set = rule_set(t, ra);
+        for (int way = 0; way < 2; way++) {
+            __m128i w = load16(&set[way]);
+            if ((uint64_t)_mm_cvtsi128_si64(w) == key) {
+                r.u = (uint64_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(w, w));
+                goto fast;
+            }
+        }
+    }
+    r = compute_rule(ra);
+    if (r.s.kind == K_NOMODULE)   /* JIT code or garbage: may change without dlclose */
+        return r;
+    if (set) {
         /* insert at way 0, moving its entry to way 1 (LRU-like) */
         __m128i w0 = load16(&set[0]);
         uint64_t k0 = (uint64_t)_mm_cvtsi128_si64(w0);
-        if (k0 != 0 && k0 != key) {
-            uint64_t r0 = (uint64_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(w0, w0));
-            store16(&set[1], k0, r0);
-        }
+        if (k0 != 0 && k0 != key)
+            store16(&set[1], k0, (uint64_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(w0, w0)));
         store16(&set[0], key, r.u);
     }
+fast:
+    if (cacheable) {
+        uint64_t *f = ht_load_relaxed(&g_fast);
+        uint64_t tag = (ra >> FAST_BITS) | (uint64_t)(gen & ((1u << FAST_GENBITS) - 1)) << 31;
+        if (f)
+            ht_store_relaxed(&f[ra & ((1u << FAST_BITS) - 1)], tag << FAST_TAGSHIFT | fast_bits(r));
+    }
     return r;
-}
-
-/* The rule at return address `ra`; `gen` = code generation << 48. */
-static HT_ALWAYS_INLINE rule_t rule_at(centry_t *t, uintptr_t ra, uint64_t gen)
-{
-    rule_t r;
-    if (ht_unlikely(!t || (ra >> 47) != 0))
-        return rule_miss(NULL, 0, ra);
-    uint64_t key = ra | gen;
-    centry_t *set = cache_set(t, ra);
-    __m128i w = load16(&set[0]);
-    if (ht_likely((uint64_t)_mm_cvtsi128_si64(w) == key)) {
-        r.u = (uint64_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(w, w));
-        return r;
-    }
-    w = load16(&set[1]);
-    if ((uint64_t)_mm_cvtsi128_si64(w) == key) {
-        r.u = (uint64_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(w, w));
-        return r;
-    }
-    return rule_miss(set, key, ra);
 }
 
 /* ---- checked reads ---------------------------------------------------- */
@@ -255,14 +340,20 @@ static int rd_stack(void *ctx, uintptr_t addr, uintptr_t *out)
 
 /* Points the walk at the stack holding `sp` (a new stack after a signal
  * frame: the handler may run on a sigaltstack). Allows reads down to the
- * red zone below sp, where a leaf function may have saved registers. */
+ * red zone below sp, where a leaf function may have saved registers.
+ * Returns 2 when all of the red zone is readable (the fast steps rely on
+ * it), 1 when only part is, 0 when the stack is unknown. */
 static int set_stack(walk_t *w, uintptr_t sp)
 {
     uintptr_t lo, hi;
     if (ht__stack_range(sp, &lo, &hi) != 0)
         return 0;
-    w->lo = sp - 128 > lo && sp >= 128 ? sp - 128 : lo;
     w->hi = hi;
+    if (sp >= 128 && sp - 128 >= lo) {
+        w->lo = sp - 128;
+        return 2;
+    }
+    w->lo = lo;
     return 1;
 }
 
@@ -271,7 +362,11 @@ static int set_stack(walk_t *w, uintptr_t sp)
 static int is_code(uintptr_t pc)
 {
     ht_module_t m;
-    return pc > 0 && ht__module_find(pc - 1, &m) == 0 && ht__module_is_text(&m, pc - 1);
+    if (pc <= 1)
+        return 0;
+    if (ht__module_find(pc - 1, &m) == 0)
+        return ht__module_is_text(&m, pc - 1);
+    return ht__jit_is_code(pc - 1);
 }
 
 /* ---- slow steps ------------------------------------------------------- */
@@ -312,101 +407,424 @@ static int step_fp(walk_t *w, ht_regs_t *r)
     return 1;
 }
 
-enum { STEP_STOP = 0, STEP_OK = 1, STEP_END = 2 };
-
 /* Steps out of the frame at r->r[RA] with the full interpreter. `exact`
- * says pc is an interrupted instruction rather than a return address. */
+ * says pc is an interrupted instruction rather than a return address.
+ * Returns 1, or 0 at the end of the stack or on anything unverifiable. */
 static int step_full(walk_t *w, ht_regs_t *r, int exact)
 {
     uintptr_t pc = r->r[HT_DW_RA], at = exact ? pc : pc - 1;
     ht_module_t m;
-    if (ht__module_find(at, &m) != 0)
-        return step_fp(w, r) ? STEP_OK : STEP_STOP;
     ht_cfi_row_t row;
-    int rc = ht__cfi_row(&m, at, &row);
+    int rc;
+    if (ht__module_find(at, &m) == 0) {
+        rc = ht__cfi_row(&m, at, &row);
+    } else {
+        ht_jit_range_t j;
+        if (!ht__jit_find(at, &j) || !j.eh)
+            return step_fp(w, r);
+        rc = ht__cfi_row_eh(j.eh, j.eh_size, at, &row);
+    }
     if (rc == HT_CFI_NONE)
-        return step_fp(w, r) ? STEP_OK : STEP_STOP;
+        return step_fp(w, r);
     if (rc != HT_CFI_OK)
-        return STEP_STOP;
+        return 0;
     ht_regs_t out;
     int outermost;
-    if (!ht__cfi_apply(&row, r, &out, rd_stack, w, &outermost))
-        return STEP_STOP;
-    if (outermost)
-        return STEP_END;
+    if (!ht__cfi_apply(&row, r, &out, rd_stack, w, &outermost) || outermost)
+        return 0;
     if (out.r[HT_DW_RSP] <= r->r[HT_DW_RSP] || out.r[HT_DW_RSP] > w->hi)
-        return STEP_STOP;
+        return 0;
     *r = out;
-    return STEP_OK;
+    return 1;
+}
+
+/* A step with a compact rule from the rule table (not in fast form: the
+ * realigned-stack CFA, big frames, unusual rbp slots). */
+static int step_compact(walk_t *w, rule_t ru, uintptr_t *pc, uintptr_t *sp, uintptr_t *bp)
+{
+    uintptr_t cfa, ra, nbp = *bp;
+    switch (ru.s.how & 3) {
+    case CFA_RSP: cfa = *sp + (uintptr_t)(intptr_t)ru.s.cfa_off; break;
+    case CFA_RBP: cfa = *bp + (uintptr_t)(intptr_t)ru.s.cfa_off; break;
+    default:
+        if (!rd_stack(w, *bp + (uintptr_t)(intptr_t)ru.s.cfa_off, &cfa))
+            return 0;
+    }
+    if (cfa < *sp + 8 || cfa > w->hi || !rd_stack(w, cfa - 8, &ra))
+        return 0;
+    switch ((ru.s.how >> 2) & 3) {
+    case BP_AT_CFA:
+        if (!rd_stack(w, cfa + (uintptr_t)(intptr_t)ru.s.bp_off, &nbp))
+            return 0;
+        break;
+    case BP_AT_RBP:
+        if (!rd_stack(w, *bp + (uintptr_t)(intptr_t)ru.s.bp_off, &nbp))
+            return 0;
+        break;
+    }
+    *pc = ra;
+    *sp = cfa;
+    *bp = nbp;
+    return 1;
+}
+
+/* ---- the trail ----------------------------------------------------------
+ * Successive captures on one thread share most of their stack. Each thread
+ * keeps the states (pc, sp, rbp) its previous walk passed through, with
+ * the two words each fast step read: the return-address slot (CFA - 8) and
+ * the rbp slot. When a walk reaches a state present in the trail, the rest
+ * of the previous walk is re-checked with loads whose addresses are all
+ * known in advance -- independent loads instead of a dependent rule chain.
+ * A step depends only on its state, the rule at its pc (fixed within a
+ * code generation) and the two words it reads, so equal words mean an
+ * equal walk: the result is exact, and a mismatch resumes the table walk
+ * at that frame. Return addresses are never patched (bytehound's
+ * trampolines break on exceptions, longjmp and CET shadow stacks).
+ *
+ * rbp must match only where it matters: in code without frame pointers
+ * rbp is an ordinary register whose value changes from call to call. Each
+ * state records whether some later step reads rbp before a step reloads it
+ * (TF_NEEDS_BP); a join ignores rbp where it does not.
+ *
+ * A trail is a run of consecutive fast steps, stored outermost first in
+ * one of two buffers at [base, base + len). Its outermost state may be
+ * terminal: the walk left the fast path there (outermost frame, signal
+ * frame, a rule without fast form), so a join that verifies up to it
+ * continues with the same slow step. A walk records its own fast steps
+ * into the other buffer from the top down, which is the same order, so a
+ * walk that does not join costs no copy: the buffers swap. A walk that
+ * joins after i new frames copies those i states into place above the
+ * join. Join candidates are found through a small table indexed by sp.
+ *
+ * Per state: sp, pc, rbp, the word read from the rbp slot by the step from
+ * it, and in fl: TF_* bits and the slot's distance below the next CFA,
+ * (fl >> 4) words below CFA - 8. */
+
+#define TRAIL_CAP 256
+#define JOIN_BITS 9
+
+enum { TF_USES_BP = 1, TF_RELOADS_BP = 2, TF_NEEDS_BP = 4, TF_TERMINAL = 8 };
+
+typedef struct tbuf_s {
+    uintptr_t sp[TRAIL_CAP], pc[TRAIL_CAP], bp[TRAIL_CAP];
+    uintptr_t sval[TRAIL_CAP];  /* the word the step from here read at its rbp slot */
+    uint8_t fl[TRAIL_CAP];      /* TF_* | slot distance << 4 */
+} tbuf_t;
+
+typedef struct trail_s {
+    struct trail_s *next_free;
+    uint32_t gen;               /* code generation the trail was recorded in */
+    int cur, base, len;         /* the trail is b[cur][base, base + len) */
+    uint8_t join[1 << JOIN_BITS]; /* (sp >> 3) & mask -> position in b[cur] */
+    tbuf_t b[2];
+} trail_t;
+
+#define JOIN_SLOT(sp) (((sp) >> 3) & ((1u << JOIN_BITS) - 1))
+
+static HT_TLS trail_t *t_trail;
+static HT_TLS int t_trail_busy;     /* a walk on this thread uses t_trail */
+static HT_TLS int t_trail_off;      /* the thread is exiting: no new trail */
+static trail_t *g_trail_free;
+static ht_spinlock_t g_trail_lock;
+static pthread_key_t g_trail_key;
+static int g_trail_key_ok;
+
+static void trail_thread_exit(void *p)
+{
+    trail_t *tr = p;
+    t_trail_off = 1;
+    t_trail = NULL;
+    ht__spin_lock(&g_trail_lock);
+    tr->next_free = g_trail_free;
+    g_trail_free = tr;
+    ht__spin_unlock(&g_trail_lock);
+}
+
+__attribute__((constructor)) static void trail_init(void)
+{
+    if (!ht__env("HEAPTRAIL_NO_TRAIL"))
+        g_trail_key_ok = pthread_key_create(&g_trail_key, trail_thread_exit) == 0;
+}
+
+/* A trail for this thread: recycled from an exited thread, else mapped. */
+static HT_NOINLINE trail_t *trail_new(void)
+{
+    trail_t *tr = NULL;
+    if (!g_trail_key_ok || t_trail_off)
+        return NULL;
+    if (ht__spin_trylock(&g_trail_lock)) {
+        tr = g_trail_free;
+        if (tr)
+            g_trail_free = tr->next_free;
+        ht__spin_unlock(&g_trail_lock);
+    }
+    if (!tr && !(tr = ht__map(sizeof(trail_t))))
+        return NULL;
+    tr->len = 0;
+    if (pthread_setspecific(g_trail_key, tr) != 0) {
+        ht__unmap(tr, sizeof(trail_t));
+        return NULL;
+    }
+    t_trail = tr;
+    return tr;
+}
+
+/* The thread's trail for one walk, or NULL (a walk nested in a signal
+ * handler, trails off, or no memory). */
+static HT_ALWAYS_INLINE trail_t *trail_acquire(void)
+{
+    if (t_trail_busy)
+        return NULL;
+    trail_t *tr = t_trail;
+    if (ht_unlikely(tr == NULL) && !(tr = trail_new()))
+        return NULL;
+    t_trail_busy = 1;
+    ht_compiler_barrier();
+    return tr;
+}
+
+static HT_ALWAYS_INLINE void trail_release(void)
+{
+    ht_compiler_barrier();
+    t_trail_busy = 0;
+}
+
+static HT_ALWAYS_INLINE void tcopy(tbuf_t *to, int t, const tbuf_t *from, int f)
+{
+    to->sp[t] = from->sp[f];
+    to->pc[t] = from->pc[f];
+    to->bp[t] = from->bp[f];
+    to->sval[t] = from->sval[f];
+    to->fl[t] = from->fl[f];
+}
+
+/* Sets TF_NEEDS_BP on states [from, to] of the current trail, whose states
+ * below `from` are already marked, and indexes them for joins. Beyond the
+ * trail (and at a terminal state), rbp is assumed needed. */
+static void trail_mark(trail_t *tr, int from, int to)
+{
+    tbuf_t *b = &tr->b[tr->cur];
+    unsigned need = from == 0 ? TF_NEEDS_BP : b->fl[tr->base + from - 1] & TF_NEEDS_BP;
+    for (int x = from; x <= to; x++) {
+        int at = tr->base + x;
+        unsigned f = b->fl[at] & ~(unsigned)TF_NEEDS_BP;
+        if (f & (TF_USES_BP | TF_TERMINAL))
+            need = TF_NEEDS_BP;
+        else if (f & TF_RELOADS_BP)
+            need = 0;
+        b->fl[at] = (uint8_t)(f | need);
+        tr->join[JOIN_SLOT(b->sp[at])] = (uint8_t)at;
+    }
 }
 
 /* ---- the walk ---------------------------------------------------------- */
 
+/* If `at` is in registered JIT code, puts the registration's serial into
+ * the high bits of frames[i] (and the hash sum). Returns 1 if it is. */
+static int tag_jit(void **frames, int i, uintptr_t at, uint64_t *sum)
+{
+    ht_jit_range_t j;
+    if (!ht__jit_find(at, &j))
+        return 0;
+    uintptr_t f = (uintptr_t)frames[i], tagged = HT_FRAME_ADDRESS(f) | (uintptr_t)j.serial << 48;
+    *sum += ht_hash_term(tagged, (uint64_t)i) - ht_hash_term(f, (uint64_t)i);
+    frames[i] = (void *)tagged;
+    return 1;
+}
+
 #define MAX_STEPS 4096
 
-/* Walks from the frame described by *r (pc in r->r[RA]); see ht_capture. */
-static int walk(ht_regs_t *r, int exact, int skip, int max, void **frames, uint64_t *hash)
+/* Walks from the frame described by *r (pc in r->r[RA]); see ht_capture.
+ * `exact`: the first pc is an interrupted instruction (ucontext), and *r
+ * holds every register. */
+static HT_NOINLINE int walk(ht_regs_t *r, int exact, int skip, int max, void **frames,
+                            uint64_t *hash)
 {
     int n = 0;
     uint64_t sum = 0;
     walk_t w;
-    if (max <= 0 || !r->r[HT_DW_RA])
+    uintptr_t pc = r->r[HT_DW_RA], sp = r->r[HT_DW_RSP], bp = r->r[HT_DW_RBP];
+
+    int last = -1;              /* index of the frame last stored, or -1 (skipped) */
+#define EMIT(v) \
+    do { \
+        if (skip > 0) { \
+            skip--; \
+            last = -1; \
+        } else { \
+            frames[n] = (void *)(v); \
+            sum += ht_hash_term((v), (uint64_t)n); \
+            last = n; \
+            if (++n >= max) \
+                goto done; \
+        } \
+    } while (0)
+
+    if (max <= 0 || !pc)
         goto out;
-    if (!set_stack(&w, r->r[HT_DW_RSP])) {
+    int fast_ok = set_stack(&w, sp);
+    if (!fast_ok) {
         /* unknown stack: only the first frame is certain */
         if (skip == 0) {
-            frames[n] = (void *)r->r[HT_DW_RA];
-            sum += ht_hash_term(r->r[HT_DW_RA], 0);
+            frames[n] = (void *)pc;
+            sum += ht_hash_term(pc, 0);
             n++;
         }
         goto out;
     }
-    centry_t *cache = ht_load_acquire(&g_cache);
-    if (ht_unlikely(!cache) && ht_load_relaxed(&g_cache_state) == 0)
-        cache = cache_init();
-    uint64_t gen = (uint64_t)(ht_load_acquire(&ht__code_gen) & 0xffff) << 48;
+    fast_ok = fast_ok == 2;
+    if (ht_unlikely(ht_load_acquire(&g_tables_state) == 0))
+        tables_init();
+    const uint64_t *fast = ht_load_relaxed(&g_fast);
+    if (!fast)
+        fast_ok = 0;
+    uint32_t gen = ht_load_acquire(&ht__code_gen);
+    const uint64_t gentag = (uint64_t)(gen & ((1u << FAST_GENBITS) - 1)) << 31;
 
-    uintptr_t pc = r->r[HT_DW_RA], sp = r->r[HT_DW_RSP], bp = r->r[HT_DW_RBP];
-    for (int steps = 0; steps < MAX_STEPS; steps++) {
-        if (skip > 0) {
-            skip--;
-        } else {
-            frames[n] = (void *)pc;
-            sum += ht_hash_term(pc, (uint64_t)n);
-            if (++n >= max)
-                break;
+    /* T: the previous walk's trail (T index x is T->field[tb + x]);
+     * R: this walk's record, R index x at R->field[TRAIL_CAP - 1 - x] */
+    trail_t *tr = trail_acquire();
+    tbuf_t *T = NULL, *R = NULL;
+    int tb = 0, j, ri = 0, rec = tr != NULL;
+    int spec_j = -1, spec_k = -1, spec_i = 0, spec_rec = 0, appended = 0;
+    uintptr_t join_bp = 0;
+    uint64_t fast_e = 1;        /* the last fast entry read, tag removed */
+    if (tr) {
+        R = &tr->b[tr->cur ^ 1];
+        if (tr->gen == gen && tr->len > 0) {
+            T = &tr->b[tr->cur];
+            tb = tr->base;
         }
-        if (!exact) {
-            rule_t ru = rule_at(cache, pc, gen);
-            if (ht_likely(ru.s.kind == K_NORMAL)) {
-                uintptr_t cfa, base = (ru.s.how & 3) == CFA_RSP ? sp : bp;
-                if ((ru.s.how & 3) == CFA_DEREF_RBP) {
-                    if (!rd_stack(&w, bp + (uintptr_t)(intptr_t)ru.s.cfa_off, &cfa))
+    }
+
+    for (int steps = 0; steps < MAX_STEPS; steps++) {
+        EMIT(pc);
+
+        /* joined the previous walk? verify the rest of it */
+        if (T && spec_j < 0) {
+            j = tr->join[JOIN_SLOT(sp)] - tb;
+            if (ht_unlikely(T->sp[tb + j] == sp) && j >= 0 && j < tr->len &&
+                T->pc[tb + j] == pc && (T->bp[tb + j] == bp || !(T->fl[tb + j] & TF_NEEDS_BP)) &&
+                T->sp[tb] <= w.hi && fast_ok && !exact) {
+                const uintptr_t *tsp = T->sp + tb, *tpc = T->pc + tb, *tsval = T->sval + tb;
+                const uint8_t *tfl = T->fl + tb;
+                int k = j, reloaded = 0;
+                spec_j = j;
+                spec_i = ri;
+                spec_rec = rec;
+                join_bp = bp;
+                while (k > 0) {
+                    uintptr_t npc = tpc[k - 1], ras = tsp[k - 1] - 8;
+                    if (*(const uintptr_t *)ras != npc ||
+                        *(const uintptr_t *)(ras - 8 * (tfl[k] >> 4)) != tsval[k])
                         break;
+                    reloaded |= tfl[k];
+                    k--;
+                    spec_k = k;
+                    EMIT(npc);
+                }
+                spec_k = k;
+                pc = tpc[k];
+                sp = tsp[k];
+                if (reloaded & TF_RELOADS_BP)
+                    bp = T->bp[tb + k];
+            }
+        }
+
+        if (ht_likely(!exact && fast_ok)) {
+            uint64_t e = fast[pc & ((1u << FAST_BITS) - 1)];
+            uint64_t tag = ((pc >> FAST_BITS) | gentag) << FAST_TAGSHIFT;
+            uintptr_t cfa, slot;
+            fast_e = e ^ tag;
+            if (ht_likely(e == (tag | FAST_FPSTD))) {
+                /* a frame-pointer frame: a constant rule, so the CPU can run
+                 * ahead on rbp while the rule load is still checking */
+                cfa = bp + 16;
+                slot = bp;
+            } else if (ht_likely((e >> FAST_TAGSHIFT) == (tag >> FAST_TAGSHIFT) && (e & 1))) {
+                cfa = ((e & 2) ? bp : sp) + (e & 0xfff8);
+                slot = cfa - 8 - ((e >> 13) & 0x78);
+            } else {
+                goto slow;
+            }
+            /* cfa in [sp + 8, hi]: the RA slot is in the stack, and the rbp
+             * slot too, since it is at most 128 bytes below the CFA and the
+             * walk may read down to sp - 128 */
+            if (ht_unlikely(cfa - (sp + 8) > w.hi - (sp + 8)))
+                break;
+            uintptr_t ra = *(const uintptr_t *)(cfa - 8);
+            uintptr_t sval = *(const uintptr_t *)slot;
+            if (rec) {
+                if (ht_unlikely(spec_j >= 0 && !appended)) {
+                    /* leaving a verified stretch of the trail: keep its
+                     * states in the record, with the rbp they really had */
+                    appended = 1;
+                    int seen = 0;
+                    for (int k = spec_j; k > spec_k && ri < TRAIL_CAP; k--, ri++) {
+                        tcopy(R, TRAIL_CAP - 1 - ri, T, tb + k);
+                        if (!seen)
+                            R->bp[TRAIL_CAP - 1 - ri] = join_bp;
+                        seen |= T->fl[tb + k] & TF_RELOADS_BP;
+                    }
+                }
+                if (ri < TRAIL_CAP) {
+                    int x = TRAIL_CAP - 1 - ri++;
+                    R->sp[x] = sp;
+                    R->pc[x] = pc;
+                    R->bp[x] = bp;
+                    R->sval[x] = sval;
+                    R->fl[x] = (uint8_t)(((e & 2) ? TF_USES_BP : 0) | ((e & 4) ? TF_RELOADS_BP : 0) |
+                                         ((e >> 12) & 0xf0));
                 } else {
-                    cfa = base + (uintptr_t)(intptr_t)ru.s.cfa_off;
+                    rec = 0;
                 }
-                if (ht_unlikely(cfa < sp + 8 || cfa > w.hi))
+            }
+            if (e & 4)
+                bp = sval;
+            sp = cfa;
+            pc = ra;
+            if (ht_unlikely(!pc))
+                break;
+            continue;
+        }
+
+    slow:
+        if (rec) {
+            /* the trail ends here: this state's step is not a fast one */
+            rec = 0;
+            if (ri < TRAIL_CAP) {
+                int x = TRAIL_CAP - 1 - ri++;
+                R->sp[x] = sp;
+                R->pc[x] = pc;
+                R->bp[x] = bp;
+                R->sval[x] = 0;
+                R->fl[x] = TF_TERMINAL;
+            }
+        }
+        if (fast_e == FAST_END)
+            break;              /* the outermost frame, known from the fast table */
+        int unknown_code = 0;   /* pc is in no module and no registration */
+        if (!exact) {
+            rule_t ru = rule_lookup(pc, gen);
+            if ((ru.s.how & HOW_JIT) && last >= 0)
+                tag_jit(frames, last, pc - 1, &sum);
+            unknown_code = ru.s.kind == K_NOMODULE;
+            if (ru.s.kind == K_NORMAL) {
+                if (!step_compact(&w, ru, &pc, &sp, &bp))
                     break;
-                uintptr_t ra = *(const uintptr_t *)(cfa - 8);
-                unsigned bh = ru.s.how >> 2;
-                if (bh) {
-                    uintptr_t slot = (bh == BP_AT_CFA ? cfa : bp) + (uintptr_t)(intptr_t)ru.s.bp_off;
-                    if (!rd_stack(&w, slot, &bp))
-                        break;
-                }
-                sp = cfa;
-                pc = ra;
-                if (ht_unlikely(pc == 0))
+                if (!pc)
                     break;
                 continue;
             }
             if (ru.s.kind == K_OUTERMOST || ru.s.kind == K_BAD)
                 break;
             if (ru.s.kind == K_SIGNAL) {
-                /* the handler's CFA is the ucontext the kernel pushed */
-                if (!regs_from_ucontext(sp, r, rd_stack, &w) || !set_stack(&w, r->r[HT_DW_RSP]))
+                /* the handler's CFA is the ucontext the kernel pushed; the
+                 * interrupted frame may be on another stack */
+                int st;
+                if (!regs_from_ucontext(sp, r, rd_stack, &w) || !(st = set_stack(&w, r->r[HT_DW_RSP])))
                     break;
+                fast_ok = st == 2 && fast != NULL;
                 pc = r->r[HT_DW_RA];
                 sp = r->r[HT_DW_RSP];
                 bp = r->r[HT_DW_RBP];
@@ -417,19 +835,66 @@ static int walk(ht_regs_t *r, int exact, int skip, int max, void **frames, uint6
             }
             /* K_COMPLEX, K_NOCFI, K_NOMODULE: only rsp, rbp, pc are known */
             r->valid = (1u << HT_DW_RA) | (1u << HT_DW_RSP) | (1u << HT_DW_RBP);
+        } else if (last >= 0) {
+            /* an interrupted instruction: the pc itself, not pc - 1 */
+            ht_module_t m;
+            if (ht__module_find(pc, &m) != 0)
+                unknown_code = !tag_jit(frames, last, pc, &sum);
         }
         r->r[HT_DW_RA] = pc;
         r->r[HT_DW_RSP] = sp;
         r->r[HT_DW_RBP] = bp;
-        int st = step_full(&w, r, exact);
-        if (st != STEP_OK)
+        if (!step_full(&w, r, exact)) {
+            /* code nobody can vouch for, and no frame pointer to leave it
+             * by: say so in the trace rather than end it silently */
+            if (unknown_code && n < max && skip == 0) {
+                frames[n] = HT_FRAME_UNWIND_STOPPED;
+                sum += ht_hash_term((uintptr_t)HT_FRAME_UNWIND_STOPPED, (uint64_t)n);
+                n++;
+            }
             break;
+        }
         pc = r->r[HT_DW_RA];
         sp = r->r[HT_DW_RSP];
         bp = (r->valid & (1u << HT_DW_RBP)) ? r->r[HT_DW_RBP] : 0;
         exact = 0;
         if (!pc)
             break;
+    }
+#undef EMIT
+done:
+    if (tr) {
+        if (spec_j >= 0 && spec_rec && !appended) {
+            /* joined after consecutive fast steps, recorded nothing past
+             * the join: new trail = the i new states on top of T[0..j] */
+            if (tb + spec_j + spec_i < TRAIL_CAP) {
+                for (int x = 0; x < spec_i; x++)
+                    tcopy(T, tb + spec_j + spec_i - x, R, TRAIL_CAP - 1 - x);
+                tr->len = spec_j + spec_i + 1;
+                trail_mark(tr, spec_j + 1, spec_j + spec_i);
+            } else {
+                /* no room above the join: move T[0..j] under the record,
+                 * keeping the innermost TRAIL_CAP states */
+                int keep = spec_j + 1;
+                if (keep > TRAIL_CAP - spec_i)
+                    keep = TRAIL_CAP - spec_i;
+                int base = TRAIL_CAP - spec_i - keep;
+                for (int x = 0; x < keep; x++)
+                    tcopy(R, base + x, T, tb + spec_j + 1 - keep + x);
+                tr->cur ^= 1;
+                tr->base = base;
+                tr->len = spec_i + keep;
+                trail_mark(tr, 0, tr->len - 1);
+            }
+        } else if (ri > 0) {
+            /* the record is the new trail */
+            tr->cur ^= 1;
+            tr->base = TRAIL_CAP - ri;
+            tr->len = ri;
+            trail_mark(tr, 0, ri - 1);
+        }
+        tr->gen = gen;
+        trail_release();
     }
 out:
     if (hash)
