@@ -136,7 +136,7 @@ static struct {
 
 /* A signal handler that interrupts this thread's insert must not wait for
  * the lock its own thread holds. */
-static HT_TLS int t_in_insert;
+#define t_in_insert (*ht__thread_word(HT_TW_STACKDB_INSERT))
 
 static uint64_t page_round(uint64_t b) { return (b + PAGE - 1) & ~(uint64_t)(PAGE - 1); }
 

@@ -72,4 +72,16 @@ HT_INTERNAL void ht__spin_unlock(ht_spinlock_t *l);
 /* Thread id from the kernel (cheap enough for rare paths). */
 HT_INTERNAL int ht__gettid(void);
 
+/* Per-thread words for code shared by every platform, which cannot use
+ * HT_TLS (on Windows, mingw-w64's __thread is emulated TLS and calls malloc
+ * on a thread's first touch). ht__thread_word(i) points at the calling
+ * thread's word i (i < HT_THREAD_WORDS), 0 when the thread starts; the
+ * pointer stays valid for the thread's life. Never allocates;
+ * async-signal-safe. Each word has one owner: */
+enum {
+    HT_TW_STACKDB_INSERT = 0,   /* stackdb.c: this thread is inside an insert */
+    HT_THREAD_WORDS = 4
+};
+HT_INTERNAL uintptr_t *ht__thread_word(unsigned i);
+
 #endif

@@ -31,6 +31,10 @@ void ht__unmap(void *p, size_t size) { ht__sys2(SYS_munmap, p, size); }
 
 int ht__gettid(void) { return (int)ht__sys0(SYS_gettid); }
 
+static HT_TLS uintptr_t t_words[HT_THREAD_WORDS];
+
+uintptr_t *ht__thread_word(unsigned i) { return &t_words[i]; }
+
 int ht__spin_trylock(ht_spinlock_t *l)
 {
     return ht_load_relaxed(&l->v) == 0 &&

@@ -1,7 +1,7 @@
 /* lifecycle.c -- process and thread set-up of the Windows backend: the TLS
  * slot holding each thread's rule cache, the cache's creation and release,
- * and the DLL-unload notification that keeps cached rules from outliving
- * their code.
+ * the DLL-unload notification that keeps cached rules from outliving their
+ * code, and util.h's per-thread words (each one a TLS slot).
  *
  * A TLS callback (the PE loader calls it for the executable or the DLL
  * heaptrail is linked into, on process attach and on every thread's
@@ -44,22 +44,66 @@ static VOID CALLBACK on_dll_notification(ULONG reason, const void *data, PVOID c
     }
 }
 
+/* A TLS slot whose value lives in the TEB itself (the first 64). */
+static DWORD slot_alloc(void)
+{
+    DWORD idx = TlsAlloc();
+    if (idx != TLS_OUT_OF_INDEXES && idx >= TLS_MINIMUM_AVAILABLE) {
+        TlsFree(idx);               /* the value would not be in the TEB */
+        idx = TLS_OUT_OF_INDEXES;
+    }
+    return idx;
+}
+
+/* ---- per-thread words (util.h) -------------------------------------------
+ * Word i is the TEB's TlsSlots[g_word_slot[i]]: zero in a new thread,
+ * there for the thread's life, read and written without a call. Slots are
+ * taken on first use with a compare-and-swap, so no thread ever waits for
+ * another. Should TlsAlloc fail (64 slots in use at once), the word falls
+ * back to one shared by every thread. */
+#define WORD_UNSET 0xfffffffeu
+static DWORD g_word_slot[HT_THREAD_WORDS] = { WORD_UNSET, WORD_UNSET, WORD_UNSET, WORD_UNSET };
+static uintptr_t g_word_shared[HT_THREAD_WORDS];
+
+static HT_NOINLINE DWORD word_slot_init(unsigned i)
+{
+    DWORD idx = slot_alloc(), expect = WORD_UNSET;
+    if (!__atomic_compare_exchange_n(&g_word_slot[i], &expect, idx, 0, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE)) {
+        if (idx != TLS_OUT_OF_INDEXES)
+            TlsFree(idx);
+        idx = expect;
+    }
+    return idx;
+}
+
+uintptr_t *ht__thread_word(unsigned i)
+{
+    DWORD idx = ht_load_acquire(&g_word_slot[i]);
+    if (ht_unlikely(idx == WORD_UNSET))
+        idx = word_slot_init(i);
+    if (ht_unlikely(idx == TLS_OUT_OF_INDEXES))
+        return &g_word_shared[i];
+    return (uintptr_t *)(ht__teb_word(HT_TEB_SELF) + HT_TEB_TLS_SLOTS + idx * sizeof(void *));
+}
+
+/* ---- set-up -------------------------------------------------------------- */
+
 void ht__win_init(void)
 {
     if (ht_load_acquire(&g_init) == 2)
         return;
     if (InterlockedCompareExchange(&g_init, 1, 0) != 0)
         return;                     /* done or being done by another thread */
+    for (unsigned i = 0; i < HT_THREAD_WORDS; i++)
+        if (ht_load_acquire(&g_word_slot[i]) == WORD_UNSET)
+            word_slot_init(i);
     if (!ht__env("HEAPTRAIL_NO_RULE_CACHE")) {
         HMODULE ntdll = GetModuleHandleW(L"ntdll.dll");
         ht_ldr_register_fn reg =
             ntdll ? (ht_ldr_register_fn)(void *)GetProcAddress(ntdll, "LdrRegisterDllNotification")
                   : NULL;
-        DWORD idx = TlsAlloc();
-        if (idx != TLS_OUT_OF_INDEXES && idx >= TLS_MINIMUM_AVAILABLE) {
-            TlsFree(idx);           /* the slot would not be in the TEB */
-            idx = TLS_OUT_OF_INDEXES;
-        }
+        DWORD idx = slot_alloc();
         if (reg && idx != TLS_OUT_OF_INDEXES && reg(0, on_dll_notification, NULL, &g_dll_cookie) >= 0) {
             ht_store_release(&ht__code_gen, 1);
             ht_store_release(&g_tls, idx);

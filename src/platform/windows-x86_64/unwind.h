@@ -30,10 +30,12 @@ typedef struct ht_wregs_s {
 } ht_wregs_t;
 
 /* A word of the current thread's TEB (gs points at it on x64): StackBase at
- * 0x08, StackLimit at 0x10, LastErrorValue at 0x68, TlsSlots at 0x1480. Inline assembly rather
+ * 0x08, StackLimit at 0x10, its own address at 0x30, LastErrorValue at
+ * 0x68, TlsSlots at 0x1480. Inline assembly rather
  * than __readgsqword, which gcc 12 flags with a false -Warray-bounds. */
 #define HT_TEB_STACK_BASE  0x08
 #define HT_TEB_STACK_LIMIT 0x10
+#define HT_TEB_SELF        0x30
 #define HT_TEB_LAST_ERROR  0x68    /* a DWORD */
 #define HT_TEB_TLS_SLOTS   0x1480
 static HT_ALWAYS_INLINE uintptr_t ht__teb_word(uintptr_t off)
