@@ -52,7 +52,8 @@
  * Budget: HEAPTRAIL_STACKDB_MAX bytes (default 256 MiB) of touched memory.
  * An intern that needs more returns HT_STACK_ID_OVERFLOW and counts a drop.
  *
- * Async-signal-safe and allocation-free: memory comes from ht__reserve;
+ * Async-signal-safe and allocation-free: memory comes from ht__reserve,
+ * committed (ht__commit) as the budget accounting grows;
  * a signal handler that interrupts an insert on the same thread (a
  * thread-local flag says so) does the lock-free lookup only, and on a miss
  * returns HT_STACK_ID_OVERFLOW and counts the drop instead of deadlocking.
@@ -128,6 +129,8 @@ static struct {
     uint64_t used;            /* bytes touched, all structures, page-rounded */
     uint64_t used_exact;      /* the same without page rounding */
     uint64_t reserved;        /* address space reserved */
+    uint64_t committed[10];   /* bytes of each reservation ht__commit'ed, in
+                                 parts() order */
     uint64_t leaf_rebuilds, seg_rebuilds;
     int fork_locked;
     /* reservation sizes, for teardown */
@@ -333,16 +336,53 @@ static sizes_t sizes_now(void)
     return z;
 }
 
+/* Bytes each array uses for these sizes: lo, hi, starts, rank,
+ * seg_parent, wide, seg_tab, the two stack table regions, hot. */
+static void parts(sizes_t z, uint64_t part[10])
+{
+    uint64_t blocks = (z.nodes + 63) / 64;
+    part[0] = z.nodes * 4;
+    part[1] = z.nodes;
+    part[2] = blocks * 8;
+    part[3] = blocks * 4;
+    part[4] = z.segs * 4;
+    part[5] = z.wide * 8;
+    part[6] = z.seg_slots * 4;
+    part[7] = z.leaf0;
+    part[8] = z.leaf1;
+    part[9] = z.hot_slots * sizeof(hot_t);
+}
+
 /* Bytes touched for these sizes; `round`: page-rounded per array. */
 static uint64_t bytes_for(sizes_t z, int round)
 {
-    uint64_t blocks = (z.nodes + 63) / 64;
-    uint64_t part[] = { z.nodes * 4, z.nodes, blocks * 8, blocks * 4, z.segs * 4, z.wide * 8,
-                        z.seg_slots * 4, z.leaf0, z.leaf1, z.hot_slots * sizeof(hot_t) };
-    uint64_t sum = 0;
+    uint64_t part[10], sum = 0;
+    parts(z, part);
     for (unsigned i = 0; i < HT_ARRAY_SIZE(part); i++)
         sum += round ? page_round(part[i]) : part[i];
     return sum;
+}
+
+/* Commits what these sizes touch (page-rounded, as the budget counts it)
+ * before it is written: on Windows reserved memory is unusable until
+ * committed, and committing only what is used keeps the commit charge at
+ * bytes_mapped. Under the lock. Returns 0, or -1 if the system refused,
+ * which the callers treat like an exhausted budget. */
+static int commit_sizes(sizes_t z)
+{
+    uint64_t part[10];
+    void *base[10] = { db.lo, db.hi, db.starts, db.rank, db.seg_parent, db.wide, db.seg_tab,
+                       db.leaf_region[0], db.leaf_region[1], db.hot };
+    parts(z, part);
+    for (unsigned i = 0; i < HT_ARRAY_SIZE(part); i++) {
+        uint64_t b = page_round(part[i]);
+        if (b <= db.committed[i])
+            continue;
+        if (!base[i] || ht__commit(base[i], (size_t)b) != 0)
+            return -1;
+        db.committed[i] = b;
+    }
+    return 0;
 }
 
 static void account(void)
@@ -365,7 +405,8 @@ static void hot_grow(void)
         z.hot_slots = 0;
         uint64_t rest = bytes_for(z, 0);
         z.hot_slots = want;
-        if ((uint64_t)want * sizeof(hot_t) * 4 > rest || bytes_for(z, 1) > db.budget)
+        if ((uint64_t)want * sizeof(hot_t) * 4 > rest || bytes_for(z, 1) > db.budget ||
+            commit_sizes(z) != 0)
             return;
         db.hot_slots = want;
         ht_store_release(&db.hot_mask, want - 1);
@@ -383,7 +424,7 @@ static int seg_room(void)
     unsigned nb = db.seg_tab_bits + 1;
     sizes_t z = sizes_now();
     z.seg_slots = 1ull << nb;
-    if (nb > db.seg_tab_max_bits || bytes_for(z, 1) > db.budget)
+    if (nb > db.seg_tab_max_bits || bytes_for(z, 1) > db.budget || commit_sizes(z) != 0)
         return want * LOAD_DEN <= ((uint64_t)FULL_NUM << db.seg_tab_bits);
     for (uint64_t i = 0; i < (1ull << nb); i++)
         db.seg_tab[i] = 0;
@@ -414,7 +455,7 @@ static int leaf_room(void)
     sizes_t z = sizes_now();
     if (other) z.leaf1 = nbytes > z.leaf1 ? nbytes : z.leaf1;
     else       z.leaf0 = nbytes > z.leaf0 ? nbytes : z.leaf0;
-    if (nb > db.leaf_max_bits || bytes_for(z, 1) > db.budget)
+    if (nb > db.leaf_max_bits || bytes_for(z, 1) > db.budget || commit_sizes(z) != 0)
         return want * LOAD_DEN <= ((uint64_t)FULL_NUM << bits);
     uint32_t *dst = db.leaf_region[other], *src = leaf_base(ref);
     /* lookups that still read `dst` (from two growths ago) see zeros or
@@ -466,6 +507,7 @@ static void teardown(void)
     db.leaf_region[0] = db.leaf_region[1] = NULL;
     db.hot = NULL;
     db.hot_slots = 0;
+    __builtin_memset(db.committed, 0, sizeof db.committed);
 }
 
 /* Reserves the address space the budget can ever need and sets up the
@@ -535,6 +577,8 @@ static int setup(uint64_t budget)
         ht_store_relaxed(&db.used, 0);
         return 2;
     }
+    if (commit_sizes(sizes_now()) != 0)
+        return 2;
     ht_store_release(&db.leaf_ref, (uint64_t)(uintptr_t)db.leaf_region[0] | LEAF_MIN_BITS);
     account();
     return 1;
@@ -630,7 +674,7 @@ static uint32_t intern_locked(void *const *frames, int n, uint64_t h)
         if (z.nodes > db.max_nodes || z.wide > db.max_wide || !seg_room())
             return HT_STACK_ID_OVERFLOW;
         z.seg_slots = 1ull << db.seg_tab_bits;
-        if (bytes_for(z, 1) > db.budget)
+        if (bytes_for(z, 1) > db.budget || commit_sizes(z) != 0)
             return HT_STACK_ID_OVERFLOW;
         uint32_t x = db.node_count, s = x;
         for (int k = j - 1; k >= 0; k--, x++)

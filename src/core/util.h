@@ -46,11 +46,16 @@ HT_INTERNAL long ht__syscall6(long n, long a, long b, long c, long d, long e,
 
 /* Anonymous private mapping of `size` bytes, or NULL. */
 HT_INTERNAL void *ht__map(size_t size);
-/* Reserve address space without committing memory (MAP_NORESERVE). The
- * range is readable and writable at once, like ht__map (on Windows it is
- * committed, demand-zero: pages cost nothing until touched but count
- * against the commit limit). */
+/* Reserve address space without committing memory. Before any part of it
+ * is touched, ht__commit() it: on Linux (MAP_NORESERVE) that costs nothing,
+ * on Windows reserved pages fault until committed, and committed memory
+ * counts against the system's commit limit, so a large reservation is
+ * committed only as it is used. */
 HT_INTERNAL void *ht__reserve(size_t size);
+/* Makes [p, p + size) of a ht__reserve'd range readable and writable
+ * (zero-filled when first committed). Returns 0, or -1 when the system
+ * refuses (Windows: commit limit reached). */
+HT_INTERNAL int ht__commit(void *p, size_t size);
 /* Returns [p, p + size) to the system. On Windows only a whole mapping is
  * released (p its start, size its size); a part is decommitted. */
 HT_INTERNAL void ht__unmap(void *p, size_t size);

@@ -29,6 +29,14 @@ void *ht__map(size_t size) { return map_flags(size, 0); }
 void *ht__reserve(size_t size) { return map_flags(size, MAP_NORESERVE); }
 void ht__unmap(void *p, size_t size) { ht__sys2(SYS_munmap, p, size); }
 
+/* MAP_NORESERVE memory is usable as soon as it is mapped */
+int ht__commit(void *p, size_t size)
+{
+    (void)p;
+    (void)size;
+    return 0;
+}
+
 int ht__gettid(void) { return (int)ht__sys0(SYS_gettid); }
 
 static HT_TLS uintptr_t t_words[HT_THREAD_WORDS];

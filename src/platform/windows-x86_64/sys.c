@@ -10,12 +10,16 @@ void *ht__map(size_t size)
     return VirtualAlloc(NULL, size, MEM_RESERVE | MEM_COMMIT, PAGE_READWRITE);
 }
 
-/* Linux's MAP_NORESERVE mapping is usable at once and costs nothing until
- * touched; the nearest Windows equivalent is committed demand-zero memory
- * (reserved-only pages would fault on first touch). */
+/* Address space only: committing a reservation sized for the largest
+ * budget would charge all of it against the commit limit. */
 void *ht__reserve(size_t size)
 {
-    return VirtualAlloc(NULL, size, MEM_RESERVE | MEM_COMMIT, PAGE_READWRITE);
+    return VirtualAlloc(NULL, size, MEM_RESERVE, PAGE_READWRITE);
+}
+
+int ht__commit(void *p, size_t size)
+{
+    return VirtualAlloc(p, size, MEM_COMMIT, PAGE_READWRITE) ? 0 : -1;
 }
 
 void ht__unmap(void *p, size_t size)
