@@ -164,7 +164,7 @@ $(WIN_BUILD)/obj/static/%.o: %.S
 	$(WIN_CC) $(WIN_CFLAGS) -c -o $@ $<
 
 $(WIN_DLL): $(WIN_DLL_OBJ)
-	$(WIN_CC) -shared -o $@ $^ -Wl,--out-implib,$(WIN_IMPLIB) $(WIN_LDLIBS)
+	$(WIN_CC) -shared -static-libgcc -o $@ $^ -Wl,--out-implib,$(WIN_IMPLIB) $(WIN_LDLIBS)
 $(WIN_IMPLIB): $(WIN_DLL)
 $(WIN_LIBA): $(WIN_LIB_OBJ)
 	@rm -f $@
