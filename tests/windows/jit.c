@@ -23,7 +23,13 @@
  *   JC  saves rbp with a mov     (RtlInstallFunctionTableCallback)
  *   J1 again after its table was deleted and its code rewritten in place
  *       with a different frame size: a JIT reusing memory, which a cached
- *       rule would get wrong.
+ *       rule would get wrong;
+ *   J1 registered with ht_register_code: its frame carries the serial in
+ *       bits 48..62, a new serial after re-registration, none after
+ *       ht_unregister_code;
+ *   JU  unregistered code with no unwind data whose return address is not
+ *       at rsp, and rbp cleared: the walk ends with HT_FRAME_UNWIND_STOPPED
+ *       right after its frame.
  * call_jit() uses alloca, so its frame is rbp-based: a wrong rbp after
  * the JIT frames derails the walk. */
 #include <stdint.h>
@@ -48,6 +54,7 @@ typedef struct jcase_s {
     int nra;
     int wine_ref;               /* Wine's RtlVirtualUnwind handles it */
     int rtl_bt, rtl_n;          /* also run RtlCaptureStackBackTrace */
+    int no_ref;                 /* garbage ahead: no reference walk */
     void *rtl[MAXF];
     void *ours[MAXF], *ref[MAXF + 2];
     int n, m;
@@ -149,7 +156,7 @@ static jcase_t *g_case;
 __attribute__((noinline)) static void capture_pair(jcase_t *c)
 {
     c->n = ht_capture(1, MAXF, c->ours, NULL);
-    c->m = ref_walk(c->ref, MAXF + 2);
+    c->m = c->no_ref ? 0 : ref_walk(c->ref, MAXF + 2);
     if (c->rtl_bt)
         c->rtl_n = RtlCaptureStackBackTrace(1, MAXF, c->rtl, NULL);
 }
@@ -227,7 +234,9 @@ static void check_case(jcase_t *c, const jcase_t *base)
         dump("baseline", (void **)base->ours, base->n);
     }
     CHECK(ok);
-    int refok = c->n == c->m - 1 && memcmp(c->ours, c->ref + 1, (size_t)c->n * sizeof(void *)) == 0;
+    int refok = c->n == c->m - 1;
+    for (int i = 0; refok && i < c->n; i++)
+        refok = HT_FRAME_ADDRESS(c->ours[i]) == (uintptr_t)c->ref[1 + i];
     if (c->wine_ref) {
         if (!refok) {
             fprintf(stderr, "%s: differs from RtlVirtualUnwind\n", c->name);
@@ -263,6 +272,10 @@ int main(void)
     static jcase_t jg = { .name = "JG RtlAddGrowableFunctionTable", .wine_ref = 1 };
     static jcase_t jc = { .name = "JC RtlInstallFunctionTableCallback", .wine_ref = 1 };
     static jcase_t j1b = { .name = "J1 deleted, rewritten, registered again", .wine_ref = 1 };
+    static jcase_t j1t = { .name = "J1 after ht_register_code", .wine_ref = 1 };
+    static jcase_t j1t2 = { .name = "J1 after ht_register_code again", .wine_ref = 1 };
+    static jcase_t j1u = { .name = "J1 after ht_unregister_code", .wine_ref = 1 };
+    static jcase_t ju = { .name = "JU unknown code", .no_ref = 1 };
 
     /* ---- region A: RtlAddFunctionTable -------------------------------- */
     region_t a;
@@ -414,15 +427,54 @@ int main(void)
     CHECK(RtlInstallFunctionTableCallback((DWORD64)c.base | 3, (DWORD64)c.base, 0x8000,
                                           table_callback, NULL, NULL));
 
+    /* ---- region D: nothing registered ----------------------------------
+     * JU: push rbp; push rbx; sub rsp, 0x28; xor ebp, ebp;
+     *     mov qword [rsp], 0x1234; call cb; ... */
+    region_t d;
+    region_init(&d);
+    CHECK(d.base != NULL);
+    uint8_t *pu = code_at(&d, 16);
+    put(&d, "\x55\x53\x48\x83\xec\x28\x31\xed\x48\xc7\x04\x24\x34\x12\x00\x00", 16);
+    put(&d, CALL_CB, sizeof CALL_CB);
+    ju.ra[0] = (uintptr_t)(d.base + d.code);
+    ju.nra = 1;
+    ju.entry = pu;
+    put(&d, "\x48\x83\xc4\x28\x5b\x5d\xc3", 7);
+    FlushInstructionCache(GetCurrentProcess(), d.base, 0x10000);
+
     /* ---- the checks ------------------------------------------------------
      * Phase 0 and 1 run every case (1 from the caches); phase 2 runs J1
      * after its code was rewritten in place with a 0x130-byte frame (same
      * instruction lengths, same return address) and registered again: the
      * walk must follow the new unwind data. */
     jcase_t *all[] = { &j1, &j4, &j6, &j9, &j8, &j7, &jg, &jc, NULL };
-    jcase_t *again[] = { &j1b, NULL };
+    jcase_t *again[] = { &j1b, NULL }, *tagged[] = { &j1t, NULL }, *tagged2[] = { &j1t2, NULL };
+    jcase_t *untagged[] = { &j1u, NULL }, *unknown[] = { &ju, NULL };
+    jcase_t **phases[] = { all, all, again, tagged, tagged2, untagged, unknown };
+    uint32_t serial1 = 0, serial2 = 0;
     LONG lookups[2];
-    for (int phase = 0; phase < 3; phase++) {
+    for (int phase = 0; phase < 7; phase++) {
+        if (phase == 3) {
+            CHECK_EQ(ht_register_unwind(p1, 0x19, (void *)p1, 16), 0);   /* DWARF: not on Windows */
+            serial1 = ht_register_code(p1, 0x19, "j1");
+            CHECK(serial1 != 0);
+            j1t = j1b;
+            j1t.name = "J1 after ht_register_code";
+            j1t.ra[0] |= (uintptr_t)serial1 << 48;
+        }
+        if (phase == 4) {
+            serial2 = ht_register_code(p1, 0x19, "j1, again");
+            CHECK(serial2 != 0 && serial2 != serial1);
+            j1t2 = j1b;
+            j1t2.name = "J1 after ht_register_code again";
+            j1t2.ra[0] |= (uintptr_t)serial2 << 48;
+        }
+        if (phase == 5) {
+            CHECK_EQ(ht_unregister_code(p1), 0);
+            CHECK_EQ(ht_unregister_code(p1), -1);
+            j1u = j1b;
+            j1u.name = "J1 after ht_unregister_code";
+        }
         if (phase == 2) {
             CHECK(RtlDeleteFunctionTable(ta));
             RUNTIME_FUNCTION nf;
@@ -436,7 +488,7 @@ int main(void)
             CHECK(RtlAddFunctionTable(ta, (DWORD)nfa, (DWORD64)a.base));
         }
         LONG before = callback_lookups;
-        run_all(phase == 2 ? again : all);
+        run_all(phases[phase]);
         if (phase < 2)
             lookups[phase] = callback_lookups - before;
         if (phase == 0) {
@@ -458,9 +510,29 @@ int main(void)
             fprintf(stderr, "%-44s %2d frames, through the JIT frame into main: %s\n", j1.name,
                     j1.n, through_main ? "yes" : "NO");
         }
-        for (jcase_t **c = phase == 2 ? again : all + 1; *c; c++)
+        if (phase == 6) {
+            /* the JIT frame, then the marker, then nothing */
+            int ok = ju.n == 3 && ju.ours[0] == j1.ours[0] && ju.ours[1] == (void *)ju.ra[0] &&
+                     ju.ours[2] == HT_FRAME_UNWIND_STOPPED;
+            if (!ok)
+                dump("ours", ju.ours, ju.n);
+            CHECK(ok);
+            fprintf(stderr, "%-44s %2d frames, %s\n", ju.name, ju.n,
+                    ok ? "ends with HT_FRAME_UNWIND_STOPPED" : "WRONG");
+            continue;
+        }
+        for (jcase_t **c = phase == 0 ? all + 1 : phases[phase]; *c; c++)
             check_case(*c, &j1);
     }
+    /* tagged frames make different stacks: the innermost four frames
+     * (callback, J1, call_jit, run_case) hash and intern apart */
+    CHECK(ht_stack_hash(j1t.ours, 4) != ht_stack_hash(j1b.ours, 4));
+    CHECK(ht_stack_hash(j1t2.ours, 4) != ht_stack_hash(j1t.ours, 4));
+    CHECK(ht_stack_hash(j1u.ours, 4) == ht_stack_hash(j1b.ours, 4));
+    CHECK(ht_stack_id(j1t.ours, 4) != ht_stack_id(j1b.ours, 4));
+    CHECK(ht_stack_id(j1t.ours, 4) != ht_stack_id(j1t2.ours, 4));
+    CHECK(ht_stack_id(j1u.ours, 4) == ht_stack_id(j1b.ours, 4));
+    CHECK(HT_FRAME_JIT_SERIAL(j1t.ours[1]) == serial1 && HT_FRAME_JIT_SERIAL(j1b.ours[1]) == 0);
     /* JIT rules are not cached: every capture asks the callback again */
     CHECK(lookups[0] > 0 && lookups[1] == lookups[0]);
 

@@ -40,6 +40,7 @@
 typedef struct walk_s {
     ht_bounds_t b;
     ht_tcache_t *tc;            /* this thread's cache, or NULL */
+    uint32_t jit_serial;        /* of the last miss with HT_RF_JIT */
     int hist_ready;
     UNWIND_HISTORY_TABLE hist;  /* for RtlLookupFunctionEntry, one per walk */
 } walk_t;
@@ -130,7 +131,16 @@ static HT_NOINLINE ht_rule_t rule_miss(walk_t *w, ht_centry_t *set, uintptr_t ra
     ht_fnent_t e;
     int image = lookup(w, ra - 1, &e);      /* ra - 1: inside the call */
     ht_rule_t r = ht__xdata_rule(&e, ra);
-    if (set && image) {
+    if (!image) {
+        /* JIT code (or none): never cached, maybe registered */
+        if (!e.fn)
+            r.s.kind = HT_K_NOENTRY;
+        w->jit_serial = ht__jit_serial(ra - 1);
+        if (w->jit_serial)
+            r.s.flags |= HT_RF_JIT;
+        return r;
+    }
+    if (set) {
         /* insert at way 0, moving its entry to way 1 */
         __m128i w0 = load16(&set[0]);
         uint64_t k0 = (uint64_t)_mm_cvtsi128_si64(w0);
@@ -170,6 +180,50 @@ static HT_NOINLINE int step_call_site(walk_t *w, ht_wregs_t *r, int *exact_next)
     return ht__xdata_step(&e, r, &w->b, exact_next);
 }
 
+/* Whether a return address `ra` leads into code: an image, a function
+ * entry (JIT tables), registered JIT code, or executable memory. */
+static HT_NOINLINE int is_code(walk_t *w, uintptr_t ra)
+{
+    if (!ra)
+        return 0;
+    uintptr_t at = ra - 1;
+    void *ib;
+    if (RtlPcToFileHeader((void *)at, &ib) || ht__jit_serial(at))
+        return 1;
+    ht_fnent_t e;
+    if (lookup(w, at, &e), e.fn)
+        return 1;
+    MEMORY_BASIC_INFORMATION m;
+    return VirtualQuery((void *)at, &m, sizeof m) && m.State == MEM_COMMIT &&
+           (m.Protect & (PAGE_EXECUTE | PAGE_EXECUTE_READ | PAGE_EXECUTE_READWRITE |
+                         PAGE_EXECUTE_WRITECOPY)) &&
+           !(m.Protect & PAGE_GUARD);
+}
+
+/* Steps a frame outside any image that has no function entry. Windows
+ * treats such a frame as a leaf (the return address at rsp), which holds
+ * for a thunk that calls without touching rsp but not for JIT code nobody
+ * described: the leaf step is taken only if it leads into code, else a
+ * frame-pointer step that does, else the walk ends here. */
+static HT_NOINLINE int step_noentry(walk_t *w, ht_wregs_t *r)
+{
+    uintptr_t sp = r->r[HT_RSP], v, bp, nbp;
+    if (ht__rd(&w->b, sp, &v) && is_code(w, v)) {
+        r->pc = v;
+        r->r[HT_RSP] = sp + 8;
+        return HT_STEP_OK;
+    }
+    if (!(r->valid & (1u << HT_RBP)))
+        return HT_STEP_STOP_NOENTRY;
+    bp = r->r[HT_RBP];
+    if (bp < sp || !ht__rd(&w->b, bp + 8, &v) || !ht__rd(&w->b, bp, &nbp) || !is_code(w, v))
+        return HT_STEP_STOP_NOENTRY;
+    r->pc = v;
+    r->r[HT_RSP] = bp + 16;
+    r->r[HT_RBP] = nbp;
+    return HT_STEP_OK;
+}
+
 /* Steps a frame whose pc is an interrupted instruction (it may lie in a
  * prolog or an epilog) with RtlVirtualUnwind. Its reads cannot be checked
  * one by one, so the registers it starts from are: rsp must lie in the
@@ -178,12 +232,14 @@ static HT_NOINLINE int step_call_site(walk_t *w, ht_wregs_t *r, int *exact_next)
 static HT_NOINLINE int step_exact(walk_t *w, ht_wregs_t *r)
 {
     ht_fnent_t e;
-    lookup(w, r->pc, &e);
+    int image = lookup(w, r->pc, &e);
     uintptr_t sp0 = r->r[HT_RSP];
     if (sp0 < w->b.lo || sp0 > w->b.hi - 8)
         return HT_STEP_STOP;
     if (!e.fn) {
         int ex;
+        if (!image)
+            return step_noentry(w, r);
         return ht__xdata_step(&e, r, &w->b, &ex);   /* a leaf */
     }
     const RUNTIME_FUNCTION *fn = e.fn;
@@ -235,7 +291,8 @@ typedef struct out_s {
     uint64_t sum;
 } out_t;
 
-/* Records pc; returns 0 when the output is full. */
+/* Records pc (with a JIT serial in bits 48..62); returns 0 when the output
+ * is full. */
 static HT_ALWAYS_INLINE int emit(out_t *o, uintptr_t pc, int *skip)
 {
     if (*skip > 0) {
@@ -247,8 +304,19 @@ static HT_ALWAYS_INLINE int emit(out_t *o, uintptr_t pc, int *skip)
     return ++o->n < o->max;
 }
 
+/* The end of a walk in code nobody vouches for (no image, no function
+ * entry, no registration, no step into code): the marker frame says the
+ * stack goes on, unknown. */
+static void emit_stopped(out_t *o, int *skip)
+{
+    if (o->n < o->max)
+        emit(o, (uintptr_t)HT_FRAME_UNWIND_STOPPED, skip);
+}
+
 /* The fast walk: pc, rsp and rbp in registers, compact rules from the
- * cache. Returns 0 when done, 1 when it must start over as a full walk. */
+ * cache. Returns 0 when done, 1 when it must start over as a full walk.
+ * A frame's rule is looked up before the frame is recorded, because JIT
+ * frames are recorded with their registration's serial. */
 static int walk_fast(walk_t *w, const ht_wregs_t *init, int exact, out_t *o)
 {
     ht_centry_t *cache = w->tc ? w->tc->e : NULL;
@@ -256,27 +324,34 @@ static int walk_fast(walk_t *w, const ht_wregs_t *init, int exact, out_t *o)
     const uintptr_t hi8 = w->b.hi - 8;
     int skip = o->skip;
     for (int steps = 0; steps < MAX_STEPS; steps++) {
-        if (!emit(o, pc, &skip))
-            return 0;
+        ht_rule_t ru;
+        uintptr_t tag = 0;
         if (ht_likely(!exact)) {
-            ht_rule_t ru = rule_at(w, cache, pc);
-            if (ht_likely(ru.s.kind == HT_K_NORMAL)) {
-                uintptr_t slot = ((ru.s.flags & HT_RF_BASE_RBP) ? bp : sp) + (uintptr_t)(intptr_t)ru.s.ra_off;
-                if (ht_unlikely(slot < sp || slot > hi8 || (slot & 7)))
-                    return 0;
-                uintptr_t ra = *(const uintptr_t *)slot;
-                if ((ru.s.flags & HT_RF_RBP_SAVED) &&
-                    !ht__rd(&w->b, slot + (uintptr_t)(intptr_t)ru.s.rbp_off, &bp))
-                    return 0;
-                sp = slot + 8;
-                pc = ra;
-                if (ht_unlikely(!pc))
-                    return 0;
-                continue;
-            }
-            if (ru.s.kind != HT_K_COMPLEX)
-                return 0;
+            ru = rule_at(w, cache, pc);
+            if (ht_unlikely(ru.s.flags & HT_RF_JIT))
+                tag = (uintptr_t)w->jit_serial << 48;
+        } else {
+            ru.u = 0;
+            tag = (uintptr_t)ht__jit_serial(pc) << 48;
         }
+        if (!emit(o, pc | tag, &skip))
+            return 0;
+        if (ht_likely(ru.s.kind == HT_K_NORMAL)) {
+            uintptr_t slot = ((ru.s.flags & HT_RF_BASE_RBP) ? bp : sp) + (uintptr_t)(intptr_t)ru.s.ra_off;
+            if (ht_unlikely(slot < sp || slot > hi8 || (slot & 7)))
+                return 0;
+            uintptr_t ra = *(const uintptr_t *)slot;
+            if ((ru.s.flags & HT_RF_RBP_SAVED) &&
+                !ht__rd(&w->b, slot + (uintptr_t)(intptr_t)ru.s.rbp_off, &bp))
+                return 0;
+            sp = slot + 8;
+            pc = ra;
+            if (ht_unlikely(!pc))
+                return 0;
+            continue;
+        }
+        if (!exact && ru.s.kind != HT_K_COMPLEX && ru.s.kind != HT_K_NOENTRY)
+            return 0;
         /* a slow step with what the fast walk knows: everything for the
          * first frame, rsp and rbp after that */
         ht_wregs_t r;
@@ -288,11 +363,16 @@ static int walk_fast(walk_t *w, const ht_wregs_t *init, int exact, out_t *o)
             r.r[HT_RBP] = bp;
             r.pc = pc;
         }
-        int ex = 0, st = exact ? step_exact(w, &r) : step_call_site(w, &r, &ex);
+        int ex = 0, st = exact                         ? step_exact(w, &r)
+                         : ru.s.kind == HT_K_NOENTRY ? step_noentry(w, &r)
+                                                     : step_call_site(w, &r, &ex);
         if (st == HT_STEP_NEED_FULL)
             return 1;
-        if (st != HT_STEP_OK || !r.pc)
+        if (st != HT_STEP_OK || !r.pc) {
+            if (st == HT_STEP_STOP_NOENTRY && !tag)
+                emit_stopped(o, &skip);
             return 0;
+        }
         exact = ex;
         pc = r.pc;
         sp = r.r[HT_RSP];
@@ -309,11 +389,27 @@ static void walk_full(walk_t *w, const ht_wregs_t *init, int exact, out_t *o)
     ht_wregs_t r = *init;
     int skip = o->skip;
     for (int steps = 0; steps < MAX_STEPS; steps++) {
-        if (!emit(o, r.pc, &skip))
+        int ex = 0, st;
+        uintptr_t tag = 0;
+        if (exact) {
+            tag = (uintptr_t)ht__jit_serial(r.pc) << 48;
+            if (!emit(o, r.pc | tag, &skip))
+                return;
+            st = step_exact(w, &r);
+        } else {
+            ht_fnent_t e;
+            int image = lookup(w, r.pc - 1, &e);
+            if (!image)
+                tag = (uintptr_t)ht__jit_serial(r.pc - 1) << 48;
+            if (!emit(o, r.pc | tag, &skip))
+                return;
+            st = !image && !e.fn ? step_noentry(w, &r) : ht__xdata_step(&e, &r, &w->b, &ex);
+        }
+        if (st != HT_STEP_OK || !r.pc) {
+            if (st == HT_STEP_STOP_NOENTRY && !tag)
+                emit_stopped(o, &skip);
             return;
-        int ex = 0, st = exact ? step_exact(w, &r) : step_call_site(w, &r, &ex);
-        if (st != HT_STEP_OK || !r.pc)
-            return;
+        }
         exact = ex;
     }
 }

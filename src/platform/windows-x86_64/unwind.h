@@ -76,10 +76,14 @@ enum {
     HT_K_EMPTY = 0,
     HT_K_NORMAL,      /* the compact rule applies */
     HT_K_COMPLEX,     /* step with ht__xdata_step */
-    HT_K_STOP         /* malformed or unknown unwind data: end the trace */
+    HT_K_STOP,        /* malformed or unknown unwind data: end the trace */
+    HT_K_NOENTRY      /* outside any image, no function entry: a checked
+                         leaf or frame-pointer step (never cached) */
 };
 #define HT_RF_BASE_RBP  1   /* base is rbp, not rsp */
 #define HT_RF_RBP_SAVED 2   /* rbp is restored from slot + rbp_off */
+#define HT_RF_JIT       4   /* registered JIT code (never cached): tag the
+                               frame with the walk's jit_serial */
 
 typedef union ht_rule_u {
     struct {
@@ -104,7 +108,12 @@ typedef struct ht_fnent_s {
  * Never allocates. */
 HT_INTERNAL ht_rule_t ht__xdata_rule(const ht_fnent_t *e, uintptr_t ra);
 
-enum { HT_STEP_STOP = 0, HT_STEP_OK = 1, HT_STEP_NEED_FULL = 2 };
+enum {
+    HT_STEP_STOP = 0,
+    HT_STEP_OK = 1,
+    HT_STEP_NEED_FULL = 2,
+    HT_STEP_STOP_NOENTRY = 3    /* outside images, no entry, no step into code */
+};
 
 /* Steps out of the frame at the call site r->pc with the documented
  * semantics of the unwind codes (prolog offsets, chained infos, saves
@@ -116,6 +125,11 @@ enum { HT_STEP_STOP = 0, HT_STEP_OK = 1, HT_STEP_NEED_FULL = 2 };
  * HT_STEP_NEED_FULL when the frame needs a register r->valid lacks. */
 HT_INTERNAL int ht__xdata_step(const ht_fnent_t *e, ht_wregs_t *r, const ht_bounds_t *b,
                                int *exact_next);
+
+/* ---- JIT registry (jit.c) ------------------------------------------------
+ * The serial of the ht_register_code() range holding pc, 0 if none.
+ * Lock-free, never allocates. */
+HT_INTERNAL uint32_t ht__jit_serial(uintptr_t pc);
 
 /* ---- lifecycle ----------------------------------------------------------
  * The process-wide code generation: bumped when a DLL is unloaded, so
