@@ -44,7 +44,11 @@ extern "C" {
  *  frames. At most `max` frames are stored.
  *  Unwinds through code without frame pointers using the modules' DWARF CFI
  *  (.eh_frame), through signal frames and the vdso, and falls back to
- *  validated frame-pointer steps only where no unwind table exists.
+ *  validated frame-pointer steps only where no unwind table exists. On
+ *  Windows x64 it uses the x64 unwind data (.pdata/.xdata) that
+ *  RtlLookupFunctionEntry finds, JIT code registered with
+ *  RtlAddFunctionTable and friends included, and gives the same frames as
+ *  a RtlVirtualUnwind walk.
  *  A corrupt stack ends the trace early; it never faults.
  *  @hash : if not NULL, receives ht_stack_hash(frames, returned count).
  *  @return : the number of frames stored (0 <= n <= max).
@@ -98,6 +102,11 @@ HT_API uint64_t ht_stack_hash(void *const *frames, int n);
  *  code carries the registration's serial number in bits 48..62: two
  *  functions that lived at one address at different times give different
  *  frames, stacks and ids. HT_FRAME_ADDRESS() strips it.
+ *
+ *  On Windows the walk takes JIT frames' unwind data from the system's own
+ *  registrations (RtlAddFunctionTable, RtlAddGrowableFunctionTable,
+ *  RtlInstallFunctionTableCallback); ht_register_code() adds the name and
+ *  the serial tag, and ht_register_unwind() (DWARF) returns 0.
  **************************************************************************/
 
 #define HT_FRAME_ADDRESS(f)    ((uintptr_t)(f) & 0xffffffffffffull)
@@ -122,7 +131,8 @@ HT_API uint32_t ht_register_code(const void *start, size_t size, const char *nam
  *  needed) of eh_frame_size bytes covering [start, start + size). It must
  *  stay valid until the code is unregistered. If exactly that range is
  *  registered, it keeps its name and serial; otherwise this registers it.
- *  @return : the registration's serial, 0 on failure. */
+ *  @return : the registration's serial, 0 on failure (always on Windows,
+ *  where code is described to the system with RtlAddFunctionTable). */
 HT_API uint32_t ht_register_unwind(const void *start, size_t size, const void *eh_frame,
                                    size_t eh_frame_size);
 
