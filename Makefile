@@ -180,7 +180,7 @@ WIN_TFLAGS    = -Wall -Wextra -Werror -Wno-unused-parameter -Iinclude -Itests
 WIN_CHAINS   := $(WIN_VARIANTS:%=$(WIN_TBUILD)/chains_%.exe)
 LINUX_CHAINS := $(WIN_VARIANTS:%=$(BUILD)/tests/windows/chains_%)
 WIN_TESTS    := $(WIN_CHAINS) $(WIN_TBUILD)/jit.exe $(WIN_TBUILD)/unload.exe $(WIN_TBUILD)/hash.exe \
-                $(WIN_TBUILD)/stackdb.exe \
+                $(WIN_TBUILD)/stackdb.exe $(WIN_TBUILD)/sample.exe $(WIN_VARIANTS:%=$(WIN_TBUILD)/step_%.exe) \
                 $(WIN_TBUILD)/unload_a.dll $(WIN_TBUILD)/unload_b.dll
 
 windows-tests: windows $(WIN_TESTS) $(LINUX_CHAINS)
@@ -209,6 +209,12 @@ $(WIN_TBUILD)/unload_%.dll: tests/windows/unload.S
 	$(WIN_CC) -shared -DVARIANT_$* -o $@ $< -Wl,--image-base,0x6f400000
 $(WIN_TBUILD)/stackdb.exe: tests/windows/stackdb.c tests/check.h src/core/stackdb.h $(WIN_LIBA)
 	$(WIN_CC) -O2 -g $(WIN_TFLAGS) -Isrc -o $@ $< $(WIN_LIBA) $(WIN_LDLIBS)
+$(WIN_TBUILD)/sample.exe: tests/windows/sample.c $(WIN_TBUILD)/genchains.c tests/windows/refwalk.h \
+		tests/check.h $(WIN_LIBA)
+	$(WIN_CC) -O2 -g -fomit-frame-pointer $(WIN_TFLAGS) -o $@ $< $(WIN_TBUILD)/genchains.c $(WIN_LIBA) $(WIN_LDLIBS)
+$(WIN_TBUILD)/step_%.exe: tests/windows/step.c $(WIN_TBUILD)/genchains.c tests/windows/refwalk.h \
+		tests/check.h $(WIN_LIBA)
+	$(WIN_CC) $(call v_opt,$*) $(WIN_TFLAGS) -o $@ $< $(WIN_TBUILD)/genchains.c $(WIN_LIBA) $(WIN_LDLIBS)
 $(WIN_TBUILD)/hash.exe: tests/windows/hash.c tests/check.h $(WIN_LIBA)
 	$(WIN_CC) -O2 -g $(WIN_TFLAGS) -o $@ $< $(WIN_LIBA) $(WIN_LDLIBS)
 $(WIN_TBUILD)/unload.exe: tests/windows/unload.c tests/windows/refwalk.h tests/check.h $(WIN_LIBA)

@@ -10,7 +10,7 @@
 
 /* Walks from *ctx (left at the last frame), storing at most `max` return
  * addresses of the frames above it. */
-static __attribute__((noinline)) int ref_walk_from(CONTEXT *ctx, void **out, int max)
+static __attribute__((noinline, unused)) int ref_walk_from(CONTEXT *ctx, void **out, int max)
 {
     int m = 0;
     while (m < max) {
@@ -33,7 +33,7 @@ static __attribute__((noinline)) int ref_walk_from(CONTEXT *ctx, void **out, int
 
 /* out[0] is the return address into ref_walk's caller, like
  * unw_backtrace() and ht_capture(0, ...). */
-static __attribute__((noinline)) int ref_walk(void **out, int max)
+static __attribute__((noinline, unused)) int ref_walk(void **out, int max)
 {
     CONTEXT ctx;
     RtlCaptureContext(&ctx);

@@ -25,11 +25,21 @@
  * rbp (a frame register like rbx, whose value an inner frame saved) makes
  * the walk start over tracking every callee-saved register. An interrupted
  * instruction (the first frame of ht_capture_context, the frame below a
- * machine frame) may sit in a prolog or an epilog: RtlVirtualUnwind steps it.
+ * machine frame) may sit in a prolog or an epilog, which xdata.c also
+ * handles, reads checked (RtlVirtualUnwind's reads could not be).
+ * A frame outside any image without a function entry takes Windows' leaf
+ * step only if it leads into code, else a checked frame-pointer step, else
+ * the walk ends (with HT_FRAME_UNWIND_STOPPED for unregistered code). A
+ * frame in code registered with ht_register_code carries its serial.
  *
  * Never allocates from the heap (the cache is VirtualAlloc'd once per
  * thread), takes no lock of ours, preserves GetLastError(), and reads the
- * stack only inside [sp, the thread's StackBase). */
+ * stack only inside [sp, the thread's StackBase). A miss calls ntdll's
+ * lookups, which may take the loader's lock for a moment (Wine's
+ * RtlPcToFileHeader and RtlLookupFunctionEntry do; Windows reads its
+ * inverted function table under a shared lock): the cache makes misses
+ * rare after a thread's first captures, but a capture must not run while
+ * its thread holds a lock the loader may be waiting for. */
 #include "heaptrail.h"
 #include "../../core/hash.h"
 #include "unwind.h"
@@ -224,63 +234,24 @@ static HT_NOINLINE int step_noentry(walk_t *w, ht_wregs_t *r)
     return HT_STEP_OK;
 }
 
-/* Steps a frame whose pc is an interrupted instruction (it may lie in a
- * prolog or an epilog) with RtlVirtualUnwind. Its reads cannot be checked
- * one by one, so the registers it starts from are: rsp must lie in the
- * stack, and so must the establisher frame when the function has a frame
- * register. */
-static HT_NOINLINE int step_exact(walk_t *w, ht_wregs_t *r)
+/* Steps a frame whose pc is an interrupted instruction: looked up at pc
+ * itself, and it may lie in a prolog or an epilog (xdata.c handles both,
+ * every read checked). Interrupted code without a function entry is a
+ * true leaf only if it left rsp alone, which assembly like libgcc's
+ * ___chkstk_ms (pushes, no unwind data) does not: its leaf step is
+ * checked like one outside an image, but ends without the marker. */
+static HT_NOINLINE int step_exact(walk_t *w, ht_wregs_t *r, int *exact_next)
 {
     ht_fnent_t e;
     int image = lookup(w, r->pc, &e);
-    uintptr_t sp0 = r->r[HT_RSP];
-    if (sp0 < w->b.lo || sp0 > w->b.hi - 8)
+    *exact_next = 0;
+    if (r->r[HT_RSP] < w->b.lo || r->r[HT_RSP] > w->b.hi - 8)
         return HT_STEP_STOP;
     if (!e.fn) {
-        int ex;
-        if (!image)
-            return step_noentry(w, r);
-        return ht__xdata_step(&e, r, &w->b, &ex);   /* a leaf */
+        int st = step_noentry(w, r);
+        return st == HT_STEP_STOP_NOENTRY && image ? HT_STEP_STOP : st;
     }
-    const RUNTIME_FUNCTION *fn = e.fn;
-    if (fn->UnwindData & 1)
-        fn = (const RUNTIME_FUNCTION *)(e.base + fn->UnwindData - 1);
-    const uint8_t *info = (const uint8_t *)(e.base + fn->UnwindData);
-    if (e.image_end && ((uintptr_t)info < e.base || (uintptr_t)info + 4 > e.image_end))
-        return HT_STEP_STOP;
-    unsigned freg = info[3] & 15, foff = info[3] >> 4;
-    if (freg) {
-        if (!(r->valid & (1u << freg)))
-            return HT_STEP_NEED_FULL;
-        uintptr_t frame = r->r[freg] - 16 * (uintptr_t)foff;
-        if (frame < w->b.lo || frame >= w->b.hi)
-            return HT_STEP_STOP;
-    }
-    CONTEXT ctx;
-    KNONVOLATILE_CONTEXT_POINTERS ptrs;
-    __builtin_memset(&ctx, 0, sizeof ctx);
-    __builtin_memset(&ptrs, 0, sizeof ptrs);
-    ctx.ContextFlags = CONTEXT_CONTROL | CONTEXT_INTEGER;
-    DWORD64 *gpr = &ctx.Rax;        /* Rax..R15 are in register-number order */
-    for (int i = 0; i < HT_NGPR; i++)
-        gpr[i] = (r->valid & (1u << i)) ? r->r[i] : 0;
-    ctx.Rsp = sp0;
-    ctx.Rip = r->pc;
-    PVOID hd = NULL;
-    DWORD64 est = 0;
-    RtlVirtualUnwind(UNW_FLAG_NHANDLER, e.base, r->pc, (PRUNTIME_FUNCTION)e.fn, &ctx, &hd, &est,
-                     &ptrs);
-    for (int i = 0; i < HT_NGPR; i++) {
-        if (ptrs.IntegerContext[i]) {
-            r->r[i] = gpr[i];
-            r->valid |= 1u << i;
-        }
-    }
-    r->pc = ctx.Rip;
-    r->r[HT_RSP] = ctx.Rsp;
-    if (ctx.Rsp <= sp0 || ctx.Rsp > w->b.hi)
-        return HT_STEP_STOP;
-    return HT_STEP_OK;
+    return ht__xdata_step_exact(&e, r, &w->b, exact_next);
 }
 
 /* ---- the walks ----------------------------------------------------------- */
@@ -363,7 +334,7 @@ static int walk_fast(walk_t *w, const ht_wregs_t *init, int exact, out_t *o)
             r.r[HT_RBP] = bp;
             r.pc = pc;
         }
-        int ex = 0, st = exact                         ? step_exact(w, &r)
+        int ex = 0, st = exact                         ? step_exact(w, &r, &ex)
                          : ru.s.kind == HT_K_NOENTRY ? step_noentry(w, &r)
                                                      : step_call_site(w, &r, &ex);
         if (st == HT_STEP_NEED_FULL)
@@ -395,7 +366,7 @@ static void walk_full(walk_t *w, const ht_wregs_t *init, int exact, out_t *o)
             tag = (uintptr_t)ht__jit_serial(r.pc) << 48;
             if (!emit(o, r.pc | tag, &skip))
                 return;
-            st = step_exact(w, &r);
+            st = step_exact(w, &r, &ex);
         } else {
             ht_fnent_t e;
             int image = lookup(w, r.pc - 1, &e);

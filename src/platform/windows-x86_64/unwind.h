@@ -131,6 +131,12 @@ HT_INTERNAL int ht__xdata_step(const ht_fnent_t *e, ht_wregs_t *r, const ht_boun
  * Lock-free, never allocates. */
 HT_INTERNAL uint32_t ht__jit_serial(uintptr_t pc);
 
+/* The same for a frame whose pc is an interrupted instruction (looked up at
+ * pc itself): in a prolog only the codes already executed are undone, in
+ * an epilog its remaining instructions are emulated. Every read checked. */
+HT_INTERNAL int ht__xdata_step_exact(const ht_fnent_t *e, ht_wregs_t *r, const ht_bounds_t *b,
+                                     int *exact_next);
+
 /* ---- lifecycle ----------------------------------------------------------
  * The process-wide code generation: bumped when a DLL is unloaded, so
  * rules cached for its addresses are never used again. 0 until the DLL

@@ -16,7 +16,11 @@
  *   - UWOP_PUSH_MACHFRAME pops a hardware frame: rip at +0, rsp at +24
  *     (+8 each with an error code), and the caller's pc is then an
  *     interrupted instruction, not a return address;
- *   - version 2 adds UWOP_EPILOG descriptors, which a prolog unwind skips.
+ *   - version 2 adds UWOP_EPILOG descriptors, which a prolog unwind skips;
+ *   - an interrupted instruction may lie in an epilog, which has a fixed
+ *     form ("add rsp, imm" or "lea rsp, [frame register + disp]", pops,
+ *     then ret or a jmp out of the function): its remaining instructions
+ *     are emulated instead.
  *
  * Never allocates, takes no lock, never faults: image unwind data is read
  * only inside the image, stack reads go through ht__rd(). Unwind data of
@@ -360,4 +364,166 @@ int ht__xdata_step(const ht_fnent_t *e, ht_wregs_t *r, const ht_bounds_t *b, int
     if (r->r[HT_RSP] <= sp0 || r->r[HT_RSP] > b->hi)
         return HT_STEP_STOP;
     return HT_STEP_OK;
+}
+
+/* ---- interrupted instructions ----------------------------------------------
+ * An interrupted pc may lie in a prolog (the codes are filtered by its
+ * offset, as for a call site) or in an epilog, recognised by decoding the
+ * code at pc and emulated. Code bytes are read only inside the image (or the
+ * function, for JIT code). */
+
+#define EPI_MAX_INSNS 24
+
+typedef struct code_s {
+    uintptr_t lo, hi;           /* readable code: the image, or the function */
+    uintptr_t fn_lo, fn_hi;     /* the function, for jmp targets */
+} code_t;
+
+static int cb(const code_t *c, uintptr_t p, unsigned n, const uint8_t **out)
+{
+    if (p < c->lo || p + n > c->hi || p + n < p)
+        return 0;
+    *out = (const uint8_t *)p;
+    return 1;
+}
+
+static int32_t s32(const uint8_t *p)
+{
+    return (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
+}
+
+/* Decodes the epilog starting at pc and, if `r` is not NULL, applies it.
+ * Returns 1 if pc lies in an epilog (and, applying, the step succeeded),
+ * 0 if it does not, -1 if applying failed (a read outside the stack),
+ * -2 if it needs a register r lacks. */
+static int epilog(const code_t *c, uintptr_t pc, ht_wregs_t *r, const ht_bounds_t *b)
+{
+    const uint8_t *q;
+    uintptr_t p = pc, v;
+    int may_adjust = 1, jumps = 0;
+    for (int n = 0; n < EPI_MAX_INSNS; n++) {
+        if (!cb(c, p, 1, &q))
+            return 0;
+        unsigned rex = (q[0] & 0xf0) == 0x40 ? q[0] : 0, pre = rex ? 1 : 0;
+        if (!cb(c, p, pre + 1, &q))
+            return 0;
+        unsigned op = q[pre];
+        if (may_adjust && rex == 0x48 && cb(c, p, 3, &q)) {
+            /* first: add rsp, imm8 / imm32, or lea rsp, [reg + disp8 / disp32] */
+            if ((op == 0x83 || op == 0x81) && q[2] == 0xc4) {
+                unsigned len = op == 0x83 ? 4 : 7;
+                if (!cb(c, p, len, &q))
+                    return 0;
+                if (r)
+                    r->r[HT_RSP] += (uintptr_t)(op == 0x83 ? (intptr_t)(int8_t)q[3] : (intptr_t)s32(q + 3));
+                p += len;
+                may_adjust = 0;
+                continue;
+            }
+        }
+        if (may_adjust && (rex & 0xfc) == 0x48 && op == 0x8d && cb(c, p, 3, &q)) {
+            unsigned modrm = q[2], mod = modrm >> 6, reg = (modrm >> 3) & 7, rm = modrm & 7;
+            if (reg == 4 && rm != 4 && (mod == 1 || mod == 2)) {
+                unsigned base = rm + ((rex & 1) ? 8 : 0), len = mod == 1 ? 4 : 7;
+                if (!cb(c, p, len, &q))
+                    return 0;
+                if (r) {
+                    if (!(r->valid & (1u << base)))
+                        return -2;
+                    intptr_t d = mod == 1 ? (intptr_t)(int8_t)q[3] : (intptr_t)s32(q + 3);
+                    r->r[HT_RSP] = r->r[base] + (uintptr_t)d;
+                }
+                p += len;
+                may_adjust = 0;
+                continue;
+            }
+        }
+        may_adjust = 0;
+        if (op >= 0x58 && op <= 0x5f && (rex == 0 || rex == 0x40 || rex == 0x41)) {
+            /* pop reg */
+            unsigned reg = (op - 0x58u) + ((rex & 1) ? 8 : 0);
+            if (r) {
+                if (reg == HT_RSP || !ht__rd(b, r->r[HT_RSP], &v))
+                    return -1;
+                r->r[reg] = v;
+                r->valid |= 1u << reg;
+                r->r[HT_RSP] += 8;
+            }
+            p += pre + 1;
+            continue;
+        }
+        uintptr_t extra = 0;
+        if (rex == 0 && op == 0xc3) {
+            /* ret */
+        } else if (rex == 0 && op == 0xf3 && cb(c, p, 2, &q) && q[1] == 0xc3) {
+            /* rep ret */
+        } else if (rex == 0 && op == 0xc2 && cb(c, p, 3, &q)) {
+            extra = (uintptr_t)q[1] | (uintptr_t)q[2] << 8;     /* ret imm16 */
+        } else if ((rex == 0 || rex == 0x48) && op == 0xff && cb(c, p, pre + 6, &q) &&
+                   q[pre + 1] == 0x25) {
+            /* jmp [rip + disp32]: a tail call */
+        } else if (rex == 0 && (op == 0xe9 || op == 0xeb)) {
+            unsigned len = op == 0xe9 ? 5 : 2;
+            if (!cb(c, p, len, &q))
+                return 0;
+            uintptr_t t = p + len + (uintptr_t)(op == 0xe9 ? (intptr_t)s32(q + 1) : (intptr_t)(int8_t)q[1]);
+            if (t >= c->fn_lo && t < c->fn_hi) {
+                /* a jump to an epilog shared inside the function: follow it */
+                if (++jumps > 4)
+                    return 0;
+                p = t;
+                may_adjust = 1;
+                continue;
+            }
+            /* out of the function: a tail call */
+        } else {
+            return 0;
+        }
+        if (r) {
+            if (!ht__rd(b, r->r[HT_RSP], &v))
+                return -1;
+            r->pc = v;
+            r->r[HT_RSP] += 8 + extra;
+        }
+        return 1;
+    }
+    return 0;
+}
+
+int ht__xdata_step_exact(const ht_fnent_t *e, ht_wregs_t *r, const ht_bounds_t *b,
+                         int *exact_next)
+{
+    *exact_next = 0;
+    if (!e->fn)
+        return ht__xdata_step(e, r, b, exact_next);     /* a leaf */
+    const RUNTIME_FUNCTION *fn = e->fn;
+    if (!in_image(e, (uintptr_t)fn, sizeof *fn))
+        return HT_STEP_STOP;
+    if (fn->UnwindData & 1) {
+        fn = (const RUNTIME_FUNCTION *)(e->base + fn->UnwindData - 1);
+        if (!in_image(e, (uintptr_t)fn, sizeof *fn))
+            return HT_STEP_STOP;
+    }
+    const uint8_t *h = (const uint8_t *)(e->base + fn->UnwindData);
+    if (!in_image(e, (uintptr_t)h, 4))
+        return HT_STEP_STOP;
+    code_t c;
+    c.fn_lo = e->base + fn->BeginAddress;
+    c.fn_hi = e->base + fn->EndAddress;
+    c.lo = e->image_end ? e->base : c.fn_lo;
+    c.hi = e->image_end ? e->image_end : c.fn_hi;
+    /* in the prolog (by the primary info's size) the codes decide; past
+     * it, an epilog is recognised by its code */
+    if (!(r->pc >= c.fn_lo && r->pc - c.fn_lo < h[1]) && epilog(&c, r->pc, NULL, b) == 1) {
+        uintptr_t sp0 = r->r[HT_RSP];
+        ht_wregs_t t = *r;
+        int k = epilog(&c, r->pc, &t, b);
+        if (k == -2)
+            return HT_STEP_NEED_FULL;
+        if (k != 1 || t.r[HT_RSP] <= sp0 || t.r[HT_RSP] > b->hi)
+            return HT_STEP_STOP;
+        *r = t;
+        return HT_STEP_OK;
+    }
+    return ht__xdata_step(e, r, b, exact_next);
 }
