@@ -217,7 +217,8 @@ $(WIN_TBUILD)/step_%.exe: tests/windows/step.c $(WIN_TBUILD)/genchains.c tests/w
 	$(WIN_CC) $(call v_opt,$*) $(WIN_TFLAGS) -o $@ $< $(WIN_TBUILD)/genchains.c $(WIN_LIBA) $(WIN_LDLIBS)
 $(WIN_TBUILD)/hash.exe: tests/windows/hash.c tests/check.h $(WIN_LIBA)
 	$(WIN_CC) -O2 -g $(WIN_TFLAGS) -o $@ $< $(WIN_LIBA) $(WIN_LDLIBS)
-$(WIN_TBUILD)/unload.exe: tests/windows/unload.c tests/windows/refwalk.h tests/check.h $(WIN_LIBA)
+$(WIN_TBUILD)/unload.exe: tests/windows/unload.c tests/windows/refwalk.h tests/check.h $(WIN_LIBA) \
+		$(WIN_TBUILD)/heaptrail.dll
 	$(WIN_CC) -O2 -g $(WIN_TFLAGS) -o $@ $< $(WIN_LIBA) $(WIN_LDLIBS)
 
 # ---- demo ----------------------------------------------------------------

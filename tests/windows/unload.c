@@ -4,7 +4,8 @@
  * frame size is loaded at the same base and captured through. Every
  * capture must equal the reference walk by RtlVirtualUnwind; a rule kept
  * across the unload would put the second DLL's return address at the
- * first one's offset and derail the walk. */
+ * first one's offset and derail the walk. Then heaptrail.dll itself is
+ * loaded, used and unloaded, and DLLs are loaded and unloaded after it. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -74,5 +75,23 @@ int main(void)
     CHECK(ra[0] == ra[1] && ra[0] > base[0]);
     fprintf(stderr, "unload_a.dll and unload_b.dll at %p, return address %p in both\n",
             (void *)base[0], (void *)ra[0]);
+
+    /* heaptrail.dll itself loaded, used and unloaded: its DLL notification
+     * and TLS slots must go with it (a callback left registered would be
+     * called, unmapped, at the next load or unload below) */
+    snprintf(path, sizeof path, "%s\\heaptrail.dll", dir);
+    HMODULE ht = LoadLibraryA(path);
+    CHECK(ht != NULL);
+    if (ht) {
+        int (*cap)(int, int, void **, uint64_t *) =
+            (int (*)(int, int, void **, uint64_t *))(void *)GetProcAddress(ht, "ht_capture");
+        void *f[MAXF];
+        CHECK(cap != NULL && cap(0, MAXF, f, NULL) >= 2);
+        CHECK(FreeLibrary(ht));
+        snprintf(path, sizeof path, "%s\\unload_a.dll", dir);
+        HMODULE m = LoadLibraryA(path);
+        CHECK(m != NULL && FreeLibrary(m));
+        fprintf(stderr, "heaptrail.dll loaded, used and unloaded; later loads and unloads run\n");
+    }
     return check_done();
 }

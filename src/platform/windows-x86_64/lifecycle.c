@@ -191,6 +191,20 @@ static void NTAPI tls_callback(PVOID module, DWORD reason, PVOID reserved)
                 unreg(g_dll_cookie);
             g_dll_cookie = NULL;
         }
+        if (!reserved) {
+            /* and its TLS slots (TlsFree clears them in every thread; other
+             * threads' caches are not reachable from here and stay mapped) */
+            DWORD idx = ht_load_acquire(&g_tls);
+            ht_store_release(&g_tls, TLS_OUT_OF_INDEXES);
+            if (idx != TLS_OUT_OF_INDEXES)
+                TlsFree(idx);
+            for (unsigned i = 0; i < HT_THREAD_WORDS; i++) {
+                DWORD w = g_word_slot[i];
+                g_word_slot[i] = WORD_UNSET;
+                if (w != WORD_UNSET && w != TLS_OUT_OF_INDEXES)
+                    TlsFree(w);
+            }
+        }
         break;
     default:
         break;
