@@ -120,6 +120,12 @@ $(BUILD)/tests/capture_jit: tests/capture/jit.c tests/check.h $(LIB)
 	    -Wl,-rpath,'$$ORIGIN/..'
 CAPTURE_BIN += $(BUILD)/tests/capture_jit
 
+# inside a PLT stub (lazy binding keeps GOT slots pointing into the stubs)
+$(BUILD)/tests/capture_plt: tests/capture/plt.c tests/check.h $(LIB)
+	$(CC) -O2 -g -Wall -Werror -Iinclude -Itests -Wl,-z,lazy -o $@ $< -L$(BUILD) -lheaptrail \
+	    -Wl,-rpath,'$$ORIGIN/..'
+CAPTURE_BIN += $(BUILD)/tests/capture_plt
+
 TEST_BIN := $(UNIT_BIN) $(CAPTURE_BIN)
 TEST_SCRIPTS := $(sort $(wildcard tests/*/*.sh))
 

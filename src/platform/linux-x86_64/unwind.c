@@ -496,11 +496,19 @@ static int step_compact(walk_t *w, rule_t ru, uintptr_t *pc, uintptr_t *sp, uint
  * joins after i new frames copies those i states into place above the
  * join. Join candidates are found through a small table indexed by sp.
  *
+ * Recording costs a few stores a frame, and on stacks that never repeat
+ * (each capture down another path) it buys nothing: after TRAIL_USELESS
+ * recorded walks in a row whose join verified fewer than two frames, the
+ * thread records only every TRAIL_REST + 1 walks, until one pays again.
+ * Joins against the kept trail are still tried every time.
+ *
  * Per state: sp, pc, rbp, the word read from the rbp slot by the step from
  * it, and in fl: TF_* bits and the slot's distance below the next CFA,
  * (fl >> 4) words below CFA - 8. */
 
 #define TRAIL_CAP 256
+#define TRAIL_USELESS 4
+#define TRAIL_REST 15
 #define JOIN_BITS 9
 
 enum { TF_USES_BP = 1, TF_RELOADS_BP = 2, TF_NEEDS_BP = 4, TF_TERMINAL = 8 };
@@ -515,6 +523,8 @@ typedef struct trail_s {
     struct trail_s *next_free;
     uint32_t gen;               /* code generation the trail was recorded in */
     int cur, base, len;         /* the trail is b[cur][base, base + len) */
+    int useless;                /* recent recorded walks whose join gained < 2 frames */
+    int rest;                   /* walks left that do not record */
     uint8_t join[1 << JOIN_BITS]; /* (sp >> 3) & mask -> position in b[cur] */
     tbuf_t b[2];
 } trail_t;
@@ -561,6 +571,8 @@ static HT_NOINLINE trail_t *trail_new(void)
     if (!tr && !(tr = ht__map(sizeof(trail_t))))
         return NULL;
     tr->len = 0;
+    tr->useless = 0;
+    tr->rest = 0;
     if (pthread_setspecific(g_trail_key, tr) != 0) {
         ht__unmap(tr, sizeof(trail_t));
         return NULL;
@@ -634,266 +646,397 @@ static int tag_jit(void **frames, int i, uintptr_t at, uint64_t *sum)
 
 #define MAX_STEPS 4096
 
+/* Everything a walk keeps besides its hot registers (pc, sp, rbp, the
+ * output), so the inner loop has few live values. */
+typedef struct wstate_s {
+    uintptr_t pc, sp, bp;       /* the state, passed to and from slow paths */
+    int n;                      /* frames stored, likewise */
+    uint64_t sum;               /* their hash sum, likewise */
+    walk_t w;
+    const uint64_t *fast;       /* NULL: no fast steps (tables off, or the
+                                   red zone below sp is not all readable) */
+    uint64_t gentag;            /* generation bits of the fast-table tag */
+    uint32_t gen;
+    int exact;                  /* pc is an interrupted instruction */
+    ht_regs_t regs;             /* every register known, for slow steps */
+    /* the trail */
+    trail_t *tr;
+    tbuf_t *T, *R;              /* previous walk; this walk's record */
+    int tb;                     /* T index x is T->field[tb + x] */
+    int ri;                     /* states recorded; R index x at TRAIL_CAP - 1 - x */
+    int rec;                    /* still recording (only consecutive fast steps) */
+    int spec_j, spec_k, spec_i, spec_rec, appended;
+    uintptr_t join_bp;
+} wstate_t;
+
+enum { FS_OK, FS_SLOW, FS_STOP };
+
+/* One step with the fast table. FS_OK: *pc, *sp, *bp are the caller's, and
+ * *ep, *sval what the step used (for the trail). FS_SLOW: the slow path
+ * must take it. FS_STOP: the stack ends here (outermost frame, or a CFA
+ * outside the stack). */
+static HT_ALWAYS_INLINE int fast_step(const uint64_t *fast, uint64_t gentag, uintptr_t hi,
+                                      uintptr_t *pc, uintptr_t *sp, uintptr_t *bp, uint64_t *ep,
+                                      uintptr_t *svalp)
+{
+    uint64_t e = fast[*pc & ((1u << FAST_BITS) - 1)];
+    uint64_t tag = ((*pc >> FAST_BITS) | gentag) << FAST_TAGSHIFT;
+    uintptr_t cfa, slot;
+    if (ht_likely(e == (tag | FAST_FPSTD))) {
+        /* a frame-pointer frame: a constant rule, so the CPU can run ahead
+         * on rbp while the rule load is still checking */
+        cfa = *bp + 16;
+        slot = *bp;
+    } else if (ht_likely(((e ^ tag) >> FAST_TAGSHIFT) == 0 && (e & 1))) {
+        cfa = ((e & 2) ? *bp : *sp) + (e & 0xfff8);
+        slot = cfa - 8 - ((e >> 13) & 0x78);
+    } else {
+        return e == (tag | FAST_END) ? FS_STOP : FS_SLOW;
+    }
+    /* cfa in [sp + 8, hi]: the RA slot is in the stack, and the rbp slot
+     * too, since it is at most 128 bytes below the CFA and the walk may
+     * read down to sp - 128 */
+    if (ht_unlikely(cfa - (*sp + 8) > hi - (*sp + 8)))
+        return FS_STOP;
+    uintptr_t ra = *(const uintptr_t *)(cfa - 8), sval = *(const uintptr_t *)slot;
+    if (e & 4)
+        *bp = sval;
+    *sp = cfa;
+    *pc = ra;
+    *ep = e;
+    *svalp = sval;
+    return FS_OK;
+}
+
+/* Appends a state to the record; `e` and `sval` describe its fast step, or
+ * e = 0 for a terminal state (its step is not a fast one). */
+static HT_ALWAYS_INLINE void record(wstate_t *st, uintptr_t pc, uintptr_t sp, uintptr_t bp, uint64_t e,
+                                    uintptr_t sval)
+{
+    if (st->ri == TRAIL_CAP) {
+        st->rec = 0;
+        return;
+    }
+    tbuf_t *R = st->R;
+    int x = TRAIL_CAP - 1 - st->ri++;
+    R->sp[x] = sp;
+    R->pc[x] = pc;
+    R->bp[x] = bp;
+    R->sval[x] = sval;
+    /* fast-entry bit 1 (CFA on rbp) is TF_USES_BP, bit 2 (rbp reloaded)
+     * TF_RELOADS_BP, bits 16..19 (the rbp slot) the high nibble */
+    R->fl[x] = e ? (uint8_t)(((e >> 1) & 3) | ((e >> 12) & 0xf0)) : TF_TERMINAL;
+}
+
+/* After a join verified T[spec_j .. spec_k], the walk records again: the
+ * verified states go into the record first, with the rbp they really had
+ * (until a step reloaded it, the join's). */
+static HT_NOINLINE void append_verified(wstate_t *st)
+{
+    const tbuf_t *T = st->T;
+    int seen = 0;
+    st->appended = 1;
+    for (int k = st->spec_j; k > st->spec_k && st->ri < TRAIL_CAP; k--) {
+        int x = TRAIL_CAP - 1 - st->ri++;
+        tcopy(st->R, x, T, st->tb + k);
+        if (!seen)
+            st->R->bp[x] = st->join_bp;
+        seen |= T->fl[st->tb + k] & TF_RELOADS_BP;
+    }
+}
+
+/* The walk reached state T[j] (st->pc/sp/bp): verifies the steps of the
+ * previous walk from there with independent loads, emitting their frames,
+ * and leaves the last verified state in st. Returns 0 when `max` frames
+ * are out. */
+static HT_NOINLINE int speculate(wstate_t *st, int j, void **frames, int max)
+{
+    const tbuf_t *T = st->T;
+    const uintptr_t *tsp = T->sp + st->tb, *tpc = T->pc + st->tb, *tsval = T->sval + st->tb;
+    const uint8_t *tfl = T->fl + st->tb;
+    int k = j, reloaded = 0, n = st->n, more = 1;
+    uint64_t s = st->sum;
+    st->spec_j = j;
+    st->spec_i = st->ri;
+    st->spec_rec = st->rec;
+    st->join_bp = st->bp;
+    while (k > 0) {
+        uintptr_t npc = tpc[k - 1], ras = tsp[k - 1] - 8;
+        if (*(const uintptr_t *)ras != npc || *(const uintptr_t *)(ras - 8 * (tfl[k] >> 4)) != tsval[k])
+            break;
+        reloaded |= tfl[k];
+        k--;
+        frames[n] = (void *)npc;
+        s += ht_hash_term(npc, (uint64_t)n);
+        if (++n >= max) {
+            more = 0;
+            break;
+        }
+    }
+    st->spec_k = k;
+    st->n = n;
+    st->sum = s;
+    st->pc = tpc[k];
+    st->sp = tsp[k];
+    if (reloaded & TF_RELOADS_BP)
+        st->bp = T->bp[st->tb + k];
+    return more;
+}
+
+enum { SLOW_STOP, SLOW_OK, SLOW_UNKNOWN };
+
+/* A step the fast table cannot take (from st->pc/sp/bp, to them): rules
+ * without fast form, signal frames, interrupted instructions, JIT code,
+ * code without CFI. Tags the frame just emitted (frames[last], -1 if
+ * skipped) if it is JIT code.
+ * Returns SLOW_OK, SLOW_STOP, or SLOW_UNKNOWN: stopped in code nobody
+ * vouches for (the caller marks the end). */
+static HT_NOINLINE int slow_step(wstate_t *st, void **frames, int last)
+{
+    uint64_t *sum = &st->sum;
+    uintptr_t *pc = &st->pc, *sp = &st->sp, *bp = &st->bp;
+    ht_regs_t *r = &st->regs;
+    int unknown_code = 0;
+    if (!st->exact) {
+        rule_t ru = rule_lookup(*pc, st->gen);
+        if ((ru.s.how & HOW_JIT) && last >= 0)
+            tag_jit(frames, last, *pc - 1, sum);
+        unknown_code = ru.s.kind == K_NOMODULE;
+        if (ru.s.kind == K_NORMAL)
+            return step_compact(&st->w, ru, pc, sp, bp) && *pc ? SLOW_OK : SLOW_STOP;
+        if (ru.s.kind == K_OUTERMOST || ru.s.kind == K_BAD)
+            return SLOW_STOP;
+        if (ru.s.kind == K_SIGNAL) {
+            /* the handler's CFA is the ucontext the kernel pushed; the
+             * interrupted frame may be on another stack */
+            int ok;
+            if (!regs_from_ucontext(*sp, r, rd_stack, &st->w) || !(ok = set_stack(&st->w, r->r[HT_DW_RSP])))
+                return SLOW_STOP;
+            if (ok != 2)
+                st->fast = NULL;
+            *pc = r->r[HT_DW_RA];
+            *sp = r->r[HT_DW_RSP];
+            *bp = r->r[HT_DW_RBP];
+            st->exact = 1;
+            return *pc ? SLOW_OK : SLOW_STOP;
+        }
+        /* K_COMPLEX, K_NOCFI, K_NOMODULE: only rsp, rbp, pc are known */
+        r->valid = (1u << HT_DW_RA) | (1u << HT_DW_RSP) | (1u << HT_DW_RBP);
+    } else if (last >= 0) {
+        /* an interrupted instruction: the pc itself, not pc - 1 */
+        ht_module_t m;
+        if (ht__module_find(*pc, &m) != 0)
+            unknown_code = !tag_jit(frames, last, *pc, sum);
+    }
+    r->r[HT_DW_RA] = *pc;
+    r->r[HT_DW_RSP] = *sp;
+    r->r[HT_DW_RBP] = *bp;
+    if (!step_full(&st->w, r, st->exact))
+        return unknown_code ? SLOW_UNKNOWN : SLOW_STOP;
+    *pc = r->r[HT_DW_RA];
+    *sp = r->r[HT_DW_RSP];
+    *bp = (r->valid & (1u << HT_DW_RBP)) ? r->r[HT_DW_RBP] : 0;
+    st->exact = 0;
+    return *pc ? SLOW_OK : SLOW_STOP;
+}
+
+/* Makes this walk's states the thread's trail. */
+static HT_NOINLINE void trail_update(wstate_t *st)
+{
+    trail_t *tr = st->tr;
+    if (!st->ri && !st->spec_rec)
+        return;                 /* recorded nothing (resting): keep the trail */
+    int gain = st->spec_j >= 0 ? st->spec_j - st->spec_k : 0;
+    if (gain >= 2) {
+        tr->useless = 0;
+    } else if (++tr->useless >= TRAIL_USELESS) {
+        tr->useless = TRAIL_USELESS - 1;    /* one more miss rests again */
+        tr->rest = TRAIL_REST;
+    }
+    if (st->spec_j >= 0 && st->spec_rec && !st->appended) {
+        /* joined after consecutive fast steps, recorded nothing past the
+         * join: the new trail is the i new states on top of T[0..j] */
+        int j = st->spec_j, i = st->spec_i;
+        if (tr->base + j + i < TRAIL_CAP) {
+            /* outermost new state first, so TF_NEEDS_BP flows inward */
+            tbuf_t *T = st->T;
+            const tbuf_t *R = st->R;
+            int at = tr->base + j + 1;
+            unsigned need = T->fl[at - 1] & TF_NEEDS_BP;
+            for (int x = i - 1; x >= 0; x--, at++) {
+                int from = TRAIL_CAP - 1 - x;
+                unsigned f = R->fl[from];
+                if (f & (TF_USES_BP | TF_TERMINAL))
+                    need = TF_NEEDS_BP;
+                else if (f & TF_RELOADS_BP)
+                    need = 0;
+                T->sp[at] = R->sp[from];
+                T->pc[at] = R->pc[from];
+                T->bp[at] = R->bp[from];
+                T->sval[at] = R->sval[from];
+                T->fl[at] = (uint8_t)(f | need);
+                tr->join[JOIN_SLOT(R->sp[from])] = (uint8_t)at;
+            }
+            tr->len = j + i + 1;
+        } else {
+            /* no room above the join: move T[0..j] under the record,
+             * keeping the innermost TRAIL_CAP states */
+            int keep = j + 1 > TRAIL_CAP - i ? TRAIL_CAP - i : j + 1;
+            int base = TRAIL_CAP - i - keep;
+            for (int x = 0; x < keep; x++)
+                tcopy(st->R, base + x, st->T, tr->base + j + 1 - keep + x);
+            tr->cur ^= 1;
+            tr->base = base;
+            tr->len = i + keep;
+            trail_mark(tr, 0, tr->len - 1);
+        }
+    } else if (st->ri > 0) {
+        /* the record is the new trail */
+        tr->cur ^= 1;
+        tr->base = TRAIL_CAP - st->ri;
+        tr->len = st->ri;
+        trail_mark(tr, 0, st->ri - 1);
+    }
+    tr->gen = st->gen;
+}
+
 /* Walks from the frame described by *r (pc in r->r[RA]); see ht_capture.
  * `exact`: the first pc is an interrupted instruction (ucontext), and *r
  * holds every register. */
-static HT_NOINLINE int walk(ht_regs_t *r, int exact, int skip, int max, void **frames,
+static HT_NOINLINE int walk(const ht_regs_t *r, int exact, int skip, int max, void **frames,
                             uint64_t *hash)
 {
-    int n = 0;
+    wstate_t st;
+    int n = 0, last = -1;
     uint64_t sum = 0;
-    walk_t w;
     uintptr_t pc = r->r[HT_DW_RA], sp = r->r[HT_DW_RSP], bp = r->r[HT_DW_RBP];
-
-    int last = -1;              /* index of the frame last stored, or -1 (skipped) */
-#define EMIT(v) \
-    do { \
-        if (skip > 0) { \
-            skip--; \
-            last = -1; \
-        } else { \
-            frames[n] = (void *)(v); \
-            sum += ht_hash_term((v), (uint64_t)n); \
-            last = n; \
-            if (++n >= max) \
-                goto done; \
-        } \
-    } while (0)
+    uint64_t e;
+    uintptr_t sval;
 
     if (max <= 0 || !pc)
         goto out;
-    int fast_ok = set_stack(&w, sp);
-    if (!fast_ok) {
+    int stack = set_stack(&st.w, sp);
+    if (!stack) {
         /* unknown stack: only the first frame is certain */
         if (skip == 0) {
-            frames[n] = (void *)pc;
-            sum += ht_hash_term(pc, 0);
-            n++;
+            frames[n++] = (void *)pc;
+            sum = ht_hash_term(pc, 0);
         }
         goto out;
     }
-    fast_ok = fast_ok == 2;
     if (ht_unlikely(ht_load_acquire(&g_tables_state) == 0))
         tables_init();
-    const uint64_t *fast = ht_load_relaxed(&g_fast);
-    if (!fast)
-        fast_ok = 0;
-    uint32_t gen = ht_load_acquire(&ht__code_gen);
-    const uint64_t gentag = (uint64_t)(gen & ((1u << FAST_GENBITS) - 1)) << 31;
+    st.fast = stack == 2 ? ht_load_relaxed(&g_fast) : NULL;
+    st.gen = ht_load_acquire(&ht__code_gen);
+    st.gentag = (uint64_t)(st.gen & ((1u << FAST_GENBITS) - 1)) << 31;
+    st.exact = exact;
+    if (exact)
+        st.regs = *r;           /* an interrupted frame needs every register */
+    else
+        st.regs.valid = 0;
+    st.tr = NULL;
+    st.rec = 0;
+    st.ri = 0;
+    st.spec_j = -1;
+    st.appended = 0;
+    st.T = NULL;
 
-    /* T: the previous walk's trail (T index x is T->field[tb + x]);
-     * R: this walk's record, R index x at R->field[TRAIL_CAP - 1 - x] */
-    trail_t *tr = trail_acquire();
-    tbuf_t *T = NULL, *R = NULL;
-    int tb = 0, j, ri = 0, rec = tr != NULL;
-    int spec_j = -1, spec_k = -1, spec_i = 0, spec_rec = 0, appended = 0;
-    uintptr_t join_bp = 0;
-    uint64_t fast_e = 1;        /* the last fast entry read, tag removed */
-    if (tr) {
-        R = &tr->b[tr->cur ^ 1];
-        if (tr->gen == gen && tr->len > 0) {
-            T = &tr->b[tr->cur];
-            tb = tr->base;
+    /* skipped frames: stepped, not emitted, not recorded */
+    for (int steps = 0; skip > 0; skip--) {
+        if (++steps > MAX_STEPS)
+            goto out;
+        int fs = st.fast && !st.exact
+                     ? fast_step(st.fast, st.gentag, st.w.hi, &pc, &sp, &bp, &e, &sval) : FS_SLOW;
+        if (fs == FS_SLOW) {
+            st.pc = pc, st.sp = sp, st.bp = bp;
+            if (slow_step(&st, frames, -1) != SLOW_OK)
+                goto out;
+            pc = st.pc, sp = st.sp, bp = st.bp;
         }
+        if (fs == FS_STOP)
+            goto out;
+        if (!pc)
+            goto out;
     }
 
+    trail_t *tr = trail_acquire();
+    if (tr) {
+        st.tr = tr;
+        st.rec = 1;
+        if (tr->rest > 0) {
+            tr->rest--;
+            st.rec = 0;
+        }
+        st.R = &tr->b[tr->cur ^ 1];
+        if (tr->gen == st.gen && tr->len > 0) {
+            st.T = &tr->b[tr->cur];
+            st.tb = tr->base;
+        }
+    }
+    const tbuf_t *T = st.T;
+    const uint64_t *fast = st.fast;
+    const uint64_t gentag = st.gentag;
+    const uintptr_t hi = st.w.hi;
+    const uint8_t *join = tr ? tr->join : NULL;
+    const uintptr_t *tsp = T ? T->sp : NULL;
+
     for (int steps = 0; steps < MAX_STEPS; steps++) {
-        EMIT(pc);
+        frames[n] = (void *)pc;
+        sum += ht_hash_term(pc, (uint64_t)n);
+        last = n;
+        if (++n >= max)
+            goto done;
 
         /* joined the previous walk? verify the rest of it */
-        if (T && spec_j < 0) {
-            j = tr->join[JOIN_SLOT(sp)] - tb;
-            if (ht_unlikely(T->sp[tb + j] == sp) && j >= 0 && j < tr->len &&
-                T->pc[tb + j] == pc && (T->bp[tb + j] == bp || !(T->fl[tb + j] & TF_NEEDS_BP)) &&
-                T->sp[tb] <= w.hi && fast_ok && !exact) {
-                const uintptr_t *tsp = T->sp + tb, *tpc = T->pc + tb, *tsval = T->sval + tb;
-                const uint8_t *tfl = T->fl + tb;
-                int k = j, reloaded = 0;
-                spec_j = j;
-                spec_i = ri;
-                spec_rec = rec;
-                join_bp = bp;
-                while (k > 0) {
-                    uintptr_t npc = tpc[k - 1], ras = tsp[k - 1] - 8;
-                    if (*(const uintptr_t *)ras != npc ||
-                        *(const uintptr_t *)(ras - 8 * (tfl[k] >> 4)) != tsval[k])
-                        break;
-                    reloaded |= tfl[k];
-                    k--;
-                    spec_k = k;
-                    EMIT(npc);
-                }
-                spec_k = k;
-                pc = tpc[k];
-                sp = tsp[k];
-                if (reloaded & TF_RELOADS_BP)
-                    bp = T->bp[tb + k];
+        if (T) {
+            int at = join[JOIN_SLOT(sp)];
+            if (ht_unlikely(tsp[at] == sp) && at >= st.tb && at < st.tb + tr->len && T->pc[at] == pc &&
+                (T->bp[at] == bp || !(T->fl[at] & TF_NEEDS_BP)) && T->sp[st.tb] <= hi && fast && !st.exact) {
+                T = NULL;       /* one join per walk */
+                st.pc = pc, st.sp = sp, st.bp = bp, st.n = n, st.sum = sum;
+                int more = speculate(&st, at - st.tb, frames, max);
+                pc = st.pc, sp = st.sp, bp = st.bp, n = st.n, sum = st.sum;
+                if (!more)
+                    goto done;
+                last = n - 1;
             }
         }
 
-        if (ht_likely(!exact && fast_ok)) {
-            uint64_t e = fast[pc & ((1u << FAST_BITS) - 1)];
-            uint64_t tag = ((pc >> FAST_BITS) | gentag) << FAST_TAGSHIFT;
-            uintptr_t cfa, slot;
-            fast_e = e ^ tag;
-            if (ht_likely(e == (tag | FAST_FPSTD))) {
-                /* a frame-pointer frame: a constant rule, so the CPU can run
-                 * ahead on rbp while the rule load is still checking */
-                cfa = bp + 16;
-                slot = bp;
-            } else if (ht_likely((e >> FAST_TAGSHIFT) == (tag >> FAST_TAGSHIFT) && (e & 1))) {
-                cfa = ((e & 2) ? bp : sp) + (e & 0xfff8);
-                slot = cfa - 8 - ((e >> 13) & 0x78);
-            } else {
-                goto slow;
+        uintptr_t opc = pc, osp = sp, obp = bp;   /* the state before the step */
+        int fs = fast && !st.exact ? fast_step(fast, gentag, hi, &pc, &sp, &bp, &e, &sval) : FS_SLOW;
+        if (ht_likely(fs == FS_OK)) {
+            if (st.rec) {
+                if (ht_unlikely(st.spec_j >= 0 && !st.appended))
+                    append_verified(&st);
+                record(&st, opc, osp, obp, e, sval);
             }
-            /* cfa in [sp + 8, hi]: the RA slot is in the stack, and the rbp
-             * slot too, since it is at most 128 bytes below the CFA and the
-             * walk may read down to sp - 128 */
-            if (ht_unlikely(cfa - (sp + 8) > w.hi - (sp + 8)))
-                break;
-            uintptr_t ra = *(const uintptr_t *)(cfa - 8);
-            uintptr_t sval = *(const uintptr_t *)slot;
-            if (rec) {
-                if (ht_unlikely(spec_j >= 0 && !appended)) {
-                    /* leaving a verified stretch of the trail: keep its
-                     * states in the record, with the rbp they really had */
-                    appended = 1;
-                    int seen = 0;
-                    for (int k = spec_j; k > spec_k && ri < TRAIL_CAP; k--, ri++) {
-                        tcopy(R, TRAIL_CAP - 1 - ri, T, tb + k);
-                        if (!seen)
-                            R->bp[TRAIL_CAP - 1 - ri] = join_bp;
-                        seen |= T->fl[tb + k] & TF_RELOADS_BP;
-                    }
-                }
-                if (ri < TRAIL_CAP) {
-                    int x = TRAIL_CAP - 1 - ri++;
-                    R->sp[x] = sp;
-                    R->pc[x] = pc;
-                    R->bp[x] = bp;
-                    R->sval[x] = sval;
-                    R->fl[x] = (uint8_t)(((e & 2) ? TF_USES_BP : 0) | ((e & 4) ? TF_RELOADS_BP : 0) |
-                                         ((e >> 12) & 0xf0));
-                } else {
-                    rec = 0;
-                }
-            }
-            if (e & 4)
-                bp = sval;
-            sp = cfa;
-            pc = ra;
-            if (ht_unlikely(!pc))
+            if (!pc)
                 break;
             continue;
         }
-
-    slow:
-        if (rec) {
-            /* the trail ends here: this state's step is not a fast one */
-            rec = 0;
-            if (ri < TRAIL_CAP) {
-                int x = TRAIL_CAP - 1 - ri++;
-                R->sp[x] = sp;
-                R->pc[x] = pc;
-                R->bp[x] = bp;
-                R->sval[x] = 0;
-                R->fl[x] = TF_TERMINAL;
-            }
+        if (st.rec) {
+            record(&st, pc, sp, bp, 0, 0);      /* the trail ends at this state */
+            st.rec = 0;
         }
-        if (fast_e == FAST_END)
-            break;              /* the outermost frame, known from the fast table */
-        int unknown_code = 0;   /* pc is in no module and no registration */
-        if (!exact) {
-            rule_t ru = rule_lookup(pc, gen);
-            if ((ru.s.how & HOW_JIT) && last >= 0)
-                tag_jit(frames, last, pc - 1, &sum);
-            unknown_code = ru.s.kind == K_NOMODULE;
-            if (ru.s.kind == K_NORMAL) {
-                if (!step_compact(&w, ru, &pc, &sp, &bp))
-                    break;
-                if (!pc)
-                    break;
-                continue;
-            }
-            if (ru.s.kind == K_OUTERMOST || ru.s.kind == K_BAD)
-                break;
-            if (ru.s.kind == K_SIGNAL) {
-                /* the handler's CFA is the ucontext the kernel pushed; the
-                 * interrupted frame may be on another stack */
-                int st;
-                if (!regs_from_ucontext(sp, r, rd_stack, &w) || !(st = set_stack(&w, r->r[HT_DW_RSP])))
-                    break;
-                fast_ok = st == 2 && fast != NULL;
-                pc = r->r[HT_DW_RA];
-                sp = r->r[HT_DW_RSP];
-                bp = r->r[HT_DW_RBP];
-                exact = 1;
-                if (!pc)
-                    break;
-                continue;
-            }
-            /* K_COMPLEX, K_NOCFI, K_NOMODULE: only rsp, rbp, pc are known */
-            r->valid = (1u << HT_DW_RA) | (1u << HT_DW_RSP) | (1u << HT_DW_RBP);
-        } else if (last >= 0) {
-            /* an interrupted instruction: the pc itself, not pc - 1 */
-            ht_module_t m;
-            if (ht__module_find(pc, &m) != 0)
-                unknown_code = !tag_jit(frames, last, pc, &sum);
-        }
-        r->r[HT_DW_RA] = pc;
-        r->r[HT_DW_RSP] = sp;
-        r->r[HT_DW_RBP] = bp;
-        if (!step_full(&w, r, exact)) {
-            /* code nobody can vouch for, and no frame pointer to leave it
-             * by: say so in the trace rather than end it silently */
-            if (unknown_code && n < max && skip == 0) {
-                frames[n] = HT_FRAME_UNWIND_STOPPED;
-                sum += ht_hash_term((uintptr_t)HT_FRAME_UNWIND_STOPPED, (uint64_t)n);
-                n++;
-            }
+        if (fs == FS_STOP)
             break;
+        st.pc = pc, st.sp = sp, st.bp = bp, st.sum = sum;
+        int ss = slow_step(&st, frames, last);
+        pc = st.pc, sp = st.sp, bp = st.bp, sum = st.sum;
+        if (ss == SLOW_OK)
+            continue;
+        if (ss == SLOW_UNKNOWN) {
+            /* code nobody vouches for, and no frame pointer to leave it by:
+             * say so rather than end the stack silently */
+            frames[n] = HT_FRAME_UNWIND_STOPPED;
+            sum += ht_hash_term((uintptr_t)HT_FRAME_UNWIND_STOPPED, (uint64_t)n);
+            n++;
         }
-        pc = r->r[HT_DW_RA];
-        sp = r->r[HT_DW_RSP];
-        bp = (r->valid & (1u << HT_DW_RBP)) ? r->r[HT_DW_RBP] : 0;
-        exact = 0;
-        if (!pc)
-            break;
+        break;
     }
-#undef EMIT
 done:
-    if (tr) {
-        if (spec_j >= 0 && spec_rec && !appended) {
-            /* joined after consecutive fast steps, recorded nothing past
-             * the join: new trail = the i new states on top of T[0..j] */
-            if (tb + spec_j + spec_i < TRAIL_CAP) {
-                for (int x = 0; x < spec_i; x++)
-                    tcopy(T, tb + spec_j + spec_i - x, R, TRAIL_CAP - 1 - x);
-                tr->len = spec_j + spec_i + 1;
-                trail_mark(tr, spec_j + 1, spec_j + spec_i);
-            } else {
-                /* no room above the join: move T[0..j] under the record,
-                 * keeping the innermost TRAIL_CAP states */
-                int keep = spec_j + 1;
-                if (keep > TRAIL_CAP - spec_i)
-                    keep = TRAIL_CAP - spec_i;
-                int base = TRAIL_CAP - spec_i - keep;
-                for (int x = 0; x < keep; x++)
-                    tcopy(R, base + x, T, tb + spec_j + 1 - keep + x);
-                tr->cur ^= 1;
-                tr->base = base;
-                tr->len = spec_i + keep;
-                trail_mark(tr, 0, tr->len - 1);
-            }
-        } else if (ri > 0) {
-            /* the record is the new trail */
-            tr->cur ^= 1;
-            tr->base = TRAIL_CAP - ri;
-            tr->len = ri;
-            trail_mark(tr, 0, ri - 1);
-        }
-        tr->gen = gen;
+    if (st.tr) {
+        trail_update(&st);
         trail_release();
     }
 out:
