@@ -486,15 +486,22 @@ static int step_compact(walk_t *w, rule_t ru, uintptr_t *pc, uintptr_t *sp, uint
  * state records whether some later step reads rbp before a step reloads it
  * (TF_NEEDS_BP); a join ignores rbp where it does not.
  *
- * A trail is a run of consecutive fast steps, stored outermost first in
- * one of two buffers at [base, base + len). Its outermost state may be
- * terminal: the walk left the fast path there (outermost frame, signal
- * frame, a rule without fast form), so a join that verifies up to it
- * continues with the same slow step. A walk records its own fast steps
- * into the other buffer from the top down, which is the same order, so a
- * walk that does not join costs no copy: the buffers swap. A walk that
- * joins after i new frames copies those i states into place above the
- * join. Join candidates are found through a small table indexed by sp.
+ * A trail is a run of consecutive fast steps, stored outermost first in a
+ * buffer at [base, base + len). Its outermost state may be terminal: the
+ * walk left the fast path there (outermost frame, signal frame, a rule
+ * without fast form), so a join that verifies up to it continues with the
+ * same slow step. A thread keeps TRAILS trails, because programs cycle
+ * through a few call paths (allocbench's seven depths; an interpreter's
+ * handful of allocation sites), and the previous walk alone often shares
+ * only the outermost frames with this one. A walk records its own fast
+ * steps into a spare buffer from the top down, which is trail order, so a
+ * walk that joins nothing costs no copy: its record becomes a trail and the
+ * least recently used trail's buffer the next spare. A walk that joins
+ * after at most TRAIL_INPLACE new frames writes them into place above the
+ * join (a small variation of the same path); one that joins further out
+ * becomes a new trail, its record on top of a copy of the joined trail's
+ * outer states. Join candidates, in any trail, are found through one small
+ * table indexed by sp.
  *
  * Recording costs a few stores a frame, and on stacks that never repeat
  * (each capture down another path) it buys nothing: after TRAIL_USELESS
@@ -507,6 +514,8 @@ static int step_compact(walk_t *w, rule_t ru, uintptr_t *pc, uintptr_t *sp, uint
  * (fl >> 4) words below CFA - 8. */
 
 #define TRAIL_CAP 256
+#define TRAILS 8                /* trails kept per thread */
+#define TRAIL_INPLACE 6
 #define TRAIL_USELESS 4
 #define TRAIL_REST 15
 #define JOIN_BITS 9
@@ -517,16 +526,19 @@ typedef struct tbuf_s {
     uintptr_t sp[TRAIL_CAP], pc[TRAIL_CAP], bp[TRAIL_CAP];
     uintptr_t sval[TRAIL_CAP];  /* the word the step from here read at its rbp slot */
     uint8_t fl[TRAIL_CAP];      /* TF_* | slot distance << 4 */
+    int base, len;              /* its trail is [base, base + len); len 0: none */
+    uint32_t gen;               /* code generation it was recorded in */
+    uint32_t used;              /* when a walk last joined or made it */
 } tbuf_t;
 
 typedef struct trail_s {
     struct trail_s *next_free;
-    uint32_t gen;               /* code generation the trail was recorded in */
-    int cur, base, len;         /* the trail is b[cur][base, base + len) */
+    int spare;                  /* the buffer walks record into (never a trail) */
+    uint32_t clock;
     int useless;                /* recent recorded walks whose join gained < 2 frames */
     int rest;                   /* walks left that do not record */
-    uint8_t join[1 << JOIN_BITS]; /* (sp >> 3) & mask -> position in b[cur] */
-    tbuf_t b[2];
+    uint16_t join[1 << JOIN_BITS]; /* (sp >> 3) & mask -> buffer << 8 | position */
+    tbuf_t b[TRAILS + 1];
 } trail_t;
 
 #define JOIN_SLOT(sp) (((sp) >> 3) & ((1u << JOIN_BITS) - 1))
@@ -570,7 +582,9 @@ static HT_NOINLINE trail_t *trail_new(void)
     }
     if (!tr && !(tr = ht__map(sizeof(trail_t))))
         return NULL;
-    tr->len = 0;
+    for (int b = 0; b <= TRAILS; b++)
+        tr->b[b].len = 0;
+    tr->spare = TRAILS;
     tr->useless = 0;
     tr->rest = 0;
     if (pthread_setspecific(g_trail_key, tr) != 0) {
@@ -610,23 +624,46 @@ static HT_ALWAYS_INLINE void tcopy(tbuf_t *to, int t, const tbuf_t *from, int f)
     to->fl[t] = from->fl[f];
 }
 
-/* Sets TF_NEEDS_BP on states [from, to] of the current trail, whose states
+/* Sets TF_NEEDS_BP on states [from, to] of buffer bi's trail, whose states
  * below `from` are already marked, and indexes them for joins. Beyond the
  * trail (and at a terminal state), rbp is assumed needed. */
-static void trail_mark(trail_t *tr, int from, int to)
+static void trail_mark(trail_t *tr, int bi, int from, int to)
 {
-    tbuf_t *b = &tr->b[tr->cur];
-    unsigned need = from == 0 ? TF_NEEDS_BP : b->fl[tr->base + from - 1] & TF_NEEDS_BP;
+    tbuf_t *b = &tr->b[bi];
+    unsigned need = from == 0 ? TF_NEEDS_BP : b->fl[b->base + from - 1] & TF_NEEDS_BP;
     for (int x = from; x <= to; x++) {
-        int at = tr->base + x;
+        int at = b->base + x;
         unsigned f = b->fl[at] & ~(unsigned)TF_NEEDS_BP;
         if (f & (TF_USES_BP | TF_TERMINAL))
             need = TF_NEEDS_BP;
         else if (f & TF_RELOADS_BP)
             need = 0;
         b->fl[at] = (uint8_t)(f | need);
-        tr->join[JOIN_SLOT(b->sp[at])] = (uint8_t)at;
+        tr->join[JOIN_SLOT(b->sp[at])] = (uint16_t)(bi << 8 | at);
     }
+}
+
+/* The record (the spare buffer) becomes a trail; the least recently used
+ * trail's buffer becomes the spare. */
+static void adopt_record(trail_t *tr, uint32_t gen, uint32_t now)
+{
+    tbuf_t *R = &tr->b[tr->spare];
+    R->gen = gen;
+    R->used = now;
+    trail_mark(tr, tr->spare, 0, R->len - 1);
+    int victim = -1;
+    for (int b = 0; b <= TRAILS; b++) {
+        if (b == tr->spare)
+            continue;
+        if (tr->b[b].len == 0) {
+            victim = b;
+            break;
+        }
+        if (victim < 0 || tr->b[b].used < tr->b[victim].used)
+            victim = b;
+    }
+    tr->b[victim].len = 0;
+    tr->spare = victim;
 }
 
 /* ---- the walk ---------------------------------------------------------- */
@@ -665,7 +702,8 @@ typedef struct wstate_s {
     int tb;                     /* T index x is T->field[tb + x] */
     int ri;                     /* states recorded; R index x at TRAIL_CAP - 1 - x */
     int rec;                    /* still recording (only consecutive fast steps) */
-    int spec_j, spec_k, spec_i, spec_rec, appended;
+    int spec_j, spec_k, spec_i, spec_rec, appended;   /* the last join */
+    int gain;                   /* frames verified by all joins */
     uintptr_t join_bp;
 } wstate_t;
 
@@ -774,6 +812,7 @@ static HT_NOINLINE int speculate(wstate_t *st, int j, void **frames, int max)
         }
     }
     st->spec_k = k;
+    st->gain += j - k;
     st->n = n;
     st->sum = s;
     st->pc = tpc[k];
@@ -840,28 +879,30 @@ static HT_NOINLINE int slow_step(wstate_t *st, void **frames, int last)
     return *pc ? SLOW_OK : SLOW_STOP;
 }
 
-/* Makes this walk's states the thread's trail. */
+/* Keeps this walk's states as a trail. */
 static HT_NOINLINE void trail_update(wstate_t *st)
 {
     trail_t *tr = st->tr;
+    uint32_t now = ++tr->clock;
+    if (st->spec_j >= 0)
+        st->T->used = now;      /* the joined trail paid: keep it */
     if (!st->ri && !st->spec_rec)
-        return;                 /* recorded nothing (resting): keep the trail */
-    int gain = st->spec_j >= 0 ? st->spec_j - st->spec_k : 0;
-    if (gain >= 2) {
+        return;                 /* recorded nothing (resting) */
+    if (st->gain >= 2) {
         tr->useless = 0;
     } else if (++tr->useless >= TRAIL_USELESS) {
         tr->useless = TRAIL_USELESS - 1;    /* one more miss rests again */
         tr->rest = TRAIL_REST;
     }
+    tbuf_t *R = &tr->b[tr->spare];
     if (st->spec_j >= 0 && st->spec_rec && !st->appended) {
         /* joined after consecutive fast steps, recorded nothing past the
-         * join: the new trail is the i new states on top of T[0..j] */
+         * join: the i new states go on top of T[0..j] */
         int j = st->spec_j, i = st->spec_i;
-        if (tr->base + j + i < TRAIL_CAP) {
-            /* outermost new state first, so TF_NEEDS_BP flows inward */
-            tbuf_t *T = st->T;
-            const tbuf_t *R = st->R;
-            int at = tr->base + j + 1;
+        tbuf_t *T = st->T;
+        if (i <= TRAIL_INPLACE && T->base + j + i < TRAIL_CAP) {
+            /* in place; outermost new state first, so TF_NEEDS_BP flows in */
+            int bi = (int)(T - tr->b), at = T->base + j + 1;
             unsigned need = T->fl[at - 1] & TF_NEEDS_BP;
             for (int x = i - 1; x >= 0; x--, at++) {
                 int from = TRAIL_CAP - 1 - x;
@@ -875,29 +916,24 @@ static HT_NOINLINE void trail_update(wstate_t *st)
                 T->bp[at] = R->bp[from];
                 T->sval[at] = R->sval[from];
                 T->fl[at] = (uint8_t)(f | need);
-                tr->join[JOIN_SLOT(R->sp[from])] = (uint8_t)at;
+                tr->join[JOIN_SLOT(R->sp[from])] = (uint16_t)(bi << 8 | at);
             }
-            tr->len = j + i + 1;
-        } else {
-            /* no room above the join: move T[0..j] under the record,
-             * keeping the innermost TRAIL_CAP states */
-            int keep = j + 1 > TRAIL_CAP - i ? TRAIL_CAP - i : j + 1;
-            int base = TRAIL_CAP - i - keep;
-            for (int x = 0; x < keep; x++)
-                tcopy(st->R, base + x, st->T, tr->base + j + 1 - keep + x);
-            tr->cur ^= 1;
-            tr->base = base;
-            tr->len = i + keep;
-            trail_mark(tr, 0, tr->len - 1);
+            T->len = j + i + 1;
+            return;
         }
+        /* a path of its own: the record on top of a copy of T[0..j],
+         * keeping the innermost TRAIL_CAP states */
+        int keep = j + 1 > TRAIL_CAP - i ? TRAIL_CAP - i : j + 1;
+        R->base = TRAIL_CAP - i - keep;
+        for (int x = 0; x < keep; x++)
+            tcopy(R, R->base + x, T, T->base + j + 1 - keep + x);
+        R->len = i + keep;
+        adopt_record(tr, st->gen, now);
     } else if (st->ri > 0) {
-        /* the record is the new trail */
-        tr->cur ^= 1;
-        tr->base = TRAIL_CAP - st->ri;
-        tr->len = st->ri;
-        trail_mark(tr, 0, st->ri - 1);
+        R->base = TRAIL_CAP - st->ri;
+        R->len = st->ri;
+        adopt_record(tr, st->gen, now);
     }
-    tr->gen = st->gen;
 }
 
 /* Walks from the frame described by *r (pc in r->r[RA]); see ht_capture.
@@ -938,8 +974,13 @@ static HT_NOINLINE int walk(const ht_regs_t *r, int exact, int skip, int max, vo
     st.rec = 0;
     st.ri = 0;
     st.spec_j = -1;
+    st.spec_k = st.spec_i = st.spec_rec = 0;
+    st.gain = 0;
     st.appended = 0;
+    st.join_bp = 0;
     st.T = NULL;
+    st.R = NULL;
+    st.tb = 0;
 
     /* skipped frames: stepped, not emitted, not recorded */
     for (int steps = 0; skip > 0; skip--) {
@@ -967,18 +1008,12 @@ static HT_NOINLINE int walk(const ht_regs_t *r, int exact, int skip, int max, vo
             tr->rest--;
             st.rec = 0;
         }
-        st.R = &tr->b[tr->cur ^ 1];
-        if (tr->gen == st.gen && tr->len > 0) {
-            st.T = &tr->b[tr->cur];
-            st.tb = tr->base;
-        }
+        st.R = &tr->b[tr->spare];
     }
-    const tbuf_t *T = st.T;
     const uint64_t *fast = st.fast;
     const uint64_t gentag = st.gentag;
     const uintptr_t hi = st.w.hi;
-    const uint8_t *join = tr ? tr->join : NULL;
-    const uintptr_t *tsp = T ? T->sp : NULL;
+    const uint16_t *join = tr && fast && !exact ? tr->join : NULL;
 
     for (int steps = 0; steps < MAX_STEPS; steps++) {
         frames[n] = (void *)pc;
@@ -987,14 +1022,25 @@ static HT_NOINLINE int walk(const ht_regs_t *r, int exact, int skip, int max, vo
         if (++n >= max)
             goto done;
 
-        /* joined the previous walk? verify the rest of it */
-        if (T) {
-            int at = join[JOIN_SLOT(sp)];
-            if (ht_unlikely(tsp[at] == sp) && at >= st.tb && at < st.tb + tr->len && T->pc[at] == pc &&
-                (T->bp[at] == bp || !(T->fl[at] & TF_NEEDS_BP)) && T->sp[st.tb] <= hi && fast && !st.exact) {
-                T = NULL;       /* one join per walk */
+        /* joined an earlier walk? verify the rest of it */
+        if (join) {
+            unsigned je = join[JOIN_SLOT(sp)];
+            tbuf_t *J = &tr->b[je >> 8];
+            int at = (int)(je & 0xff);
+            if (ht_unlikely(J->sp[at] == sp) && J->len > 0 && at >= J->base && at < J->base + J->len &&
+                J->gen == st.gen && J->pc[at] == pc && (J->bp[at] == bp || !(J->fl[at] & TF_NEEDS_BP)) &&
+                J->sp[J->base] <= hi && !st.exact) {
+                /* a later join may follow where this one's verification
+                 * fails (several trails share inner frames); the record
+                 * must stay consecutive, so it takes the states this join
+                 * verified first */
+                if (st.spec_j >= 0 && st.rec && !st.appended)
+                    append_verified(&st);
+                st.appended = 0;
+                st.T = J;
+                st.tb = J->base;
                 st.pc = pc, st.sp = sp, st.bp = bp, st.n = n, st.sum = sum;
-                int more = speculate(&st, at - st.tb, frames, max);
+                int more = speculate(&st, at - J->base, frames, max);
                 pc = st.pc, sp = st.sp, bp = st.bp, n = st.n, sum = st.sum;
                 if (!more)
                     goto done;
