@@ -505,9 +505,12 @@ static HT_ALWAYS_INLINE void *mmap_body(void *a, size_t n, int prot, int flags, 
     { \
         NEED(mmap); \
         if (ht_unlikely(ht__guard) || !ht__agent.on || \
-            !(flags & (MAP_ANONYMOUS | MAP_FIXED))) \
+            !(flags & (MAP_ANONYMOUS | MAP_FIXED))) { \
+            if (ht__guard && (flags & MAP_ANONYMOUS)) \
+                note_reentry(); \
             return real.mmap ? real.mmap(a, n, prot, flags, fd, off) \
                              : raw_mmap(a, n, prot, flags, fd, off); \
+        } \
         void *frames[HT_MAX_FRAMES]; \
         uint64_t hash; \
         uint32_t id = 0; \

@@ -755,6 +755,8 @@ void ht__trace_finish(void)
     if (!W.finished && W.created) {
         size_t at = rec_begin(HT_REC_END);
         put_varint(ht__now_ns());
+        /* so a reader learns of lost blocks even when the last DROPS was lost */
+        put_varint(ht_load_relaxed(&ht__drops.write_errors));
         rec_end(at);
         flush();
     }

@@ -139,8 +139,13 @@ static void summarize(const char *path)
         return;
     }
     if (t.nsnaps == 0) {
-        fprintf(stderr, "heaptrail: trace %s holds no snapshot%s\n", path,
-                t.truncated ? " (damaged)" : t.complete ? "" : " (cut short)");
+        fprintf(stderr, "heaptrail: trace ");
+        put_clean(stderr, path);
+        fprintf(stderr, " holds no snapshot%s", t.truncated ? " (damaged)" : t.complete ? "" : " (cut short)");
+        if (t.drops.write_errors)
+            fprintf(stderr, "; %llu trace bytes could not be written (disk full?)",
+                    (unsigned long long)t.drops.write_errors);
+        fputc('\n', stderr);
         ht_trace_free(&t);
         return;
     }

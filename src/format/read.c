@@ -376,7 +376,14 @@ static int parse_payload(rd_t *r, const uint8_t *p, size_t len)
         case HT_REC_SITES: rc = rec_sites(r, &c); break;
         case HT_REC_SNAP_END: rc = rec_snap_end(r, &c); break;
         case HT_REC_DROPS: rc = rec_drops(r, &c); break;
-        case HT_REC_END: r->t->complete = 1; break;
+        case HT_REC_END: {
+            (void)get(&c);
+            uint64_t lost = get(&c);
+            if (!c.bad && lost > r->t->drops.write_errors)
+                r->t->drops.write_errors = lost;
+            r->t->complete = 1;
+            break;
+        }
         default: break;         /* unknown: skipped (newer writer) */
         }
         if (rc != 0) {
