@@ -123,7 +123,22 @@ test: deps-test
 	@tests/run.sh $(TEST_BIN) $(TEST_SCRIPTS)
 
 .PHONY: all-tests
-all-tests: all $(TEST_BIN) $(PROG_BIN) $(PROGXX_BIN) $(TESTLIB_BIN) $(TOOL_BIN)
+# The trace reader's fuzz target (libFuzzer; checksums off so mutations
+# reach the decoders). `make test` runs it for 30 s, `make fuzz` longer.
+FUZZ_BIN := $(BUILD)/fuzz/fuzz_reader
+$(FUZZ_BIN): tests/fuzz/fuzz_reader.c src/format/read.c src/format/trace.h src/format/wire.h
+	@mkdir -p $(dir $@)
+	$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+	    -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION -D_GNU_SOURCE -Isrc -Iinclude \
+	    -o $@ tests/fuzz/fuzz_reader.c src/format/read.c -lzstd
+
+FUZZ_TIME ?= 600
+.PHONY: fuzz
+fuzz: deps-test
+	@$(MAKE) --no-print-directory all-tests
+	@FUZZ_TIME=$(FUZZ_TIME) sh tests/fuzz/reader.sh
+
+all-tests: all $(TEST_BIN) $(PROG_BIN) $(PROGXX_BIN) $(TESTLIB_BIN) $(TOOL_BIN) $(FUZZ_BIN)
 
 # ---- demo ----------------------------------------------------------------
 $(BUILD)/examples/stack_demo: examples/stack_demo.c $(LIB)

@@ -649,7 +649,8 @@ void ht__writer_init(void)
     W.paths_len = 1;            /* offset 0 is "" */
     ZSTD_compressionParameters cp = ZSTD_getCParams(1, RAW_CAP, 0);
     size_t ws = ZSTD_estimateCCtxSize_usingCParams(cp);
-    void *wsp = ht__map(ws);
+    const char *z = ht__env("HEAPTRAIL_COMPRESS");
+    void *wsp = z && z[0] == '0' ? NULL : ht__map(ws);   /* "0": stored blocks */
     if (wsp)
         W.cctx = ZSTD_initStaticCCtx(wsp, ws);
     if (!W.raw || !W.out || !W.mods || !W.paths) {

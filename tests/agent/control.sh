@@ -1,7 +1,7 @@
 # control.sh -- snapshots on demand (heaptrail snapshot PID) without
 # disturbing a program's own signals, periodic snapshots (--interval),
 # snapshots and allocations from signal handlers, thread churn.
-. tests/agent/lib.sh
+. tests/agent/common.inc
 cd "$T"
 C=$P/control
 last_snap() { "$DUMP" "$1" | grep '^snap ' | tail -n1; }

@@ -2,7 +2,7 @@
 # unwritable output, a full disk (RLIMIT_FSIZE: no SIGXFSZ, the file stays
 # readable), a name that exists; and a damaged or truncated trace is read
 # up to the damage with a clear message, never a crash.
-. tests/agent/lib.sh
+. tests/agent/common.inc
 cd "$T"
 
 "$P/leaks" >plain.out; plain_rc=$?

@@ -2,7 +2,7 @@
 # crash (SIGSEGV, SIGABRT), SIGKILL after a flush, fork (the child writes
 # its own trace), fork while another thread allocates, exec with and
 # without --follow-exec; 16 threads with cross-thread frees.
-. tests/agent/lib.sh
+. tests/agent/common.inc
 cd "$T"
 L=$P/lifecycle
 
