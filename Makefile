@@ -145,14 +145,27 @@ $(BUILD)/examples/stack_demo: examples/stack_demo.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) -O1 -g -Wall -Werror -Iinclude -o $@ $< -L$(BUILD) -lheaptrail -ldw -Wl,-rpath,'$$ORIGIN/..'
 
+# leaky: a program with known leaks (see its header) run under heaptrail
+$(BUILD)/examples/leaky: examples/leaky.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -Wall -Werror -o $@ $<
+
 demo: deps
-	@$(MAKE) --no-print-directory all $(BUILD)/examples/stack_demo
+	@$(MAKE) --no-print-directory all $(BUILD)/examples/stack_demo $(BUILD)/examples/leaky
 	@$(BUILD)/examples/stack_demo
+	@echo
+	@echo '$$ heaptrail run ./leaky    (known truth: 5,456 bytes in 16 blocks from 3 sites)'
+	@cd $(BUILD)/examples && rm -f heaptrail.leaky.*.ht && ../heaptrail run ./leaky
 
 # ---- benchmarks ----------------------------------------------------------
-bench: deps-bench
+bench: deps-bench bench-agent
+
+# Allocation tracking overhead side by side with heaptrack, memcheck and
+# LSan on ../shared/workloads (docs/BENCHMARKS.md). BENCH_RUNS=N.
+.PHONY: bench-agent
+bench-agent: deps-bench
 	@$(MAKE) --no-print-directory all
-	@echo "no benchmarks yet"
+	@sh bench/agent.sh
 
 clean:
 	rm -rf $(BUILD)
