@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """measure.py RUNS -- CMD...: runs CMD RUNS times; prints the median wall
 time in seconds, the median peak RSS in KiB (the largest process of the
-run's tree, from wait4's rusage), and the exit status of the last run.
-Output goes to /dev/null. Used by bench/agent.sh."""
+run's tree, as GNU time reports it from wait4: through /usr/bin/time, so
+this Python process's own memory before exec is not counted), and the
+exit status of the last run. Output goes to /dev/null. Used by
+bench/agent.sh."""
 import os, statistics, subprocess, sys, tempfile, time
 
 def main():
