@@ -22,8 +22,8 @@ cp "$WL/sqlite-workload.sql" "$WL/python-workload.py" .
 
 out=$O/agent.md
 {
-echo "| workload | tool | wall s (median) | ratio | peak RSS MiB | ratio | status |"
-echo "| --- | --- | --- | --- | --- | --- | --- |"
+echo "| workload | tool | wall s (median) | ratio | CPU s (median) | ratio | peak RSS MiB | ratio | status |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 } >"$out"
 
 row() { # workload tool runs cmd...
@@ -31,12 +31,13 @@ row() { # workload tool runs cmd...
     shift 3
     rm -rf "$O/tmp/traces"; mkdir -p "$O/tmp/traces"
     set -- $($M "$n" -- "$@")
-    wall=$1 rss=$2 st=$3
-    if [ "$tool" = base ]; then base_wall=$wall base_rss=$rss; fi
+    wall=$1 rss=$2 st=$3 cpu=$4
+    if [ "$tool" = base ]; then base_wall=$wall base_rss=$rss base_cpu=$cpu; fi
     rw=$(python3 -c "print('%.2fx' % ($wall / $base_wall))")
+    rc=$(python3 -c "print('%.2fx' % ($cpu / max($base_cpu, 0.001)))")
     rr=$(python3 -c "print('%.2fx' % ($rss / $base_rss))")
     mib=$(python3 -c "print('%.1f' % ($rss / 1024))")
-    echo "| $w | $tool | $wall | $rw | $mib | $rr | $st |" | tee -a "$out"
+    echo "| $w | $tool | $wall | $rw | $cpu | $rc | $mib | $rr | $st |" | tee -a "$out"
     rm -f "$O"/tmp/heaptrail.*.ht
 }
 
@@ -65,3 +66,17 @@ row allocbench "agent: hooks+bookkeeping" "$RUNS" $AG HEAPTRAIL_BENCH_MODE=nocap
 row allocbench "agent: full" "$RUNS" $AG "$@"
 echo
 echo "written to $out"
+
+# memory per live block and per distinct stack (bench/memcost.c)
+cc -O1 -g "$ROOT/bench/memcost.c" -o "$O/memcost" || exit 1
+AGM="env LD_PRELOAD=$B/libheaptrail-preload.so HEAPTRAIL_CONTROL=0"
+lb=$("$O/memcost" live 1000000); la=$($AGM "$O/memcost" live 1000000)
+sb=$("$O/memcost" stacks 65536); sa=$($AGM "$O/memcost" stacks 65536)
+{
+echo
+echo "| agent memory | without agent KiB | with agent KiB | per unit |"
+echo "| --- | --- | --- | --- |"
+echo "| 1,000,000 live blocks, one stack | $lb | $la | $(( (la - lb) * 1024 / 1000000 )) bytes per live block |"
+echo "| 65,536 distinct stacks, one live block each | $sb | $sa | $(( ((sa - sb) * 1024 - 65536 * (la - lb) * 1024 / 1000000) / 65536 )) bytes per stack (after the live-block cost) |"
+} | tee -a "$out"
+rm -f "$O"/tmp/heaptrail.*.ht heaptrail.memcost.*.ht

@@ -177,8 +177,18 @@ static void summarize(const char *path)
 {
     ht_trace_t t;
     char err[512];
+    struct stat st;
+    if (lstat(path, &st) != 0 && errno == ENOENT) {
+        fprintf(stderr, "heaptrail: no trace: ");
+        put_clean(stderr, path);
+        fprintf(stderr, " was not written (a statically linked or setuid program ignores the agent; "
+                        "or the directory is not writable)\n");
+        return;
+    }
     if (ht_trace_read(path, &t, err, sizeof err) != 0) {
-        fprintf(stderr, "heaptrail: no trace: %s\n", err);
+        fprintf(stderr, "heaptrail: no trace: ");
+        put_clean(stderr, err);
+        fputc('\n', stderr);
         return;
     }
     if (t.nsnaps == 0) {

@@ -32,6 +32,15 @@ run abort 134
 expect_eq "abort: leak" "$(leak_of abort.ht leak_before_end)" "150 3"
 expect_eq "abort: crash snapshot" "$(field reason "$(last_snap abort.ht)")" 4
 
+# invalid frees: counted and passed to libc, which aborts exactly as without us
+for m in doublefree badfree; do
+    "$L" $m >/dev/null 2>&1; plain=$?
+    run $m "$plain"
+    expect_eq "$m: glibc still aborts" "$plain" 134
+    expect_eq "$m: unknown free counted" "$(field unknown_frees "$("$DUMP" $m.ht | grep '^drops ')")" 1
+    expect_eq "$m: crash snapshot" "$(field reason "$(last_snap $m.ht)")" 4
+done
+
 run kill 137
 expect_eq "kill: leak as of the last flush" "$(leak_of kill.ht leak_before_end)" "150 3"
 expect_eq "kill: the later leak is not in it" "$(leak_of kill.ht leak_late)" "0 0"

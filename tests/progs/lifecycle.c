@@ -6,7 +6,9 @@
  *   forkstorm a thread allocates without pause while main forks 20 children
  *             that allocate and _exit: no deadlock
  *   exec      leak_parent 1x333, then fork+exec itself as "execchild"
- *   execchild leak_child 1x444 */
+ *   execchild leak_child 1x444
+ *   doublefree  frees a block twice (glibc aborts: SIGABRT)
+ *   badfree     frees a pointer malloc never returned (glibc aborts) */
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -52,6 +54,19 @@ int main(int argc, char **argv)
             return 3;
         leak_late();
         kill(getpid(), SIGKILL);
+    }
+    if (!strcmp(mode, "doublefree")) {
+        char *p = malloc(40);
+        sink = p;
+        free(p);
+        free((void *)sink);
+        return 0;
+    }
+    if (!strcmp(mode, "badfree")) {
+        static char not_heap[64] __attribute__((aligned(16)));
+        sink = not_heap + 16;
+        free((void *)sink);
+        return 0;
     }
     if (!strcmp(mode, "fork")) {
         leak_parent(111);
