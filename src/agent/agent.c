@@ -349,6 +349,7 @@ static void fork_child(void)
     }
     ht__sites_fork_child();
     ht__writer_fork_child();
+    ht__solo_start();           /* the child has one thread: the forking one */
     A.pid = (int)ht__sys0(SYS_getpid);
     A.exit_done = 0;
     set_clocks();
@@ -434,6 +435,7 @@ __attribute__((constructor(101))) static void agent_start(void)
     s = ht__env("HEAPTRAIL_FOLLOW_EXEC");
     A.follow_exec = s && s[0] == '1';
     ht__writer_init();
+    ht__solo_start();
     pthread_atfork(fork_prepare, fork_parent, fork_child);
     install_crash_handlers();
     if (!A.follow_exec)

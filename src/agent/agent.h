@@ -47,14 +47,57 @@ HT_INTERNAL extern ht_agent_drops_t ht__drops;
 
 HT_INTERNAL uint64_t ht__now_ns(void);          /* monotonic ns since start-up */
 
-/* The spin lock's fast path, inlined into the hooks (the slow path
- * spins, then yields: src/core/util.h). */
+/* ---- solo.c: the single-thread fast path ------------------------------- */
+enum { HT_MODE_SOLO = 0, HT_MODE_SWITCHING = 1, HT_MODE_MULTI = 2 };
+HT_INTERNAL extern uint32_t ht__solo_tid;   /* the thread that may skip locks, 0: none */
+HT_INTERNAL extern uint32_t ht__solo_busy;  /* it is inside an unlocked section */
+HT_INTERNAL extern int ht__mode;            /* HT_MODE_* */
+HT_INTERNAL extern HT_TLS uint32_t ht__my_tid;
+HT_INTERNAL extern HT_TLS int ht__t_solo;   /* this thread is in an unlocked section */
+/* Start-up and fork child: make the calling thread solo if it is alone. */
+HT_INTERNAL void ht__solo_start(void);
+HT_INTERNAL int ht__solo_slow(void);
+
+/* Brackets bookkeeping: returns 1 if this thread may skip the site and
+ * live-table locks until ht__solo_exit. */
+static HT_ALWAYS_INLINE int ht__solo_enter(void)
+{
+    uint32_t me = ht__my_tid;
+    if (ht_likely(me != 0 && me == ht_load_relaxed(&ht__solo_tid))) {
+        ht_store_relaxed(&ht__solo_busy, 1);
+        ht_compiler_barrier();  /* the CPU fence is the newcomer's membarrier */
+        if (ht_likely(ht_load_relaxed(&ht__solo_tid) == me))
+            return ht__t_solo = 1;
+        ht_store_relaxed(&ht__solo_busy, 0);
+    }
+    if (ht_likely(ht_load_acquire(&ht__mode) == HT_MODE_MULTI))
+        return ht__t_solo = 0;
+    return ht__solo_slow();
+}
+
+static HT_ALWAYS_INLINE void ht__solo_exit(int solo)
+{
+    if (solo) {
+        ht__t_solo = 0;
+        ht_compiler_barrier();
+        ht_store_release(&ht__solo_busy, 0);
+    }
+}
+
+/* The site and live-table locks: nothing in a solo section, else the spin
+ * lock's fast path inlined (the slow path spins, then yields). */
 static HT_ALWAYS_INLINE void ht__lock(ht_spinlock_t *l)
 {
+    if (ht__t_solo)
+        return;
     if (ht_unlikely(__atomic_exchange_n(&l->v, 1, __ATOMIC_ACQUIRE) != 0))
         ht__spin_lock(l);
 }
-static HT_ALWAYS_INLINE void ht__unlock(ht_spinlock_t *l) { __atomic_store_n(&l->v, 0, __ATOMIC_RELEASE); }
+static HT_ALWAYS_INLINE void ht__unlock(ht_spinlock_t *l)
+{
+    if (!ht__t_solo)
+        __atomic_store_n(&l->v, 0, __ATOMIC_RELEASE);
+}
 
 /* ---- sites.c: per-(stack, kind) statistics ----------------------------- */
 typedef struct ht_site_s {

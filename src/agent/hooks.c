@@ -125,6 +125,7 @@ static HT_NOINLINE void record_alloc(void *p, size_t n, int kind, void **frames,
     ht_site_t *s = ht__site_get(id, kind);
     if (ht_unlikely(!s))
         return;
+    int solo = ht__solo_enter();
     /* count first: a free on another thread can only find the block once
      * it is in the live table, so counts never go below zero */
     ht__site_alloc(s, n);
@@ -143,12 +144,14 @@ static HT_NOINLINE void record_alloc(void *p, size_t n, int kind, void **frames,
             ht_fetch_add(&ht__drops.reentrant, 1);
         }
     }
+    ht__solo_exit(solo);
 }
 
 static HT_NOINLINE void record_free(void *p)
 {
     uint64_t size;
     uint32_t stack;
+    int solo = ht__solo_enter();
     if (ht__live_remove((uintptr_t)p, &size, &stack)) {
         ht_site_t *s = ht__site_get(stack, HT_KIND_HEAP);
         if (ht_likely(s != NULL))
@@ -156,6 +159,7 @@ static HT_NOINLINE void record_free(void *p)
     } else {
         ht_fetch_add(&ht__drops.unknown_frees, 1);
     }
+    ht__solo_exit(solo);
 }
 
 static HT_NOINLINE void note_reentry(void)
@@ -277,7 +281,9 @@ static HT_ALWAYS_INLINE void *do_realloc(void *old, size_t n)
     uint64_t osize = 0;
     uint32_t ostack = 0;
     ht__guard = 1;
+    int solo = ht__solo_enter();
     int had = ht__live_remove((uintptr_t)old, &osize, &ostack);
+    ht__solo_exit(solo);
     ht__guard = 0;
     void *p = real.realloc(old, n);
     if (p == NULL && n != 0) {
@@ -286,7 +292,9 @@ static HT_ALWAYS_INLINE void *do_realloc(void *old, size_t n)
             ht__guard = 1;
             uint32_t s2;
             uint64_t z2;
+            solo = ht__solo_enter();
             ht__live_insert((uintptr_t)old, osize, ostack, &s2, &z2);
+            ht__solo_exit(solo);
             ht__guard = 0;
         }
         return NULL;
@@ -294,8 +302,10 @@ static HT_ALWAYS_INLINE void *do_realloc(void *old, size_t n)
     ht__guard = 1;
     if (had) {
         ht_site_t *s = ht__site_get(ostack, HT_KIND_HEAP);
+        solo = ht__solo_enter();
         if (s)
             ht__site_free(s, osize);
+        ht__solo_exit(solo);
     } else {
         ht_fetch_add(&ht__drops.unknown_frees, 1);
     }

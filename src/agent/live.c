@@ -11,13 +11,13 @@
  * first, so the child inherits consistent tables.
  *
  * Entries are 16 bytes: {address | stack[31:16] << 48, size | stack[15:0]
- * << 48}. Memory per live block: 16 bytes / load, i.e. 26-51 bytes.
+ * << 48}. Memory per live block: 16 bytes / load, i.e. 26-43 bytes.
  * Async-signal-safe, allocation-free (tables are mmap'd). */
 #include "agent.h"
 
 #define SHARD_BITS 6
 #define NSHARDS    (1u << SHARD_BITS)
-#define INIT_CAP   512u
+#define INIT_CAP   16u         /* 256 bytes: small live sets stay cache-resident */
 #define LOW48      ((1ull << 48) - 1)
 
 typedef struct { uint64_t key, val; } entry_t;
@@ -34,6 +34,39 @@ typedef struct {
 static shard_t g_shards[NSHARDS];
 static uint64_t g_mapped;       /* bytes of tables mapped */
 
+/* Small tables (< 64 KiB) are carved from one reserved arena instead of a
+ * mapping each: 64 page-aligned tables would all fall in the same cache
+ * sets. A small table outgrown is not reused (geometric growth bounds the
+ * waste by the live size); large ones are mapped and unmapped. */
+#define SMALL_MAX  (64u << 10)
+#define ARENA_SIZE (256ull << 20)
+static ht_spinlock_t g_arena_lock;
+static char *g_arena;
+static size_t g_arena_used;
+
+static void *table_alloc(size_t bytes)
+{
+    if (bytes >= SMALL_MAX)
+        return ht__map(bytes);
+    void *p = NULL;
+    ht__spin_lock(&g_arena_lock);
+    if (!g_arena)
+        g_arena = ht__reserve(ARENA_SIZE);
+    if (g_arena && g_arena_used + bytes <= ARENA_SIZE) {
+        p = g_arena + g_arena_used;
+        g_arena_used += bytes;
+    }
+    ht__spin_unlock(&g_arena_lock);
+    return p ? p : ht__map(bytes);
+}
+
+static void table_free(void *p, size_t bytes)
+{
+    if (g_arena && (char *)p >= g_arena && (char *)p < g_arena + ARENA_SIZE)
+        return;
+    ht__unmap(p, bytes);
+}
+
 static HT_ALWAYS_INLINE uint64_t mix(uintptr_t addr)
 {
     uint64_t h = (uint64_t)(addr >> 4) * 0x9e3779b97f4a7c15ull;
@@ -49,7 +82,7 @@ static HT_ALWAYS_INLINE shard_t *shard_of(uint64_t h)
 static HT_NOINLINE int grow(shard_t *s)
 {
     uint64_t cap = s->tab ? (s->mask + 1) * 2 : INIT_CAP;
-    entry_t *t = ht__map(cap * sizeof(entry_t));
+    entry_t *t = table_alloc(cap * sizeof(entry_t));
     if (!t)
         return -1;
     ht_fetch_add(&g_mapped, cap * sizeof(entry_t));
@@ -63,7 +96,7 @@ static HT_NOINLINE int grow(shard_t *s)
                 j = (j + 1) & (cap - 1);
             t[j] = e;
         }
-        ht__unmap(s->tab, (s->mask + 1) * sizeof(entry_t));
+        table_free(s->tab, (s->mask + 1) * sizeof(entry_t));
         __atomic_fetch_sub(&g_mapped, (s->mask + 1) * sizeof(entry_t), __ATOMIC_RELAXED);
     }
     s->tab = t;
