@@ -435,6 +435,7 @@ __attribute__((constructor(101))) static void agent_start(void)
     s = ht__env("HEAPTRAIL_FOLLOW_EXEC");
     A.follow_exec = s && s[0] == '1';
     ht__writer_init();
+    ht__sites_start();
     ht__solo_start();
     pthread_atfork(fork_prepare, fork_parent, fork_child);
     install_crash_handlers();

@@ -130,6 +130,8 @@ HT_INTERNAL uint32_t ht__site_count(void);
 HT_INTERNAL ht_site_t *ht__site_at(uint32_t i);
 /* Process totals (sums of the sites plus the process-wide high-water marks). */
 HT_INTERNAL void ht__totals(ht_totals_t *t);
+/* Start-up (not async-signal-safe): the thread-exit hook. */
+HT_INTERNAL void ht__sites_start(void);
 /* Fork child: resets site locks another thread may have held. */
 HT_INTERNAL void ht__sites_fork_child(void);
 

@@ -15,6 +15,7 @@
  * Async-signal-safe, allocation-free. */
 #include "agent.h"
 #include "../format/trace.h"
+#include <pthread.h>
 
 #define L2_BITS   12
 #define L2_SIZE   (1u << L2_BITS)
@@ -132,11 +133,42 @@ static HT_ALWAYS_INLINE void raise_peak(uint64_t *peak, uint64_t v)
 #define FLUSH_BLOCKS 256
 static HT_TLS int64_t t_dbytes, t_dblocks;
 
-static HT_NOINLINE void flush_delta(void)
+static HT_TLS int t_registered;     /* this thread's exit flushes its delta */
+static pthread_key_t g_exit_key;
+static int g_exit_key_ok;
+
+static void flush_delta(void)
 {
     ht_fetch_add(&g_proc.live_bytes, (uint64_t)t_dbytes);
     ht_fetch_add(&g_proc.live_blocks, (uint64_t)t_dblocks);
     t_dbytes = t_dblocks = 0;
+}
+
+/* A thread's unflushed delta must not die with it (the shared counters
+ * would drift with thread churn): a thread-specific key's destructor
+ * flushes it. Keys below PTHREAD_KEY_2NDLEVEL_SIZE make
+ * pthread_setspecific allocation-free; ours is created at start-up. */
+static void on_thread_exit(void *v)
+{
+    (void)v;
+    flush_delta();
+}
+
+void ht__sites_start(void)
+{
+    g_exit_key_ok = pthread_key_create(&g_exit_key, on_thread_exit) == 0;
+}
+
+static HT_NOINLINE void flush_or_register(void)
+{
+    if (!t_registered) {
+        t_registered = 1;
+        if (g_exit_key_ok)
+            pthread_setspecific(g_exit_key, (void *)1);
+    }
+    if (t_dbytes > FLUSH_BYTES || t_dbytes < -FLUSH_BYTES || t_dblocks > FLUSH_BLOCKS ||
+        t_dblocks < -FLUSH_BLOCKS)
+        flush_delta();
 }
 
 static HT_ALWAYS_INLINE void proc_add(int64_t bytes, int64_t blocks)
@@ -144,16 +176,18 @@ static HT_ALWAYS_INLINE void proc_add(int64_t bytes, int64_t blocks)
     t_dbytes += bytes;
     t_dblocks += blocks;
     if (bytes > 0) {
-        uint64_t pb = ht_load_relaxed(&g_proc.live_bytes) + (uint64_t)t_dbytes;
-        uint64_t pk = ht_load_relaxed(&g_proc.live_blocks) + (uint64_t)t_dblocks;
+        /* signed: another thread's unflushed frees can make it dip below 0 */
+        int64_t sb = (int64_t)(ht_load_relaxed(&g_proc.live_bytes) + (uint64_t)t_dbytes);
+        int64_t sk = (int64_t)(ht_load_relaxed(&g_proc.live_blocks) + (uint64_t)t_dblocks);
+        uint64_t pb = sb > 0 ? (uint64_t)sb : 0, pk = sk > 0 ? (uint64_t)sk : 0;
         if (ht_unlikely(pb > ht_load_relaxed(&g_proc.peak_bytes)))
             raise_peak(&g_proc.peak_bytes, pb);
         if (ht_unlikely(pk > ht_load_relaxed(&g_proc.peak_blocks)))
             raise_peak(&g_proc.peak_blocks, pk);
     }
-    if (ht_unlikely(t_dbytes > FLUSH_BYTES || t_dbytes < -FLUSH_BYTES || t_dblocks > FLUSH_BLOCKS ||
-                    t_dblocks < -FLUSH_BLOCKS))
-        flush_delta();
+    if (ht_unlikely(!t_registered || t_dbytes > FLUSH_BYTES || t_dbytes < -FLUSH_BYTES ||
+                    t_dblocks > FLUSH_BLOCKS || t_dblocks < -FLUSH_BLOCKS))
+        flush_or_register();
 }
 
 void ht__site_alloc(ht_site_t *s, uint64_t size)

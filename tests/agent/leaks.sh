@@ -21,6 +21,8 @@ expect_eq "mmap site" "$(grep -c 'kind=mmap live_blocks=2 live_bytes=126976 tota
 expect_eq "no false leak from no_leak" "$(grep 'frames=no_leak' dump | grep -vc 'live_blocks=0 live_bytes=0')" 0
 expect_eq "no_leak totals" "$("$DUMP" "$trace" --match no_leak | sed 's/.*total_bytes=\([0-9]*\) total_blocks=\([0-9]*\).*/\1 \2/')" "14950 100"
 expect_eq "unknown frees" "$(field unknown_frees "$(grep '^drops ' dump)")" 0
+expect_eq "process peak bytes (single thread: exact)" "$(field peak_bytes "$(grep '^snap ' dump | tail -n1)")" \
+    "$(sed -n 's/^PEAK bytes=//p' out)"
 
 # C++: every operator new/delete variant
 "$HT" run -o cxx.ht "$P/leaksxx" >outxx 2>errxx; rc=$?
