@@ -5,7 +5,7 @@ run's tree, as GNU time reports it from wait4: through /usr/bin/time, so
 this Python process's own memory before exec is not counted), and the
 exit status of the last run, and the median CPU time (user + system, all
 processes of the run; less disturbed than wall time when other jobs share
-the cores). Output goes to /dev/null. Used by
+the cores) and the minimum CPU time. Output goes to /dev/null. Used by
 bench/agent.sh."""
 import os, statistics, subprocess, sys, tempfile, time
 
@@ -30,7 +30,7 @@ def main():
         if "terminated by signal" in text:     # GNU time: "Command terminated by signal N"
             status = -int(text.split("terminated by signal")[1].split()[0])
     os.unlink(out)
-    print("%.4f %d %d %.3f" % (statistics.median(walls), statistics.median(rss), status,
-                             statistics.median(cpus)))
+    print("%.4f %d %d %.3f %.3f" % (statistics.median(walls), statistics.median(rss), status,
+                                  statistics.median(cpus), min(cpus)))
 
 main()
