@@ -53,7 +53,7 @@ $(BUILD)/obj/%.o: %.S
 	$(CC) $(HT_CFLAGS) -c -o $@ $<
 
 $(LIB): $(CORE_OBJ)
-	$(CC) -shared -o $@ $^ -Wl,-soname,libheaptrail.so -Wl,-z,defs $(LDLIBS_CORE)
+	$(CC) -shared -o $@ $^ -Wl,-soname,libheaptrail.so -Wl,-z,defs -Wl,-z,nodelete $(LDLIBS_CORE)
 
 $(LIBA): $(CORE_OBJ)
 	@rm -f $@
@@ -67,7 +67,7 @@ $(CLI): $(CLI_OBJ) $(FORMAT_OBJ) $(LIBA)
 	$(CC) -o $@ $(CLI_OBJ) $(FORMAT_OBJ) $(LIBA) $(LDLIBS_CLI) $(LDLIBS_CORE)
 
 # ---- tests ---------------------------------------------------------------
-TEST_CFLAGS = $(OPT) -std=gnu11 $(WARN) -Iinclude -Isrc -D_GNU_SOURCE -pthread
+TEST_CFLAGS = $(OPT) -std=gnu11 $(WARN) -Iinclude -Isrc -Itests -D_GNU_SOURCE -pthread
 
 UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit_%,$(wildcard tests/unit/*.c))
 $(BUILD)/tests/unit_%: tests/unit/%.c tests/check.h $(LIBA)
@@ -115,6 +115,34 @@ $(BUILD)/tests/tools/%: tests/tools/%.c $(FORMAT_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(TEST_CFLAGS) -o $@ $< $(FORMAT_OBJ) $(LDLIBS_CLI)
 
+# LD_PRELOAD agent comparing ht_capture with libunwind inside real programs
+AGREE_LIB := $(BUILD)/tests/libagree.so
+$(AGREE_LIB): tests/capture/agree_agent.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -fPIC -shared -Wall -Werror -Iinclude -o $@ $< -L$(BUILD) -lheaptrail -lunwind -ldl \
+	    -Wl,-rpath,'$$ORIGIN/..'
+
+# dlclose must invalidate cached rules: two libraries reloaded in turn
+$(BUILD)/tests/libdlreuse%.so: tests/capture/dlreuse_lib.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -fPIC -shared -Wall -Werror -DVARIANT=$* -o $@ $<
+$(BUILD)/tests/capture_dlreuse: tests/capture/dlreuse.c tests/check.h $(LIB) $(BUILD)/tests/libdlreuse1.so $(BUILD)/tests/libdlreuse2.so
+	$(CC) -O2 -g -Wall -Werror -Iinclude -Itests -pthread -o $@ $< -L$(BUILD) -lheaptrail -lunwind -ldl \
+	    -Wl,-rpath,'$$ORIGIN/..'
+CAPTURE_BIN += $(BUILD)/tests/capture_dlreuse
+
+# stacks through JIT-compiled code (a mini JIT emitting x86-64)
+$(BUILD)/tests/capture_jit: tests/capture/jit.c tests/check.h $(LIB)
+	$(CC) -O2 -g -Wall -Werror -Iinclude -Itests -rdynamic -o $@ $< -L$(BUILD) -lheaptrail -ldl \
+	    -Wl,-rpath,'$$ORIGIN/..'
+CAPTURE_BIN += $(BUILD)/tests/capture_jit
+
+# inside a PLT stub (lazy binding keeps GOT slots pointing into the stubs)
+$(BUILD)/tests/capture_plt: tests/capture/plt.c tests/check.h $(LIB)
+	$(CC) -O2 -g -Wall -Werror -Iinclude -Itests -Wl,-z,lazy -o $@ $< -L$(BUILD) -lheaptrail \
+	    -Wl,-rpath,'$$ORIGIN/..'
+CAPTURE_BIN += $(BUILD)/tests/capture_plt
+
 TEST_BIN := $(UNIT_BIN) $(CAPTURE_BIN)
 TEST_SCRIPTS := $(sort $(wildcard tests/*/*.sh))
 
@@ -138,7 +166,7 @@ fuzz: deps-test
 	@$(MAKE) --no-print-directory all-tests
 	@FUZZ_TIME=$(FUZZ_TIME) sh tests/fuzz/reader.sh
 
-all-tests: all $(TEST_BIN) $(PROG_BIN) $(PROGXX_BIN) $(TESTLIB_BIN) $(TOOL_BIN) $(FUZZ_BIN)
+all-tests: all $(TEST_BIN) $(PROG_BIN) $(PROGXX_BIN) $(TESTLIB_BIN) $(TOOL_BIN) $(FUZZ_BIN) $(AGREE_LIB)
 
 # ---- demo ----------------------------------------------------------------
 $(BUILD)/examples/stack_demo: examples/stack_demo.c $(LIB)
@@ -158,7 +186,35 @@ demo: deps
 	@cd $(BUILD)/examples && rm -f heaptrail.leaky.*.ht && ../heaptrail run ./leaky
 
 # ---- benchmarks ----------------------------------------------------------
-bench: deps-bench bench-agent
+.PHONY: bench-capture bench-stackdb bench-agent
+bench: deps-bench
+	@$(MAKE) --no-print-directory bench-capture bench-stackdb bench-agent
+
+CAPTURE_BENCH := $(BUILD)/bench/capture_bench_nofp $(BUILD)/bench/capture_bench_fp
+$(BUILD)/bench/capture_bench_%: bench/capture_bench.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -Wall -Werror $(if $(filter fp,$*),-fno-omit-frame-pointer,-fomit-frame-pointer) -Iinclude \
+	    -o $@ $< -L$(BUILD) -lheaptrail -lunwind -ldl -Wl,-rpath,'$$ORIGIN/..'
+bench-capture: all $(CAPTURE_BENCH) $(AGREE_LIB)
+	@bench/capture.sh
+
+# Stack database vs a flat table, on synthetic stacks and on stacks recorded
+# from the workloads (bench/record-stacks.sh); results in docs/BENCHMARKS.md.
+WORKLOADS ?= ../shared/workloads
+BENCH_CFLAGS = -O2 -g -std=gnu11 $(WARN) -Iinclude -Isrc -D_GNU_SOURCE -pthread
+$(BUILD)/bench/stackrec.so: bench/stackrec.c $(LIBA)
+	@mkdir -p $(dir $@)
+	$(CC) $(BENCH_CFLAGS) -fPIC -shared -o $@ $< $(LIBA) $(LDLIBS_CORE)
+$(BUILD)/bench/stackdb_bench: bench/stackdb_bench.c $(LIBA)
+	@mkdir -p $(dir $@)
+	$(CC) $(BENCH_CFLAGS) -o $@ $< $(LIBA) $(LDLIBS_CORE)
+$(BUILD)/bench/allocbench: $(WORKLOADS)/allocbench.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -o $@ $<
+bench-stackdb: $(BUILD)/bench/stackrec.so $(BUILD)/bench/stackdb_bench $(BUILD)/bench/allocbench
+	@bench/record-stacks.sh $(BUILD)/bench $(WORKLOADS)
+	@$(BUILD)/bench/stackdb_bench $(foreach s,sqlite3 python3 python3-malloc allocbench,$(s)=$(BUILD)/bench/stacks/$(s)) \
+	    | tee $(BUILD)/bench/stackdb.md
 
 # Allocation tracking overhead side by side with heaptrack, memcheck and
 # LSan on ../shared/workloads (docs/BENCHMARKS.md). BENCH_RUNS=N.

@@ -64,6 +64,53 @@ HT_API int ht_capture_context(const void *ucontext, int max, void **frames,
 HT_API uint64_t ht_stack_hash(void *const *frames, int n);
 
 /*-************************************************************************
+ *  JIT-compiled code
+ *  The loader knows nothing of code a JIT compiler emits. Tell heaptrail
+ *  where it is (the Linux analog of Windows' RtlAddFunctionTable) and the
+ *  unwinder walks through it: with the .eh_frame you give, or with
+ *  validated frame-pointer steps where there is none. libgcc's
+ *  __register_frame()/__deregister_frame() (LLVM ORC, wasmtime) are
+ *  observed automatically. Code in executable anonymous memory that nobody
+ *  registered (V8 keeps frame pointers) is walked with frame pointers too.
+ *
+ *  JIT code is freed and its addresses reused, so a frame in registered
+ *  code carries the registration's serial number in bits 48..62: two
+ *  functions that lived at one address at different times give different
+ *  frames, stacks and ids. HT_FRAME_ADDRESS() strips it.
+ **************************************************************************/
+
+#define HT_FRAME_ADDRESS(f)    ((uintptr_t)(f) & 0xffffffffffffull)
+#define HT_FRAME_JIT_SERIAL(f) ((unsigned)(((uintptr_t)(f) >> 48) & 0x7fff))
+/* The last frame when the walk reached code it could neither unwind (no
+ * unwind info, no valid frame pointer) nor attribute to any module or
+ * registration: the stack continues beyond, unknown. */
+#define HT_FRAME_UNWIND_STOPPED ((void *)(uintptr_t)1)
+
+/*! ht_register_code() :
+ *  Announces JIT code at [start, start + size) called `name` (copied; may
+ *  be NULL). New code: any registration overlapping the range is dropped.
+ *  Frames in it are unwound with frame pointers unless unwind info is
+ *  attached with ht_register_unwind().
+ *  @return : the registration's serial (1..32767, wrapping), 0 on failure.
+ *  Thread-safe; not from a signal handler. */
+HT_API uint32_t ht_register_code(const void *start, size_t size, const char *name);
+
+/*! ht_register_unwind() :
+ *  Attaches DWARF unwind info to JIT code: eh_frame is an .eh_frame
+ *  section (CIEs and FDEs, as a compiler emits them; a terminator is not
+ *  needed) of eh_frame_size bytes covering [start, start + size). It must
+ *  stay valid until the code is unregistered. If exactly that range is
+ *  registered, it keeps its name and serial; otherwise this registers it.
+ *  @return : the registration's serial, 0 on failure. */
+HT_API uint32_t ht_register_unwind(const void *start, size_t size, const void *eh_frame,
+                                   size_t eh_frame_size);
+
+/*! ht_unregister_code() :
+ *  The code registered at `start` is gone. @return : 0, or -1 if nothing
+ *  was registered there. */
+HT_API int ht_unregister_code(const void *start);
+
+/*-************************************************************************
  *  Stack trace database
  *  Every distinct stack gets one small id; two different stacks never share
  *  one (the hash only speeds the search, frames are compared in full).

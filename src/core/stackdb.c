@@ -1,35 +1,53 @@
 /* stackdb.c -- the process-wide stack trace database: every distinct stack
  * is interned once and gets a small dense id.
  *
- * Storage is a prefix tree rooted at the outermost frame: node id =
- * (parent id, return address), kept in two parallel arrays (12 bytes a
- * node) that are reserved once for the whole budget and touched as they
- * fill. A stack's id is its innermost node. Two hash tables index it:
+ * The stacks form a prefix tree rooted at the outermost frame; a stack's
+ * id is the id of its innermost node. The tree is stored in segments: when
+ * a new stack is interned, the frames below the deepest node that already
+ * exists become one segment of consecutive node ids, outermost first, so
+ * inside a segment the parent of node x is x - 1 and only a segment's
+ * first node needs its parent stored. Per node that leaves the address,
+ * kept as its low 32 bits plus one byte: the index of its high 32 bits in a
+ * table of the (few: two in a typical process) high halves seen, and a
+ * segment-start flag. An address whose high half does not fit the table
+ * is kept whole in a side array. About 5 bytes a node instead of 12.
  *
- *  - the stack table maps the caller's 64-bit stack hash (ht_capture's)
- *    to the innermost node of every interned stack: one probe, then the
- *    frames are compared in full against the node's parent chain. This is
- *    the lock-free fast path for known stacks. A new stack's nodes get
- *    consecutive ids (outermost first), so most parent chains are runs
- *    id, id-1, id-2, ... that the compare walks without a dependent load.
- *  - the node table maps (parent, address) to a node. Only inserts use it,
- *    under the insert lock, to find how much of a new stack already exists.
- *    It is the source of truth: the stack table is an index over it, so a
- *    lookup that misses in the stack table (a table being rebuilt, a wrong
- *    hash, a full table) still finds the same node under the lock.
+ *   lo[x]          low 32 bits of node x's address (or an index into wide[])
+ *   hi[x]          START | index into hi_tab[] (HI_WIDE: the address is wide[lo[x]])
+ *   starts/rank    a bitmap of segment starts and its rank directory, which
+ *                  number segments in id order
+ *   seg_parent[k]  the parent of segment k's first node
+ *
+ * Two hash tables index the tree:
+ *  - the stack table maps the caller's 64-bit stack hash (ht_capture's) to
+ *    the innermost node of every interned stack. Lookups take no lock: one
+ *    probe, then the frames are compared in full against the node's chain
+ *    (sequential reads inside a segment, one rank look-up per segment
+ *    crossed). Entries are 4 bytes: the id and, in the bits the budget
+ *    leaves unused above it, a tag from the hash. Rebuilt at twice the
+ *    size into a second region by rehashing each stack from the tree, then
+ *    published with one release store.
+ *  - the segment table maps (parent, first address) to a segment's first
+ *    node: with the x + 1 continuation it answers "which child of p has
+ *    address a", which only inserts ask, under the insert lock. It and the
+ *    tree are the source of truth: a lookup that misses in the stack table
+ *    (a table being rebuilt, a wrong hash, a full table) still finds the
+ *    same node under the lock.
  *
  * Exactness: the hash only chooses candidates; a stack matches only if
  * every frame and the depth are equal, so two different stacks never share
- * an id, and a node exists at most once for a (parent, address) pair, so
- * the same stack always gets the same id.
+ * an id; a (parent, address) child is created only after both ways of
+ * finding it failed under the lock, so the same stack always gets the same
+ * id.
  *
  * Concurrency: inserts take one spin lock; lookups of known stacks take
- * none. The stack table grows by being rebuilt into a second region and
- * published with one release store; the region it leaves becomes the next
- * growth's target, so a lookup still reading it may see anything -- a
- * missed entry sends it to the locked path, and a candidate is trusted only
- * after the full compare against nodes below the published node count, so
- * it can never return a wrong id or read outside the reservation.
+ * none. Everything a lookup reads is either immutable once published
+ * (nodes below node_count, written before the count's release store) or a
+ * table that may be stale or half rebuilt (the stack table region left by
+ * a growth is the next growth's target): a missed entry sends the lookup to
+ * the locked path, and a candidate is trusted only after the full compare
+ * against published nodes, so a lookup never returns a wrong id and never
+ * reads outside the reservation.
  *
  * Budget: HEAPTRAIL_STACKDB_MAX bytes (default 256 MiB) of touched memory.
  * An intern that needs more returns HT_STACK_ID_OVERFLOW and counts a drop.
@@ -46,43 +64,74 @@
 #define PAGE          4096u
 #define DEFAULT_MAX   (256ull << 20)
 #define MAX_BUDGET    (64ull << 30)         /* caps the address space reserved */
-#define NODE_BYTES    12u                   /* u32 parent + u64 address */
-#define LEAF_MIN_BITS 10                    /* first stack table: 1024 slots, 8 KiB */
-#define NODE_MIN_BITS 11                    /* first node table: 2048 slots, 8 KiB */
+#define MIN_NODE_BYTES 5u                   /* lo + hi: the budget's node limit */
+#define LEAF_MIN_BITS 6                     /* first tables: 64 slots, 256 bytes */
+#define SEG_MIN_BITS  6
+#define START         0x80u                 /* hi[x]: x starts a segment */
+#define HI_WIDE       0x7fu                 /* hi[x] & 0x7f: address in wide[] */
+/* The hot-stack cache: direct-mapped slots of one stack each (up to
+ * HOT_FRAMES frames), at most HOT_MAX_SLOTS, grown with the database so it
+ * stays under a quarter of the bytes the rest uses. */
+#define HOT_FRAMES    61
+#define HOT_MAX_SLOTS 2048u
+#define HOT_MIN_SLOTS 8u
 /* Tables grow past 7/10 full; when the budget forbids growing they may
- * fill to 9/10 (longer probes, still exact) before inserts are refused. */
+ * fill to 9/10 (longer probes, still exact) before they refuse entries. */
 #define GROW_NUM 7
 #define FULL_NUM 9
 #define LOAD_DEN 10
+
+/* One hot-stack cache slot, guarded by a sequence count: odd while a
+ * writer fills it. A reader compares the hash, depth and every frame, then
+ * re-reads the count: equal and even means it compared one consistent
+ * (frames, id) pair, and every pair written was verified against the tree
+ * first, so a hit is exact. */
+typedef struct hot_s {
+    uint32_t seq;
+    uint32_t id;
+    uint32_t n;
+    uint32_t pad;
+    uint64_t hash;
+    uint64_t f[HOT_FRAMES];
+} hot_t;
 
 static struct {
     /* ---- read by lock-free lookups ---- */
     uint64_t leaf_ref;        /* stack table: base address | log2(slots); 0 = none */
     uint32_t node_count;      /* nodes [0, node_count) are complete (release) */
-    uint32_t *parent;         /* parent[id], reserved for max_nodes */
-    uint64_t *addr;           /* addr[id]; node 0 is the root: (0, 0) */
+    uint32_t id_bits;         /* table entry = tag << id_bits | id */
+    uint32_t *lo;
+    uint8_t *hi;
+    uint64_t *starts;         /* bit x % 64 of word x / 64: node x starts a segment */
+    uint32_t *rank;           /* rank[b]: segment starts among nodes [0, 64 b) */
+    uint32_t *seg_parent;
+    uint64_t *wide;
     uint64_t hash_mask;       /* ~0; tests weaken it to force collisions */
+    struct hot_s *hot;        /* hot-stack cache, reserved for HOT_MAX_SLOTS */
+    uint32_t hot_mask;        /* active slots - 1; 0 with hot_slots == 0: off */
+    uint32_t hot_slots;
+    uint64_t hi_tab[HI_WIDE]; /* high halves, already shifted left by 32 */
     uint64_t drops;           /* interns answered with HT_STACK_ID_OVERFLOW */
     uint64_t drops_reentrant; /* ... of which by a handler inside an insert */
     char pad_[64];
     /* ---- written under `lock` ---- */
     ht_spinlock_t lock;
-    int state;                /* 0 = not yet set up, 1 = ready, 2 = setup failed */
-    uint32_t max_nodes;
-    uint32_t id_bits;         /* node table entry = tag << id_bits | id */
-    uint32_t *node_tab;       /* reserved for node_tab_max_bits */
-    uint32_t node_tab_bits, node_tab_max_bits;
-    uint64_t *leaf_region[2]; /* the stack table lives in one, grows into the other */
+    int state;                /* 0 = not yet set up, 1 = ready, 2 = unusable */
+    uint32_t max_nodes, nseg, nwide, nhi, max_wide;
+    uint32_t *seg_tab;        /* segment table, rebuilt in place */
+    uint32_t seg_tab_bits, seg_tab_max_bits;
+    uint32_t *leaf_region[2]; /* the stack table lives in one, grows into the other */
     uint32_t leaf_cur, leaf_max_bits;
     uint64_t leaf_touched[2]; /* high-water bytes used in each region */
-    uint64_t leaf_entries;    /* entries in the current stack table */
-    uint64_t stacks;          /* distinct stacks interned */
+    uint64_t leaf_entries;    /* entries in the current stack table = stacks */
     uint64_t budget;
-    uint64_t used;            /* bytes touched, all structures (page-rounded) */
+    uint64_t used;            /* bytes touched, all structures, page-rounded */
+    uint64_t used_exact;      /* the same without page rounding */
     uint64_t reserved;        /* address space reserved */
-    uint64_t node_tab_bytes;
-    uint64_t leaf_rebuilds, node_rebuilds;
+    uint64_t leaf_rebuilds, seg_rebuilds;
     int fork_locked;
+    /* reservation sizes, for teardown */
+    size_t sz_lo, sz_hi, sz_starts, sz_rank, sz_segp, sz_wide, sz_segtab, sz_leaf, sz_hot;
 } db = { .hash_mask = ~0ull };
 
 /* A signal handler that interrupts this thread's insert must not wait for
@@ -91,161 +140,267 @@ static HT_TLS int t_in_insert;
 
 static uint64_t page_round(uint64_t b) { return (b + PAGE - 1) & ~(uint64_t)(PAGE - 1); }
 
-static uint64_t node_array_bytes(uint64_t nodes)
+/* ---- reading the tree (lock-free for nodes below a published count) --- */
+
+static HT_ALWAYS_INLINE uint64_t node_addr(uint32_t x)
 {
-    return page_round(nodes * 4) + page_round(nodes * 8);
+    uint32_t h = db.hi[x] & HI_WIDE;
+    if (ht_unlikely(h == HI_WIDE))
+        return db.wide[db.lo[x]];
+    return db.hi_tab[h] | db.lo[x];
 }
 
-/* ---- stack table (lock-free reads) ------------------------------------ */
-
-/* Entries are (high 32 bits of the stack hash) << 32 | node id; 0 = empty
- * (node 0, the empty stack, is never entered). The slot is chosen by the
- * top bits of that high word, so a rebuild needs nothing but the entries. */
-static HT_ALWAYS_INLINE uint64_t *leaf_base(uint64_t ref)
+/* The parent of segment-start node x: the rank of x among starts numbers
+ * its segment. */
+static HT_ALWAYS_INLINE uint32_t start_parent(uint32_t x)
 {
-    return (uint64_t *)(uintptr_t)(ref & ~(uint64_t)63);
+    uint64_t w = ht_load_relaxed(&db.starts[x >> 6]);
+    uint64_t below = w & ((2ull << (x & 63)) - 1);      /* starts in [64b, x] */
+    uint32_t k = db.rank[x >> 6] + (uint32_t)__builtin_popcountll(below) - 1;
+    return db.seg_parent[k];
 }
 
-/* Full compare of frames[0..n) against the parent chain of `id`, which
- * must be below a node count read with acquire. The common chain is a run
- * id, id-1, ... (one stack's new nodes are allocated together), so the
- * inner loop indexes by the run position and only checks that the parent
- * is the next id: a predicted branch instead of a dependent load. */
-static HT_ALWAYS_INLINE int chain_equals(uint32_t id, void *const *frames, int n)
+static HT_ALWAYS_INLINE uint32_t node_parent(uint32_t x)
 {
-    const uint32_t *parent = db.parent;
-    const uint64_t *addr = db.addr;
+    return (db.hi[x] & START) ? start_parent(x) : x - 1;
+}
+
+/* Full compare of frames[0..n) against the chain of node `id` (below a
+ * node count read with acquire): same frames, same depth. */
+static HT_ALWAYS_INLINE int chain_equals(uint32_t x, void *const *frames, int n)
+{
+    const uint32_t *lo = db.lo;
+    const uint8_t *hi = db.hi;
     int i = 0;
     for (;;) {
-        /* a run starting at node `id`, frame i */
-        uint32_t k = 0;
-        for (;;) {
-            uint32_t x = id - k;
-            if (ht_unlikely(x == 0))
-                return 0;                      /* chain shorter than the stack */
-            if (addr[x] != (uint64_t)(uintptr_t)frames[i + (int)k])
-                return 0;
-            uint32_t p = parent[x];
-            k++;
-            if (i + (int)k == n)
-                return p == 0;                 /* same depth: must end at the root */
-            if (ht_unlikely(p != x - 1)) {
-                id = p;
-                i += (int)k;
-                break;
-            }
-        }
+        if (ht_unlikely(x == 0))
+            return 0;                         /* chain shorter than the stack */
+        uint32_t h = hi[x];
+        uint64_t a = (h & HI_WIDE) == HI_WIDE ? db.wide[lo[x]] : (db.hi_tab[h & HI_WIDE] | lo[x]);
+        if (a != (uint64_t)(uintptr_t)frames[i])
+            return 0;
+        uint32_t p = (h & START) ? start_parent(x) : x - 1;
+        if (++i == n)
+            return p == 0;                    /* same depth: must end at the root */
+        x = p;
     }
 }
 
+/* ---- the hot-stack cache ---------------------------------------------- */
+
+static HT_ALWAYS_INLINE hot_t *hot_slot(uint64_t h)
+{
+    /* not the bits that choose the stack table slot */
+    return &db.hot[(uint32_t)(h >> 17) & ht_load_relaxed(&db.hot_mask)];
+}
+
+/* Returns the id cached for frames[0..n) with hash h, or 0. Lock-free. */
+static HT_ALWAYS_INLINE uint32_t hot_find(void *const *frames, int n, uint64_t h)
+{
+    hot_t *s = hot_slot(h);
+    uint32_t seq = ht_load_acquire(&s->seq);
+    if ((seq & 1) || s->hash != h || s->n != (uint32_t)n)
+        return 0;
+    uint32_t id = s->id;
+    int eq = __builtin_memcmp(s->f, frames, (size_t)n * sizeof(void *)) == 0;
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    return eq && ht_load_relaxed(&s->seq) == seq ? id : 0;
+}
+
+/* Caches (frames, id), an id just verified against the tree. Skips a slot
+ * another writer (or this thread, interrupted) is filling. */
+static HT_NOINLINE void hot_fill(void *const *frames, int n, uint64_t h, uint32_t id)
+{
+    hot_t *s = hot_slot(h);
+    uint32_t seq = ht_load_relaxed(&s->seq);
+    if ((seq & 1) || !__atomic_compare_exchange_n(&s->seq, &seq, seq + 1, 0, __ATOMIC_ACQUIRE,
+                                                  __ATOMIC_RELAXED))
+        return;
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    s->id = id;
+    s->n = (uint32_t)n;
+    s->hash = h;
+    __builtin_memcpy(s->f, frames, (size_t)n * sizeof(void *));
+    ht_store_release(&s->seq, seq + 2);
+}
+
+/* ---- the stack table -------------------------------------------------- */
+
+static HT_ALWAYS_INLINE uint32_t *leaf_base(uint64_t ref)
+{
+    return (uint32_t *)(uintptr_t)(ref & ~(uint64_t)63);
+}
+
+static HT_ALWAYS_INLINE uint32_t id_mask(void)
+{
+    return (uint32_t)((1ull << db.id_bits) - 1);
+}
+
 /* Looks `frames` up in the stack table `ref`. Lock-free; returns the node
- * id or 0 (not found, or the table was being rebuilt). */
+ * id or 0 (not found, or the table was being rebuilt). The slot is chosen
+ * by the top bits of h, the tag is its low bits. */
 static HT_ALWAYS_INLINE uint32_t leaf_find(uint64_t ref, void *const *frames, int n, uint64_t h)
 {
-    uint64_t *tab = leaf_base(ref);
+    uint32_t *tab = leaf_base(ref);
     unsigned bits = (unsigned)(ref & 63);
-    uint32_t hi = (uint32_t)(h >> 32);
     uint32_t mask = (uint32_t)((1ull << bits) - 1);
-    uint32_t i = (uint32_t)(hi >> (32 - bits));
+    uint32_t idm = id_mask();
+    uint32_t tag = (uint32_t)(h << db.id_bits);
+    uint32_t i = (uint32_t)(h >> (64 - bits));
     for (uint64_t probes = 0; probes <= mask; probes++, i = (i + 1) & mask) {
-        uint64_t e = ht_load_acquire(&tab[i]);
+        uint32_t e = ht_load_acquire(&tab[i]);
         if (e == 0)
             return 0;
-        if ((uint32_t)(e >> 32) != hi)
+        if ((e & ~idm) != tag)
             continue;
-        uint32_t id = (uint32_t)e;
+        uint32_t id = e & idm;
         if (id < ht_load_acquire(&db.node_count) && chain_equals(id, frames, n))
             return id;
     }
     return 0;
 }
 
-/* Inserts an entry into the table at `tab` of 2^bits slots (under the
- * lock; the caller ensured there is room). */
-static void leaf_put(uint64_t *tab, unsigned bits, uint64_t e)
+/* Puts the entry for node `id` with stack hash h into a table of 2^bits
+ * slots (under the lock; there is room). */
+static void leaf_put(uint32_t *tab, unsigned bits, uint64_t h, uint32_t id)
 {
     uint32_t mask = (uint32_t)((1ull << bits) - 1);
-    uint32_t i = (uint32_t)(e >> 32) >> (32 - bits);
+    uint32_t i = (uint32_t)(h >> (64 - bits));
     while (ht_load_relaxed(&tab[i]) != 0)
         i = (i + 1) & mask;
-    ht_store_release(&tab[i], e);
+    ht_store_release(&tab[i], (uint32_t)(h << db.id_bits) | id);
 }
 
-/* ---- node table (under the lock only) --------------------------------- */
+/* ht_stack_hash of the stack ending at node x, from the tree. */
+static uint64_t stack_hash_of(uint32_t x)
+{
+    uint64_t sum = 0, i = 0;
+    for (; x != 0; x = node_parent(x), i++)
+        sum += ht_hash_term(node_addr(x), i);
+    return ht_hash_finish(sum, i) & db.hash_mask;
+}
 
-static HT_ALWAYS_INLINE uint64_t node_hash(uint32_t parent, uint64_t addr)
+/* ---- the segment table (under the lock only) -------------------------- */
+
+static HT_ALWAYS_INLINE uint64_t seg_hash(uint32_t parent, uint64_t addr)
 {
     return ht_hash_term(addr, parent) & db.hash_mask;
 }
 
-/* Finds node (parent, addr); returns its id or 0. */
-static uint32_t node_find(uint32_t parent, uint64_t addr)
+/* The child of `parent` with address `addr`, or 0. */
+static uint32_t child_find(uint32_t parent, uint64_t addr)
 {
-    uint64_t h = node_hash(parent, addr);
-    unsigned bits = db.node_tab_bits;
-    uint32_t mask = (uint32_t)((1ull << bits) - 1);
-    uint32_t idmask = (uint32_t)((1ull << db.id_bits) - 1);
-    uint32_t tag = (uint32_t)(h << db.id_bits);   /* low bits of h above the id */
-    uint32_t i = (uint32_t)(h >> (64 - bits));
-    for (;;) {
-        uint32_t e = db.node_tab[i];
+    uint32_t c = parent + 1;
+    if (parent != 0 && c < db.node_count && !(db.hi[c] & START) && node_addr(c) == addr)
+        return c;        /* the continuation of parent's segment */
+    uint64_t h = seg_hash(parent, addr);
+    unsigned bits = db.seg_tab_bits;
+    uint32_t mask = (uint32_t)((1ull << bits) - 1), idm = id_mask();
+    uint32_t tag = (uint32_t)(h << db.id_bits);
+    for (uint32_t i = (uint32_t)(h >> (64 - bits));; i = (i + 1) & mask) {
+        uint32_t e = db.seg_tab[i];
         if (e == 0)
             return 0;
-        if ((e & ~idmask) == tag) {
-            uint32_t id = e & idmask;
-            if (db.parent[id] == parent && db.addr[id] == addr)
-                return id;
+        if ((e & ~idm) == tag) {
+            uint32_t s = e & idm;
+            if (node_addr(s) == addr && start_parent(s) == parent)
+                return s;
         }
-        i = (i + 1) & mask;
     }
 }
 
-static void node_put(uint32_t id)
+static void seg_put(uint32_t s)
 {
-    uint64_t h = node_hash(db.parent[id], db.addr[id]);
-    unsigned bits = db.node_tab_bits;
+    uint64_t h = seg_hash(start_parent(s), node_addr(s));
+    unsigned bits = db.seg_tab_bits;
     uint32_t mask = (uint32_t)((1ull << bits) - 1);
     uint32_t i = (uint32_t)(h >> (64 - bits));
-    while (db.node_tab[i] != 0)
+    while (db.seg_tab[i] != 0)
         i = (i + 1) & mask;
-    db.node_tab[i] = (uint32_t)(h << db.id_bits) | id;
+    db.seg_tab[i] = (uint32_t)(h << db.id_bits) | s;
 }
 
 /* ---- budget ----------------------------------------------------------- */
 
-static uint64_t used_now(void)
+typedef struct {
+    uint64_t nodes, segs, wide, seg_slots, leaf0, leaf1, hot_slots;
+} sizes_t;
+
+static sizes_t sizes_now(void)
 {
-    return node_array_bytes(db.node_count) + db.node_tab_bytes + db.leaf_touched[0] +
-           db.leaf_touched[1];
+    sizes_t z = { db.node_count, db.nseg, db.nwide, 1ull << db.seg_tab_bits,
+                  db.leaf_touched[0], db.leaf_touched[1], db.hot_slots };
+    return z;
 }
 
-/* Makes room in the node table for `want` nodes in all: doubles it (rebuilt
- * in place from the node arrays: only the lock holder reads it) while the
- * budget allows, else accepts up to 9/10 load. Returns 1 if there is room. */
-static int node_tab_room(uint64_t want)
+/* Bytes touched for these sizes; `round`: page-rounded per array. */
+static uint64_t bytes_for(sizes_t z, int round)
 {
-    while (want * LOAD_DEN > ((uint64_t)GROW_NUM << db.node_tab_bits)) {
-        unsigned nb = db.node_tab_bits + 1;
-        uint64_t nbytes = 4ull << nb;
-        if (nb > db.node_tab_max_bits ||
-            used_now() - db.node_tab_bytes + nbytes > db.budget)
-            return want * LOAD_DEN <= ((uint64_t)FULL_NUM << db.node_tab_bits);
-        for (uint64_t i = 0; i < (1ull << nb); i++)
-            db.node_tab[i] = 0;
-        db.node_tab_bits = nb;
-        db.node_tab_bytes = nbytes;
-        uint32_t count = db.node_count;
-        for (uint32_t id = 1; id < count; id++)
-            node_put(id);
-        db.node_rebuilds++;
+    uint64_t blocks = (z.nodes + 63) / 64;
+    uint64_t part[] = { z.nodes * 4, z.nodes, blocks * 8, blocks * 4, z.segs * 4, z.wide * 8,
+                        z.seg_slots * 4, z.leaf0, z.leaf1, z.hot_slots * sizeof(hot_t) };
+    uint64_t sum = 0;
+    for (unsigned i = 0; i < HT_ARRAY_SIZE(part); i++)
+        sum += round ? page_round(part[i]) : part[i];
+    return sum;
+}
+
+static void account(void)
+{
+    ht_store_relaxed(&db.used, bytes_for(sizes_now(), 1));
+    ht_store_relaxed(&db.used_exact, bytes_for(sizes_now(), 0));
+}
+
+/* Grows the hot-stack cache while it stays under a quarter of the other
+ * bytes and within the budget. Lookups with the old mask look at slots
+ * that still exist; entries check themselves, so a changed mask only
+ * costs misses. */
+static void hot_grow(void)
+{
+    for (;;) {
+        uint32_t want = db.hot_slots ? db.hot_slots * 2 : HOT_MIN_SLOTS;
+        if (want > HOT_MAX_SLOTS || !db.hot)
+            return;
+        sizes_t z = sizes_now();
+        z.hot_slots = 0;
+        uint64_t rest = bytes_for(z, 0);
+        z.hot_slots = want;
+        if ((uint64_t)want * sizeof(hot_t) * 4 > rest || bytes_for(z, 1) > db.budget)
+            return;
+        db.hot_slots = want;
+        ht_store_release(&db.hot_mask, want - 1);
     }
+}
+
+/* Makes room in the segment table for one more segment: doubles it and
+ * rebuilds it in place from the start bitmap (only the lock holder reads
+ * it) while the budget allows, else accepts up to 9/10 load. */
+static int seg_room(void)
+{
+    uint64_t want = (uint64_t)db.nseg + 1;
+    if (want * LOAD_DEN <= ((uint64_t)GROW_NUM << db.seg_tab_bits))
+        return 1;
+    unsigned nb = db.seg_tab_bits + 1;
+    sizes_t z = sizes_now();
+    z.seg_slots = 1ull << nb;
+    if (nb > db.seg_tab_max_bits || bytes_for(z, 1) > db.budget)
+        return want * LOAD_DEN <= ((uint64_t)FULL_NUM << db.seg_tab_bits);
+    for (uint64_t i = 0; i < (1ull << nb); i++)
+        db.seg_tab[i] = 0;
+    db.seg_tab_bits = nb;
+    uint32_t words = (db.node_count + 63) / 64;
+    for (uint32_t w = 0; w < words; w++)
+        for (uint64_t bitsw = db.starts[w]; bitsw; bitsw &= bitsw - 1)
+            seg_put(w * 64 + (uint32_t)__builtin_ctzll(bitsw));
+    db.seg_rebuilds++;
     return 1;
 }
 
 /* Makes room for one more stack table entry: rebuilds the table at twice
- * the size into the other region and publishes it, while the budget
- * allows. Returns 1 if there is room (a full table just stops indexing new
- * stacks: they are still found, under the lock, through the node table). */
+ * the size into the other region (rehashing every stack from the tree) and
+ * publishes it, while the budget allows. Returns 1 if there is room (a
+ * full table stops indexing new stacks: they are still found, under the
+ * lock, through the tree). */
 static int leaf_room(void)
 {
     uint64_t ref = db.leaf_ref;
@@ -255,19 +410,22 @@ static int leaf_room(void)
         return 1;
     unsigned nb = bits + 1;
     uint32_t other = db.leaf_cur ^ 1;
-    uint64_t nbytes = 8ull << nb;
-    uint64_t extra = nbytes > db.leaf_touched[other] ? nbytes - db.leaf_touched[other] : 0;
-    if (nb > db.leaf_max_bits || used_now() + extra > db.budget)
+    uint64_t nbytes = 4ull << nb;
+    sizes_t z = sizes_now();
+    if (other) z.leaf1 = nbytes > z.leaf1 ? nbytes : z.leaf1;
+    else       z.leaf0 = nbytes > z.leaf0 ? nbytes : z.leaf0;
+    if (nb > db.leaf_max_bits || bytes_for(z, 1) > db.budget)
         return want * LOAD_DEN <= ((uint64_t)FULL_NUM << bits);
-    uint64_t *dst = db.leaf_region[other], *src = leaf_base(ref);
+    uint32_t *dst = db.leaf_region[other], *src = leaf_base(ref);
     /* lookups that still read `dst` (from two growths ago) see zeros or
      * entries of the new table: both are safe for them */
     for (uint64_t i = 0; i < (1ull << nb); i++)
         ht_store_relaxed(&dst[i], 0);
+    uint32_t idm = id_mask();
     for (uint64_t i = 0; i < (1ull << bits); i++) {
-        uint64_t e = src[i];
+        uint32_t e = src[i];
         if (e)
-            leaf_put(dst, nb, e);
+            leaf_put(dst, nb, stack_hash_of(e & idm), e & idm);
     }
     if (nbytes > db.leaf_touched[other])
         db.leaf_touched[other] = nbytes;
@@ -287,77 +445,99 @@ static unsigned log2_ceil(uint64_t v)
     return b;
 }
 
-/* Reserves the address space the budget can ever need and maps the first
- * tables. Under the lock. Returns the new state: 1 ready, 2 unusable (no
- * address space, or a budget too small for the first tables). */
+static void teardown(void)
+{
+    ht_store_release(&db.leaf_ref, 0);
+    ht_store_release(&db.hot_mask, 0);
+    void *p[] = { db.lo, db.hi, db.starts, db.rank, db.seg_parent, db.wide, db.seg_tab,
+                  db.leaf_region[0], db.leaf_region[1], db.hot };
+    size_t sz[] = { db.sz_lo, db.sz_hi, db.sz_starts, db.sz_rank, db.sz_segp, db.sz_wide,
+                    db.sz_segtab, db.sz_leaf, db.sz_leaf, db.sz_hot };
+    for (unsigned i = 0; i < HT_ARRAY_SIZE(p); i++)
+        if (p[i])
+            ht__unmap(p[i], sz[i]);
+    db.lo = NULL;
+    db.hi = NULL;
+    db.starts = NULL;
+    db.rank = NULL;
+    db.seg_parent = NULL;
+    db.wide = NULL;
+    db.seg_tab = NULL;
+    db.leaf_region[0] = db.leaf_region[1] = NULL;
+    db.hot = NULL;
+    db.hot_slots = 0;
+}
+
+/* Reserves the address space the budget can ever need and sets up the
+ * first tables. Under the lock. Returns the new state: 1 ready, 2 unusable
+ * (no address space, or a budget too small for the first tables). */
 static int setup(uint64_t budget)
 {
     if (budget > MAX_BUDGET)
         budget = MAX_BUDGET;
     db.budget = budget;
-    uint64_t maxn = budget / NODE_BYTES + 1;
+    uint64_t maxn = budget / MIN_NODE_BYTES + 2;
     if (maxn > 0xfffffffeull)
         maxn = 0xfffffffeull;
-    if (maxn < 2)
-        maxn = 2;
     db.max_nodes = (uint32_t)maxn;
     db.id_bits = log2_ceil(maxn);
-    if (db.id_bits > 30)
-        db.id_bits = 32;
-    /* tables never need more than max_nodes entries at 7/10 load */
+    if (db.id_bits > 28)
+        db.id_bits = 32;          /* too few bits left for a useful tag */
+    /* no table can outgrow the budget */
     unsigned tbits = log2_ceil(maxn * LOAD_DEN / GROW_NUM + 1);
-    if (tbits < NODE_MIN_BITS)
-        tbits = NODE_MIN_BITS;
-    if (tbits > 32)
-        tbits = 32;
-    db.node_tab_max_bits = tbits;
-    db.leaf_max_bits = tbits;
+    while (tbits > SEG_MIN_BITS && (4ull << tbits) > budget)
+        tbits--;
+    if (tbits < SEG_MIN_BITS)
+        tbits = SEG_MIN_BITS;
+    db.seg_tab_max_bits = db.leaf_max_bits = tbits;
+    uint64_t wide = budget / 8 + 1;
+    db.max_wide = wide > maxn ? (uint32_t)maxn : (uint32_t)wide;
 
-    size_t psz = page_round(maxn * 4), asz = page_round(maxn * 8);
-    size_t nsz = (size_t)4 << tbits, lsz = (size_t)8 << tbits;
-    db.parent = ht__reserve(psz);
-    db.addr = ht__reserve(asz);
-    db.node_tab = ht__reserve(nsz);
-    db.leaf_region[0] = ht__reserve(lsz);
-    db.leaf_region[1] = ht__reserve(lsz);
-    db.reserved = psz + asz + nsz + 2 * lsz;
-    if (!db.parent || !db.addr || !db.node_tab || !db.leaf_region[0] || !db.leaf_region[1])
-        return 2;   /* no address space: every new stack overflows */
-    db.parent[0] = 0;
-    db.addr[0] = 0;
-    db.node_tab_bits = NODE_MIN_BITS;
-    db.node_tab_bytes = 4ull << NODE_MIN_BITS;
+    db.sz_lo = page_round(maxn * 4);
+    db.sz_hi = page_round(maxn);
+    db.sz_starts = page_round((maxn + 63) / 64 * 8);
+    db.sz_rank = page_round((maxn + 63) / 64 * 4);
+    db.sz_segp = page_round(maxn * 4);
+    db.sz_wide = page_round((uint64_t)db.max_wide * 8);
+    db.sz_segtab = (size_t)4 << tbits;
+    db.sz_leaf = (size_t)4 << tbits;
+    db.lo = ht__reserve(db.sz_lo);
+    db.hi = ht__reserve(db.sz_hi);
+    db.starts = ht__reserve(db.sz_starts);
+    db.rank = ht__reserve(db.sz_rank);
+    db.seg_parent = ht__reserve(db.sz_segp);
+    db.wide = ht__reserve(db.sz_wide);
+    db.seg_tab = ht__reserve(db.sz_segtab);
+    db.leaf_region[0] = ht__reserve(db.sz_leaf);
+    db.leaf_region[1] = ht__reserve(db.sz_leaf);
+    db.sz_hot = page_round((uint64_t)HOT_MAX_SLOTS * sizeof(hot_t));
+    db.hot = ht__reserve(db.sz_hot);
+    db.hot_slots = 0;
+    db.reserved = db.sz_lo + db.sz_hi + db.sz_starts + db.sz_rank + db.sz_segp + db.sz_wide +
+                  db.sz_segtab + 2 * db.sz_leaf + (db.hot ? db.sz_hot : 0);
+    if (!db.lo || !db.hi || !db.starts || !db.rank || !db.seg_parent || !db.wide ||
+        !db.seg_tab || !db.leaf_region[0] || !db.leaf_region[1])
+        return 2;
+    /* node 0, the root: lo 0, hi 0, not a start; reads as address 0 but is
+     * never compared (walks stop at it) */
+    db.seg_tab_bits = SEG_MIN_BITS;
     db.leaf_cur = 0;
-    db.leaf_touched[0] = 8ull << LEAF_MIN_BITS;
+    db.leaf_touched[0] = 4ull << LEAF_MIN_BITS;
     db.leaf_touched[1] = 0;
-    if (node_array_bytes(2) + db.node_tab_bytes + db.leaf_touched[0] > budget) {
-        /* too small even for the first tables: every new stack overflows */
-        db.node_tab_bytes = 0;
+    ht_store_release(&db.node_count, 1u);
+    sizes_t z = sizes_now();
+    z.nodes = 2;
+    z.segs = 1;
+    if (bytes_for(z, 1) > budget) {
+        /* too small even for the first node: every new stack overflows */
         db.leaf_touched[0] = 0;
-        ht_store_release(&db.node_count, 1u);
-        db.used = 0;
+        db.seg_tab_bits = 0;
+        ht_store_relaxed(&db.used, 0);
         return 2;
     }
-    ht_store_release(&db.node_count, 1u);
     ht_store_release(&db.leaf_ref, (uint64_t)(uintptr_t)db.leaf_region[0] | LEAF_MIN_BITS);
-    db.used = used_now();
+    account();
     return 1;
-}
-
-static void teardown(void)
-{
-    ht_store_release(&db.leaf_ref, 0);
-    size_t psz = page_round((uint64_t)db.max_nodes * 4), asz = page_round((uint64_t)db.max_nodes * 8);
-    size_t nsz = (size_t)4 << db.node_tab_max_bits, lsz = (size_t)8 << db.leaf_max_bits;
-    if (db.parent) ht__unmap(db.parent, psz);
-    if (db.addr) ht__unmap(db.addr, asz);
-    if (db.node_tab) ht__unmap(db.node_tab, nsz);
-    if (db.leaf_region[0]) ht__unmap(db.leaf_region[0], lsz);
-    if (db.leaf_region[1]) ht__unmap(db.leaf_region[1], lsz);
-    db.parent = NULL;
-    db.addr = NULL;
-    db.node_tab = NULL;
-    db.leaf_region[0] = db.leaf_region[1] = NULL;
 }
 
 /* ---- intern ----------------------------------------------------------- */
@@ -366,6 +546,55 @@ static uint32_t drop(void)
 {
     ht_fetch_add(&db.drops, 1);
     return HT_STACK_ID_OVERFLOW;
+}
+
+/* Writes node x = (parent, addr); x == count (the lock holder appends). */
+static void node_write(uint32_t x, uint32_t parent, uint64_t addr, int start)
+{
+    uint32_t hi_half = (uint32_t)(addr >> 32), k;
+    for (k = 0; k < db.nhi && db.hi_tab[k] != (uint64_t)hi_half << 32; k++)
+        ;
+    if (k == db.nhi && db.nhi < HI_WIDE)
+        db.hi_tab[db.nhi++] = (uint64_t)hi_half << 32;
+    if (k < db.nhi) {
+        db.lo[x] = (uint32_t)addr;
+    } else {
+        k = HI_WIDE;
+        db.wide[db.nwide] = addr;
+        db.lo[x] = db.nwide++;
+    }
+    db.hi[x] = (uint8_t)(k | (start ? START : 0));
+    uint32_t b = x >> 6;
+    if ((x & 63) == 0 && b > 0)
+        db.rank[b] = db.rank[b - 1] + (uint32_t)__builtin_popcountll(db.starts[b - 1]);
+    if (start) {
+        db.seg_parent[db.nseg++] = parent;
+        ht_store_relaxed(&db.starts[b], db.starts[b] | 1ull << (x & 63));
+    }
+}
+
+/* How many of frames[0..j) would need a wide[] slot. */
+static uint32_t wide_needed(void *const *frames, int j)
+{
+    uint32_t w = 0, nhi = db.nhi;
+    uint64_t extra[HI_WIDE];
+    for (int k = 0; k < j; k++) {
+        uint64_t hh = (uint64_t)(uintptr_t)frames[k] >> 32 << 32;
+        uint32_t i;
+        for (i = 0; i < db.nhi && db.hi_tab[i] != hh; i++)
+            ;
+        if (i < db.nhi)
+            continue;
+        for (i = db.nhi; i < nhi && extra[i] != hh; i++)
+            ;
+        if (i < nhi)
+            continue;
+        if (nhi < HI_WIDE)
+            extra[nhi++] = hh;
+        else
+            w++;
+    }
+    return w;
 }
 
 /* The insert path, under the lock. */
@@ -377,8 +606,7 @@ static uint32_t intern_locked(void *const *frames, int n, uint64_t h)
         if (db.state != 1)
             return HT_STACK_ID_OVERFLOW;
     }
-    uint64_t ref = db.leaf_ref;
-    uint32_t id = leaf_find(ref, frames, n, h);
+    uint32_t id = leaf_find(db.leaf_ref, frames, n, h);
     if (id)
         return id;
 
@@ -386,32 +614,34 @@ static uint32_t intern_locked(void *const *frames, int n, uint64_t h)
     uint32_t cur = 0;
     int j = n;
     while (j > 0) {
-        uint32_t c = node_find(cur, (uint64_t)(uintptr_t)frames[j - 1]);
+        uint32_t c = child_find(cur, (uint64_t)(uintptr_t)frames[j - 1]);
         if (!c)
             break;
         cur = c;
         j--;
     }
     if (j > 0) {
-        uint64_t count = db.node_count, want = count + (uint64_t)j;
-        if (want > db.max_nodes || !node_tab_room(want))
+        /* frames[0..j) become one new segment below `cur` */
+        uint32_t wneed = wide_needed(frames, j);
+        sizes_t z = sizes_now();
+        z.nodes += (uint64_t)j;
+        z.segs += 1;
+        z.wide += wneed;
+        if (z.nodes > db.max_nodes || z.wide > db.max_wide || !seg_room())
             return HT_STACK_ID_OVERFLOW;
-        if (used_now() - node_array_bytes(count) + node_array_bytes(want) > db.budget)
+        z.seg_slots = 1ull << db.seg_tab_bits;
+        if (bytes_for(z, 1) > db.budget)
             return HT_STACK_ID_OVERFLOW;
-        uint32_t nid = (uint32_t)count;
-        for (int k = j - 1; k >= 0; k--, nid++) {
-            db.parent[nid] = cur;
-            db.addr[nid] = (uint64_t)(uintptr_t)frames[k];
-            node_put(nid);
-            cur = nid;
-        }
-        ht_store_release(&db.node_count, nid);
+        uint32_t x = db.node_count, s = x;
+        for (int k = j - 1; k >= 0; k--, x++)
+            node_write(x, x == s ? cur : x - 1, (uint64_t)(uintptr_t)frames[k], x == s);
+        ht_store_release(&db.node_count, x);
+        seg_put(s);
+        cur = x - 1;
     }
     if (leaf_room()) {
-        leaf_put(leaf_base(db.leaf_ref), (unsigned)(db.leaf_ref & 63),
-                 (uint64_t)(uint32_t)(h >> 32) << 32 | cur);
+        leaf_put(leaf_base(db.leaf_ref), (unsigned)(db.leaf_ref & 63), h, cur);
         db.leaf_entries++;
-        db.stacks++;
     }
     return cur;
 }
@@ -428,8 +658,10 @@ static HT_NOINLINE uint32_t intern_slow(void *const *frames, int n, uint64_t h)
     ht_compiler_barrier();
     ht__spin_lock(&db.lock);
     uint32_t id = intern_locked(frames, n, h);
-    if (db.state == 1)
-        ht_store_relaxed(&db.used, used_now());
+    if (db.state == 1) {
+        hot_grow();
+        account();
+    }
     ht__spin_unlock(&db.lock);
     ht_compiler_barrier();
     t_in_insert = 0;
@@ -441,11 +673,20 @@ uint32_t ht__stackdb_intern(void *const *frames, int n, uint64_t hash)
     if (ht_unlikely(n <= 0))
         return HT_STACK_ID_EMPTY;
     uint64_t h = hash & ht_load_relaxed(&db.hash_mask);
+    int hot = n <= HOT_FRAMES && ht_load_acquire(&db.hot_mask) != 0;
+    if (hot) {
+        uint32_t id = hot_find(frames, n, h);
+        if (ht_likely(id != 0))
+            return id;
+    }
     uint64_t ref = ht_load_acquire(&db.leaf_ref);
     if (ht_likely(ref != 0)) {
         uint32_t id = leaf_find(ref, frames, n, h);
-        if (ht_likely(id != 0))
+        if (ht_likely(id != 0)) {
+            if (hot)
+                hot_fill(frames, n, h, id);
             return id;
+        }
     }
     return intern_slow(frames, n, h);
 }
@@ -459,12 +700,9 @@ int ht__stackdb_frames(uint32_t id, void **frames, int max)
     if (id >= ht_load_acquire(&db.node_count))
         return -1;
     int k = 0;
-    while (id != 0) {
+    for (; id != 0; id = node_parent(id), k++)
         if (k < max)
-            frames[k] = (void *)(uintptr_t)db.addr[id];
-        k++;
-        id = db.parent[id];
-    }
+            frames[k] = (void *)(uintptr_t)node_addr(id);
     return k;
 }
 
@@ -483,17 +721,19 @@ int ht__stackdb_node(uint32_t id, ht_stacknode_t *out)
     }
     if (id >= ht_load_acquire(&db.node_count))
         return -1;
-    out->parent = db.parent[id];
-    out->addr = db.addr[id];
+    out->parent = node_parent(id);
+    out->addr = node_addr(id);
     return 0;
 }
 
 void ht__stackdb_info(ht_stackdb_info_t *out)
 {
-    out->stacks = ht_load_relaxed(&db.stacks);
+    out->stacks = ht_load_relaxed(&db.leaf_entries);
     uint32_t c = ht_load_acquire(&db.node_count);
     out->nodes = c ? c : 1;
+    out->segments = ht_load_relaxed(&db.nseg);
     out->bytes_mapped = ht_load_relaxed(&db.used);
+    out->bytes_used = ht_load_relaxed(&db.used_exact);
     out->bytes_reserved = ht_load_relaxed(&db.reserved);
     out->budget = db.state ? db.budget
                            : ht__parse_size(ht__env("HEAPTRAIL_STACKDB_MAX"), DEFAULT_MAX);
@@ -501,9 +741,11 @@ void ht__stackdb_info(ht_stackdb_info_t *out)
     out->drops_reentrant = ht_load_relaxed(&db.drops_reentrant);
     uint64_t ref = ht_load_relaxed(&db.leaf_ref);
     out->stack_table_slots = ref ? 1ull << (ref & 63) : 0;
-    out->node_table_slots = db.state == 1 ? 1ull << db.node_tab_bits : 0;
+    out->segment_table_slots = db.state == 1 ? 1ull << db.seg_tab_bits : 0;
     out->stack_table_rebuilds = db.leaf_rebuilds;
-    out->node_table_rebuilds = db.node_rebuilds;
+    out->segment_table_rebuilds = db.seg_rebuilds;
+    out->wide_addresses = db.nwide;
+    out->hot_slots = ht_load_relaxed(&db.hot_slots);
 }
 
 /* ---- fork ------------------------------------------------------------- */
@@ -532,7 +774,14 @@ void ht__stackdb_fork_parent(void)
 
 void ht__stackdb_fork_child(void)
 {
-    /* the child has one thread, this one: the lock it inherited is ours */
+    /* a hot slot another thread was filling stays odd forever: empty it
+     * (the child has one thread, this one) */
+    for (uint32_t i = 0; db.hot && i < db.hot_slots; i++)
+        if (db.hot[i].seq & 1) {
+            db.hot[i].n = 0xffffffffu;
+            ht_store_release(&db.hot[i].seq, db.hot[i].seq + 1);
+        }
+    /* the lock it inherited is ours */
     ht__stackdb_fork_parent();
 }
 
@@ -545,9 +794,11 @@ void ht__stackdb_reset_for_test(uint64_t budget, uint64_t hash_mask)
         teardown();
     ht_store_release(&db.node_count, 0u);
     db.state = 0;
-    db.leaf_entries = db.stacks = 0;
-    db.leaf_rebuilds = db.node_rebuilds = 0;
-    db.used = db.reserved = 0;
+    db.nseg = db.nwide = db.nhi = 0;
+    db.leaf_entries = 0;
+    db.leaf_rebuilds = db.seg_rebuilds = 0;
+    db.leaf_touched[0] = db.leaf_touched[1] = 0;
+    db.used = db.used_exact = db.reserved = 0;
     ht_store_relaxed(&db.drops, 0);
     ht_store_relaxed(&db.drops_reentrant, 0);
     ht_store_relaxed(&db.hash_mask, hash_mask);

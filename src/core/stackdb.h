@@ -41,14 +41,19 @@ HT_INTERNAL int ht__stackdb_node(uint32_t id, ht_stacknode_t *out);
 typedef struct ht_stackdb_info_s {
     uint64_t stacks;          /* distinct stacks interned */
     uint64_t nodes;           /* prefix-tree nodes, the root included */
+    uint64_t segments;        /* runs of consecutive node ids (one per insert) */
     uint64_t bytes_mapped;    /* memory touched (page-rounded), what the budget limits */
+    uint64_t bytes_used;      /* the same without page rounding */
     uint64_t bytes_reserved;  /* address space reserved (not committed) */
     uint64_t budget;          /* HEAPTRAIL_STACKDB_MAX */
     uint64_t drops;           /* interns answered with HT_STACK_ID_OVERFLOW */
     uint64_t drops_reentrant; /* ... of them by a signal handler that interrupted
                                  an insert on its own thread and missed */
-    uint64_t stack_table_slots, node_table_slots;
-    uint64_t stack_table_rebuilds, node_table_rebuilds;
+    uint64_t stack_table_slots, segment_table_slots;
+    uint64_t stack_table_rebuilds, segment_table_rebuilds;
+    uint64_t wide_addresses;  /* addresses kept whole (their high half did not
+                                 fit the table of high halves) */
+    uint64_t hot_slots;       /* slots in the hot-stack cache */
 } ht_stackdb_info_t;
 HT_INTERNAL void ht__stackdb_info(ht_stackdb_info_t *out);
 

@@ -17,7 +17,9 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/time.h>
+#include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
 #include "heaptrail.h"
@@ -209,9 +211,7 @@ __attribute__((noinline)) static int raise_in_chain(int d)
     return 0;
 }
 
-static void *async_ctx_frames_ok;
-static volatile sig_atomic_t async_hits;
-static int async_checked, async_bad;
+static volatile sig_atomic_t async_hits, async_in_vdso;
 
 /* From an asynchronous signal: ht_capture through the signal frame, and
  * ht_capture_context from the interrupted instruction, both against
@@ -233,6 +233,9 @@ static void on_alrm(int sig, siginfo_t *si, void *ucv)
             break;
         }
     compare("async signal (ht_capture_context)", ctx, k, ref, m, off);
+    uintptr_t vdso = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
+    if (k > 0 && vdso && (uintptr_t)ctx[0] >= vdso && (uintptr_t)ctx[0] < vdso + 0x4000)
+        async_in_vdso++;
     async_hits++;
 }
 
@@ -251,6 +254,20 @@ __attribute__((noinline)) static long busy(int d, long x)
     return r ^ x;
 }
 
+/* spends most of its time inside the vdso */
+__attribute__((noinline)) static long in_vdso(int d)
+{
+    if (d > 0)
+        return in_vdso(d - 1) + 1;
+    struct timespec ts;
+    long x = 0;
+    for (int i = 0; i < 50; i++) {
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        x += ts.tv_nsec;
+    }
+    return x;
+}
+
 static void run_async(void)
 {
     struct sigaction sa;
@@ -263,13 +280,15 @@ static void run_async(void)
     long x = 1;
     while (async_hits < 400)
         x += busy((int)(x & 7), x);
+    /* then interrupt the vdso, whose frames only its own CFI describes */
+    while (async_hits < 800)
+        x += in_vdso((int)(x & 3));
     struct itimerval off = { { 0, 0 }, { 0, 0 } };
     setitimer(ITIMER_PROF, &off, NULL);
     signal(SIGPROF, SIG_IGN);
     sink += (int)x;
-    (void)async_ctx_frames_ok;
-    (void)async_checked;
-    (void)async_bad;
+    fprintf(stderr, "async signals: %d, %d of them inside the vdso\n", (int)async_hits, (int)async_in_vdso);
+    CHECK(async_in_vdso >= 20);
 }
 
 /* ---- driver ----------------------------------------------------------- */
@@ -292,7 +311,14 @@ static void *thread_main(void *arg)
     return arg;
 }
 
-/* For gdb_oracle.sh: gdb stops here; print what ht_capture sees. */
+/* For gdb_oracle.sh: gdb stops in oracle_stop(), called from
+ * oracle_point() right after it printed what ht_capture saw there. gdb's
+ * frame #2 is then ht_capture's frame #1 (the caller of oracle_point). */
+__attribute__((noinline)) void oracle_stop(void)
+{
+    __asm__ volatile("" ::: "memory");
+}
+
 __attribute__((noinline)) void oracle_point(void)
 {
     void *f[MAXF];
@@ -300,6 +326,8 @@ __attribute__((noinline)) void oracle_point(void)
     for (int i = 0; i < n; i++)
         printf("HTFRAME %p\n", f[i]);
     fflush(stdout);
+    oracle_stop();
+    sink++;
 }
 
 static int gdb_leaf(int d, int x)
@@ -308,12 +336,26 @@ static int gdb_leaf(int d, int x)
     return x;
 }
 
+/* a realigned frame (CFA expression with gcc) on the path gdb checks */
+__attribute__((noinline)) static int gdb_realigned(int a, int b, int c, int d, int e, int f,
+                                                   int g, int h)
+{
+    char buf[64] __attribute__((aligned(64)));
+    memset(buf, a + h, sizeof buf);
+    int r = chainlib_recurse(gdb_leaf, 3, b + c + d + e + f + g);
+    return r + buf[1];
+}
+
+static int gdb_realigned_cb(int d, int x)
+{
+    return gdb_realigned(x, 2, 3, 4, 5, 6, 7, 8) + 1;
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "gdb") == 0) {
-        chainlib_call(lib_cb, 2, 1);    /* prime nothing; just a chain */
-        realigned(1, 2, 3, 4, 5, 6, 7, 8);
-        chainlib_recurse(gdb_leaf, 3, 1);
+        /* main -> libchain -> chain.c -> libchain (recursing) -> oracle */
+        chainlib_call(gdb_realigned_cb, 2, 1);
         return 0;
     }
     run_chains(50);

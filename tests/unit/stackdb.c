@@ -120,6 +120,16 @@ static void build_adversarial(void)
         f[i] = (void *)(uintptr_t)(0x402000 + (i % 3) * 4);
     for (int n = 100; n <= MAXD; n++)
         add(f, n);
+    /* the same low 32 bits under 300 different high halves: more high
+     * halves than the database's table of them holds (the rest are kept
+     * whole) */
+    for (uint64_t k = 0; k < 300; k++) {
+        f[0] = (void *)(uintptr_t)(k << 32 | 0x1000);
+        f[1] = (void *)(uintptr_t)((299 - k) << 32 | 0x2000);
+        f[2] = (void *)(uintptr_t)0x7f0000001000ull;
+        add(f, 3);
+        add(f, 1);
+    }
     /* exact duplicates of some of the above */
     int k = nset;
     for (int i = 0; i < k; i += 7)
@@ -159,6 +169,7 @@ static void check_exact(const char *what)
     CHECK_EQ(bad_frames, 0);
     CHECK_EQ(info().stacks, distinct);
     CHECK_EQ(info().drops, 0);
+    CHECK(info().wide_addresses > 0);
     for (int i = 0; i < nset; i++)
         CHECK(ids[i] != HT_STACK_ID_OVERFLOW && ids[i] != HT_STACK_ID_EMPTY);
     free(ids);

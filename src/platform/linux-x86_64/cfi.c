@@ -16,7 +16,7 @@ typedef struct {
 
 static inline int cur_has(cursor_t *c, size_t n)
 {
-    if (c->bad || c->p < c->lo || (size_t)(c->end - c->p) < n) {
+    if (c->bad || c->p < c->lo || c->p > c->end || (size_t)(c->end - c->p) < n) {
         c->bad = 1;
         return 0;
     }
@@ -241,6 +241,27 @@ static int parse_fde(const uint8_t *p, const uint8_t *lo, const uint8_t *hi, fde
     return 0;
 }
 
+/* Finds the FDE covering pc by walking an .eh_frame section from `start`
+ * to its zero terminator (or `hi`). */
+static int scan_eh_frame(const uint8_t *start, const uint8_t *lo, const uint8_t *hi, uintptr_t pc,
+                         fde_t *f)
+{
+    if (start < lo || start >= hi)
+        return HT_CFI_BAD;
+    for (const uint8_t *p = start, *next; p < hi; p = next) {
+        int r = parse_fde(p, lo, hi, f, &next);
+        if (r < 0)
+            return HT_CFI_BAD;
+        if (next == p + 4 && r == 1)    /* zero terminator */
+            break;
+        if (r == 0 && pc >= f->pc_begin && pc < f->pc_end)
+            return HT_CFI_OK;
+        if (next <= p)
+            return HT_CFI_BAD;
+    }
+    return HT_CFI_NONE;
+}
+
 /* Finds the FDE covering pc through .eh_frame_hdr's sorted table, or by a
  * linear scan of .eh_frame when the table is absent or unusual. */
 static int find_fde(const ht_module_t *m, uintptr_t pc, fde_t *f)
@@ -286,20 +307,7 @@ static int find_fde(const ht_module_t *m, uintptr_t pc, fde_t *f)
     }
 
     /* no usable table: walk .eh_frame to its terminator */
-    if (eh_frame < lo || eh_frame >= hi)
-        return HT_CFI_BAD;
-    for (const uint8_t *p = eh_frame, *next; p < hi; p = next) {
-        int r = parse_fde(p, lo, hi, f, &next);
-        if (r < 0)
-            return HT_CFI_BAD;
-        if (next == p + 4 && r == 1)    /* zero terminator */
-            break;
-        if (r == 0 && pc >= f->pc_begin && pc < f->pc_end)
-            return HT_CFI_OK;
-        if (next <= p)
-            return HT_CFI_BAD;
-    }
-    return HT_CFI_NONE;
+    return scan_eh_frame(eh_frame, lo, hi, pc, f);
 }
 
 /* ---- the CFA program -------------------------------------------------- */
@@ -493,17 +501,13 @@ static int run_program(const uint8_t *p, const uint8_t *end, const cie_t *cie,
     return c.bad ? -1 : 0;
 }
 
-int ht__cfi_row(const ht_module_t *m, uintptr_t pc, ht_cfi_row_t *row)
+/* Runs the CIE's and the FDE's programs up to pc. */
+static int fde_row(const fde_t *fp, const uint8_t *lo, const uint8_t *hi, uintptr_t pc,
+                   ht_cfi_row_t *row)
 {
-    if (!m->eh_hdr)
-        return HT_CFI_NONE;
-    fde_t f;
-    int r = find_fde(m, pc, &f);
-    if (r != HT_CFI_OK)
-        return r;
+    fde_t f = *fp;
     if (f.cie.ra_reg != HT_DW_RA)
         return HT_CFI_BAD;
-    const uint8_t *lo = (const uint8_t *)m->rd_lo, *hi = (const uint8_t *)m->rd_hi;
     __builtin_memset(row, 0, sizeof *row);
     row->cfa.how = HT_RULE_CFA_REG;   /* until the CIE says otherwise */
     row->cfa.reg = HT_DW_RSP;
@@ -519,6 +523,58 @@ int ht__cfi_row(const ht_module_t *m, uintptr_t pc, ht_cfi_row_t *row)
     row->pc_begin = f.pc_begin;
     row->pc_end = f.pc_end;
     return HT_CFI_OK;
+}
+
+int ht__cfi_row(const ht_module_t *m, uintptr_t pc, ht_cfi_row_t *row)
+{
+    if (!m->eh_hdr)
+        return HT_CFI_NONE;
+    fde_t f;
+    int r = find_fde(m, pc, &f);
+    if (r != HT_CFI_OK)
+        return r;
+    return fde_row(&f, (const uint8_t *)m->rd_lo, (const uint8_t *)m->rd_hi, pc, row);
+}
+
+size_t ht__eh_frame_length(const uint8_t *eh, size_t max)
+{
+    size_t at = 0;
+    while (at + 4 <= max) {
+        uint32_t len;
+        __builtin_memcpy(&len, eh + at, 4);
+        if (len == 0)
+            return at + 4;
+        if (len == 0xffffffffu || len > max - at - 4)
+            return 0;
+        at += 4 + (size_t)len;
+    }
+    return 0;
+}
+
+int ht__eh_frame_each(const uint8_t *eh, size_t size, void (*fn)(void *, uintptr_t, uintptr_t),
+                      void *ctx)
+{
+    const uint8_t *hi = eh + size;
+    fde_t f;
+    for (const uint8_t *p = eh, *next; p < hi; p = next) {
+        int r = parse_fde(p, eh, hi, &f, &next);
+        if (r < 0 || next <= p)
+            return -1;
+        if (r == 1 && next == p + 4)
+            break;
+        if (r == 0 && f.pc_end > f.pc_begin)
+            fn(ctx, f.pc_begin, f.pc_end);
+    }
+    return 0;
+}
+
+int ht__cfi_row_eh(const uint8_t *eh, size_t size, uintptr_t pc, ht_cfi_row_t *row)
+{
+    fde_t f;
+    int r = scan_eh_frame(eh, eh, eh + size, pc, &f);
+    if (r != HT_CFI_OK)
+        return r;
+    return fde_row(&f, eh, eh + size, pc, row);
 }
 
 /* ---- DWARF expressions ------------------------------------------------ */

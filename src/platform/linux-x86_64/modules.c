@@ -12,13 +12,6 @@
 #include <link.h>
 #include "heaptrail.h"
 
-uint32_t ht__code_gen = 1;
-
-void ht__code_changed(void)
-{
-    __atomic_fetch_add(&ht__code_gen, 1, __ATOMIC_SEQ_CST);
-}
-
 int ht__module_find(uintptr_t pc, ht_module_t *m)
 {
     struct dl_find_object fo;

@@ -8,8 +8,10 @@
  * TLS. A thread can run on more than one stack (sigaltstack, coroutines),
  * so a few ranges are kept. The thread's own stack (the mapping that holds
  * its TCB, or __libc_stack_end for the main thread) cannot go away while the
- * thread runs and is trusted for good; other ranges are forgotten when the
- * address space may have changed under them (ht__stack_ranges_changed). */
+ * thread runs and is trusted for good. Any other range may have been
+ * unmapped since it was cached (a finished coroutine's stack), so each use
+ * re-checks with mincore() that the pages from sp upward are still mapped,
+ * and bounds the walk to at most 1 MiB above sp there. */
 #include "unwind.h"
 #include <fcntl.h>
 #include <pthread.h>
@@ -17,16 +19,25 @@
 
 #define NRANGES 4
 
-typedef struct { uintptr_t lo, hi; uint32_t gen; /* 0: the thread's own */ } range_t;
+typedef struct { uintptr_t lo, hi; } range_t;
 
+/* t_ranges[0] is the thread's own stack; the others are re-checked */
 static HT_TLS range_t t_ranges[NRANGES];
 static HT_TLS unsigned t_next;
-static uint32_t g_ranges_gen = 1;
 extern void *__libc_stack_end;
 
-void ht__stack_ranges_changed(void)
+#define CHECK_SPAN ((uintptr_t)1 << 20)
+
+/* The end of what is still mapped of [lo, hi), at most CHECK_SPAN above
+ * lo, or 0 if any of those pages is gone. */
+static uintptr_t still_mapped(uintptr_t lo, uintptr_t hi)
 {
-    __atomic_fetch_add(&g_ranges_gen, 1, __ATOMIC_RELAXED);
+    uintptr_t page = lo & ~(uintptr_t)4095;
+    uintptr_t end = hi - page > CHECK_SPAN ? page + CHECK_SPAN : hi;
+    unsigned char vec[CHECK_SPAN / 4096];
+    if (ht__sys3(SYS_mincore, page, end - page, vec) != 0)
+        return 0;
+    return end;
 }
 
 static int hexval(char c)
@@ -91,12 +102,22 @@ done:
 
 int ht__stack_range(uintptr_t sp, uintptr_t *lo_out, uintptr_t *hi)
 {
-    uint32_t gen = ht_load_relaxed(&g_ranges_gen);
-    for (int i = 0; i < NRANGES; i++) {
+    range_t *mine = &t_ranges[0];
+    if (ht_likely(sp >= mine->lo && sp < mine->hi)) {
+        *lo_out = mine->lo;
+        *hi = mine->hi;
+        return 0;
+    }
+    for (int i = 1; i < NRANGES; i++) {
         range_t *r = &t_ranges[i];
-        if (sp >= r->lo && sp < r->hi && (r->gen == 0 || r->gen == gen)) {
-            *lo_out = r->lo;
-            *hi = r->hi;
+        if (sp >= r->lo && sp < r->hi) {
+            /* from the red zone below sp, which the walk may read */
+            uintptr_t from = sp - r->lo >= 128 ? sp - 128 : r->lo;
+            uintptr_t end = still_mapped(from, r->hi);
+            if (!end)
+                break;
+            *lo_out = from;
+            *hi = end;
             return 0;
         }
     }
@@ -115,10 +136,9 @@ int ht__stack_range(uintptr_t sp, uintptr_t *lo_out, uintptr_t *hi)
     t_ranges[slot].hi = 0;              /* never half-valid for a nested reader */
     ht_compiler_barrier();
     t_ranges[slot].lo = lo;
-    t_ranges[slot].gen = own ? 0 : gen;
     ht_compiler_barrier();
     t_ranges[slot].hi = h;
     *lo_out = lo;
-    *hi = h;
+    *hi = own || h - sp <= CHECK_SPAN ? h : sp + CHECK_SPAN;
     return 0;
 }

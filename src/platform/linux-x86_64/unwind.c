@@ -16,9 +16,11 @@
 #include "heaptrail.h"
 #include "../../core/hash.h"
 #include "cfi.h"
+#include "jit.h"
 #include "unwind.h"
 #include <cpuid.h>
 #include <emmintrin.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <sys/ucontext.h>
 
@@ -36,6 +38,7 @@ enum {
 };
 enum { CFA_RSP = 0, CFA_RBP = 1, CFA_DEREF_RBP = 2 };    /* how & 3 */
 enum { BP_SAME = 0, BP_AT_CFA = 1, BP_AT_RBP = 2 };      /* (how >> 2) & 3 */
+#define HOW_JIT 0x80    /* the pc is in registered JIT code: tag its frame */
 
 typedef union {
     struct {
@@ -124,12 +127,24 @@ static rule_t compute_rule(uintptr_t ra)
 {
     rule_t r = { .u = 0 };
     ht_module_t m;
+    ht_cfi_row_t row;
+    int rc;
     if (ht__module_find(ra - 1, &m) != 0) {
-        r.s.kind = K_NOMODULE;
+        ht_jit_range_t j;
+        if (!ht__jit_find(ra - 1, &j)) {
+            r.s.kind = K_NOMODULE;
+            return r;
+        }
+        /* registered JIT code: its own CFI, or frame pointers */
+        rc = j.eh ? ht__cfi_row_eh(j.eh, j.eh_size, ra - 1, &row) : HT_CFI_NONE;
+        if (rc == HT_CFI_OK && !row.signal_frame)
+            r = compact(&row);
+        else
+            r.s.kind = rc == HT_CFI_BAD ? K_BAD : K_NOCFI;
+        r.s.how |= HOW_JIT;
         return r;
     }
-    ht_cfi_row_t row;
-    int rc = ht__cfi_row(&m, ra - 1, &row);
+    rc = ht__cfi_row(&m, ra - 1, &row);
     if (rc == HT_CFI_BAD)
         r.s.kind = K_BAD;
     else if (rc == HT_CFI_NONE)
@@ -141,101 +156,171 @@ static rule_t compute_rule(uintptr_t ra)
     return r;
 }
 
-/* ---- the rule cache ----------------------------------------------------
- * One process-wide 2-way set-associative table of 16-byte entries
- * {key, rule}, key = return address | code generation << 48. Entries are
- * read and written with single 16-byte SSE moves, which processors that
- * support AVX guarantee to be atomic (Intel SDM vol. 3A 9.1.1; AMD APM
- * vol. 2 7.3.2), so a reader never sees a key with another key's rule and
- * the table needs no lock: readers and writers race benignly, a lost write
- * is a later miss. Without AVX the cache is off and every step parses the
- * CFI (correct, slower). Addresses above 2^47 are never cached. */
+/* ---- the rule table ----------------------------------------------------
+ * Every rule ever computed: one process-wide 2-way set-associative table of
+ * 16-byte entries {key, rule}, key = return address | code generation
+ * << 48. Entries are read and written with single 16-byte SSE moves, which
+ * processors that support AVX guarantee to be atomic (Intel SDM vol. 3A
+ * 9.1.1; AMD APM vol. 2 7.3.2), so a reader never sees a key with another
+ * key's rule and no lock is needed: readers and writers race benignly, a
+ * lost write is a later miss. Without AVX this table is off and misses of
+ * the fast table below recompute the rule (correct, slower). Addresses
+ * above 2^47 are never cached. */
 
-#define CACHE_SET_BITS 15
-#define CACHE_ENTRIES  (2u << CACHE_SET_BITS)
+#define RULE_SET_BITS 15
+#define RULE_ENTRIES  (2u << RULE_SET_BITS)
 
-typedef struct { uint64_t key, rule; } __attribute__((aligned(16))) centry_t;
+typedef struct { uint64_t key, rule; } __attribute__((aligned(16))) rentry_t;
 
-static centry_t *g_cache;
-static int g_cache_state;       /* 0 unknown, 1 usable, -1 off */
+/* ---- the fast table -----------------------------------------------------
+ * What the walk's inner loop reads: 65,536 direct-mapped 8-byte words
+ * indexed by the low 16 bits of a return address, each holding the compact
+ * rule in the form the loop uses and a tag that, with the index, names the
+ * address and code generation exactly:
+ *   bits 63..20  tag = (ra >> 16) | (generation & 0x1fff) << 31
+ *   bits 19..16  s: rbp is reloaded from CFA - 8 - 8*s (s = 0 reads the
+ *                return-address slot and keeps rbp)
+ *   bits 15..3   CFA offset / 8            (the offset is entry & 0xfff8)
+ *   bit 2        rbp is saved: take the reloaded value
+ *   bit 1        the CFA is rbp + offset (else rsp + offset)
+ *   bit 0        1: a fast rule; 0: this address needs the slow path,
+ *                except FAST_END: the return address is undefined here
+ *                (_start, clone): the stack ends
+ * x86-64 loads and stores of aligned 8-byte words are atomic, so this
+ * table needs no lock either. A conflict miss falls back to the rule table,
+ * not to the CFI. */
 
-static HT_NOINLINE centry_t *cache_init(void)
+#define FAST_BITS    16
+#define FAST_TAGSHIFT 20
+#define FAST_GENBITS 13
+#define FAST_FPSTD   (16u | 7u | (1u << 16))    /* CFA = rbp + 16, rbp at CFA - 16 */
+#define FAST_END     8u
+
+static uint64_t *g_fast;
+static rentry_t *g_rules;
+static int g_tables_state;      /* 0 not yet, 1 ready, -1 failed */
+
+uint32_t ht__code_gen = 1;
+
+static HT_NOINLINE int tables_init(void)
 {
+    uint64_t *f = ht__map(sizeof(uint64_t) << FAST_BITS);
+    if (!f) {
+        ht_store_relaxed(&g_tables_state, -1);
+        return -1;
+    }
+    uint64_t *expect = NULL;
+    if (!__atomic_compare_exchange_n(&g_fast, &expect, f, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        ht__unmap(f, sizeof(uint64_t) << FAST_BITS);
     unsigned a, b, c, d;
     int avx = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_AVX);
-    if (!avx || ht__env("HEAPTRAIL_NO_RULE_CACHE")) {
-        ht_store_relaxed(&g_cache_state, -1);
-        return NULL;
+    if (avx) {
+        rentry_t *t = ht__map(RULE_ENTRIES * sizeof(rentry_t)), *te = NULL;
+        if (t && !__atomic_compare_exchange_n(&g_rules, &te, t, 0, __ATOMIC_ACQ_REL,
+                                              __ATOMIC_ACQUIRE))
+            ht__unmap(t, RULE_ENTRIES * sizeof(rentry_t));
     }
-    centry_t *t = ht__map(CACHE_ENTRIES * sizeof(centry_t));
-    if (!t) {
-        ht_store_relaxed(&g_cache_state, -1);
-        return NULL;
-    }
-    centry_t *expect = NULL;
-    if (!__atomic_compare_exchange_n(&g_cache, &expect, t, 0, __ATOMIC_ACQ_REL,
-                                     __ATOMIC_ACQUIRE)) {
-        ht__unmap(t, CACHE_ENTRIES * sizeof(centry_t));
-        t = expect;
-    }
-    ht_store_release(&g_cache_state, 1);
-    return t;
+    ht_store_release(&g_tables_state, 1);
+    return 0;
 }
 
-static HT_ALWAYS_INLINE centry_t *cache_set(centry_t *t, uintptr_t pc)
+void ht__code_changed(void)
 {
-    uint64_t h = pc ^ (pc >> CACHE_SET_BITS) ^ (pc >> 29);
-    return &t[(h & ((1u << CACHE_SET_BITS) - 1)) * 2];
+    uint32_t gen = __atomic_add_fetch(&ht__code_gen, 1, __ATOMIC_SEQ_CST);
+    /* the tables keep only the low bits of the generation: when they wrap,
+     * forget everything so an old entry can never look current */
+    uint64_t *f = ht_load_acquire(&g_fast);
+    if (f && (gen & ((1u << FAST_GENBITS) - 1)) == 0)
+        for (size_t i = 0; i < ((size_t)1 << FAST_BITS); i++)
+            ht_store_relaxed(&f[i], 0);
+    rentry_t *t = ht_load_acquire(&g_rules);
+    if (t && (gen & 0xffff) == 0)
+        for (size_t i = 0; i < RULE_ENTRIES; i++)
+            ht_store_relaxed(&t[i].key, 0);
 }
 
-static HT_ALWAYS_INLINE __m128i load16(const centry_t *e)
+static HT_ALWAYS_INLINE __m128i load16(const rentry_t *e)
 {
     __m128i v;
     __asm__ volatile("movdqa %1, %0" : "=x"(v) : "m"(*e));
     return v;
 }
 
-static HT_ALWAYS_INLINE void store16(centry_t *e, uint64_t key, uint64_t rule)
+static HT_ALWAYS_INLINE void store16(rentry_t *e, uint64_t key, uint64_t rule)
 {
     __m128i v = _mm_set_epi64x((long long)rule, (long long)key);
     __asm__ volatile("movdqa %1, %0" : "=m"(*e) : "x"(v));
 }
 
-static HT_NOINLINE rule_t rule_miss(centry_t *set, uint64_t key, uintptr_t ra)
+static inline rentry_t *rule_set(rentry_t *t, uintptr_t pc)
 {
-    rule_t r = compute_rule(ra);
-    if (set && r.s.kind != K_NOMODULE) {
+    uint64_t h = pc ^ (pc >> RULE_SET_BITS) ^ (pc >> 29);
+    return &t[(h & ((1u << RULE_SET_BITS) - 1)) * 2];
+}
+
+/* The low 20 bits of a fast-table entry for rule r, or 0 if r has no fast
+ * form (then the entry says "slow path"). */
+static uint64_t fast_bits(rule_t r)
+{
+    if (r.s.kind == K_OUTERMOST)
+        return FAST_END;
+    if (r.s.kind != K_NORMAL)
+        return 0;
+    unsigned base = r.s.how & 3, bph = (r.s.how >> 2) & 3;
+    if (r.s.how & HOW_JIT)
+        return 0;               /* the slow path tags JIT frames */
+    int32_t off = r.s.cfa_off;
+    if ((base != CFA_RSP && base != CFA_RBP) || off < 8 || off > 0xfff8 || (off & 7))
+        return 0;
+    uint64_t e = (uint64_t)off | 1u | (base == CFA_RBP ? 2u : 0u);
+    if (bph == BP_AT_CFA) {
+        int k = -r.s.bp_off - 8;           /* CFA - 8 - 8*s */
+        if (k < 8 || k > 120 || (k & 7))
+            return 0;
+        e |= 4u | (uint64_t)(k / 8) << 16;
+    } else if (bph != BP_SAME) {
+        return 0;
+    }
+    return e;
+}
+
+/* The rule for return address `ra` from the rule table, computing (and
+ * caching) it on a miss; also refreshes the fast-table entry. */
+static HT_NOINLINE rule_t rule_lookup(uintptr_t ra, uint32_t gen)
+{
+    rule_t r;
+    rentry_t *t = ht_load_acquire(&g_rules), *set = NULL;
+    uint64_t key = ra | (uint64_t)(gen & 0xffff) << 48;
+    int cacheable = (ra >> 47) == 0;
+    if (t && cacheable) {
+        set = rule_set(t, ra);
+        for (int way = 0; way < 2; way++) {
+            __m128i w = load16(&set[way]);
+            if ((uint64_t)_mm_cvtsi128_si64(w) == key) {
+                r.u = (uint64_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(w, w));
+                goto fast;
+            }
+        }
+    }
+    r = compute_rule(ra);
+    if (r.s.kind == K_NOMODULE)   /* JIT code or garbage: may change without dlclose */
+        return r;
+    if (set) {
         /* insert at way 0, moving its entry to way 1 (LRU-like) */
         __m128i w0 = load16(&set[0]);
         uint64_t k0 = (uint64_t)_mm_cvtsi128_si64(w0);
-        if (k0 != 0 && k0 != key) {
-            uint64_t r0 = (uint64_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(w0, w0));
-            store16(&set[1], k0, r0);
-        }
+        if (k0 != 0 && k0 != key)
+            store16(&set[1], k0, (uint64_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(w0, w0)));
         store16(&set[0], key, r.u);
     }
+fast:
+    if (cacheable) {
+        uint64_t *f = ht_load_relaxed(&g_fast);
+        uint64_t tag = (ra >> FAST_BITS) | (uint64_t)(gen & ((1u << FAST_GENBITS) - 1)) << 31;
+        if (f)
+            ht_store_relaxed(&f[ra & ((1u << FAST_BITS) - 1)], tag << FAST_TAGSHIFT | fast_bits(r));
+    }
     return r;
-}
-
-/* The rule at return address `ra`; `gen` = code generation << 48. */
-static HT_ALWAYS_INLINE rule_t rule_at(centry_t *t, uintptr_t ra, uint64_t gen)
-{
-    rule_t r;
-    if (ht_unlikely(!t || (ra >> 47) != 0))
-        return rule_miss(NULL, 0, ra);
-    uint64_t key = ra | gen;
-    centry_t *set = cache_set(t, ra);
-    __m128i w = load16(&set[0]);
-    if (ht_likely((uint64_t)_mm_cvtsi128_si64(w) == key)) {
-        r.u = (uint64_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(w, w));
-        return r;
-    }
-    w = load16(&set[1]);
-    if ((uint64_t)_mm_cvtsi128_si64(w) == key) {
-        r.u = (uint64_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(w, w));
-        return r;
-    }
-    return rule_miss(set, key, ra);
 }
 
 /* ---- checked reads ---------------------------------------------------- */
@@ -255,14 +340,20 @@ static int rd_stack(void *ctx, uintptr_t addr, uintptr_t *out)
 
 /* Points the walk at the stack holding `sp` (a new stack after a signal
  * frame: the handler may run on a sigaltstack). Allows reads down to the
- * red zone below sp, where a leaf function may have saved registers. */
+ * red zone below sp, where a leaf function may have saved registers.
+ * Returns 2 when all of the red zone is readable (the fast steps rely on
+ * it), 1 when only part is, 0 when the stack is unknown. */
 static int set_stack(walk_t *w, uintptr_t sp)
 {
     uintptr_t lo, hi;
     if (ht__stack_range(sp, &lo, &hi) != 0)
         return 0;
-    w->lo = sp - 128 > lo && sp >= 128 ? sp - 128 : lo;
     w->hi = hi;
+    if (sp >= 128 && sp - 128 >= lo) {
+        w->lo = sp - 128;
+        return 2;
+    }
+    w->lo = lo;
     return 1;
 }
 
@@ -271,7 +362,11 @@ static int set_stack(walk_t *w, uintptr_t sp)
 static int is_code(uintptr_t pc)
 {
     ht_module_t m;
-    return pc > 0 && ht__module_find(pc - 1, &m) == 0 && ht__module_is_text(&m, pc - 1);
+    if (pc <= 1)
+        return 0;
+    if (ht__module_find(pc - 1, &m) == 0)
+        return ht__module_is_text(&m, pc - 1);
+    return ht__jit_is_code(pc - 1);
 }
 
 /* ---- slow steps ------------------------------------------------------- */
@@ -312,124 +407,634 @@ static int step_fp(walk_t *w, ht_regs_t *r)
     return 1;
 }
 
-enum { STEP_STOP = 0, STEP_OK = 1, STEP_END = 2 };
-
 /* Steps out of the frame at r->r[RA] with the full interpreter. `exact`
- * says pc is an interrupted instruction rather than a return address. */
+ * says pc is an interrupted instruction rather than a return address.
+ * Returns 1, or 0 at the end of the stack or on anything unverifiable. */
 static int step_full(walk_t *w, ht_regs_t *r, int exact)
 {
     uintptr_t pc = r->r[HT_DW_RA], at = exact ? pc : pc - 1;
     ht_module_t m;
-    if (ht__module_find(at, &m) != 0)
-        return step_fp(w, r) ? STEP_OK : STEP_STOP;
     ht_cfi_row_t row;
-    int rc = ht__cfi_row(&m, at, &row);
+    int rc;
+    if (ht__module_find(at, &m) == 0) {
+        rc = ht__cfi_row(&m, at, &row);
+    } else {
+        ht_jit_range_t j;
+        if (!ht__jit_find(at, &j) || !j.eh)
+            return step_fp(w, r);
+        rc = ht__cfi_row_eh(j.eh, j.eh_size, at, &row);
+    }
     if (rc == HT_CFI_NONE)
-        return step_fp(w, r) ? STEP_OK : STEP_STOP;
+        return step_fp(w, r);
     if (rc != HT_CFI_OK)
-        return STEP_STOP;
+        return 0;
     ht_regs_t out;
     int outermost;
-    if (!ht__cfi_apply(&row, r, &out, rd_stack, w, &outermost))
-        return STEP_STOP;
-    if (outermost)
-        return STEP_END;
+    if (!ht__cfi_apply(&row, r, &out, rd_stack, w, &outermost) || outermost)
+        return 0;
     if (out.r[HT_DW_RSP] <= r->r[HT_DW_RSP] || out.r[HT_DW_RSP] > w->hi)
-        return STEP_STOP;
+        return 0;
     *r = out;
-    return STEP_OK;
+    return 1;
+}
+
+/* A step with a compact rule from the rule table (not in fast form: the
+ * realigned-stack CFA, big frames, unusual rbp slots). */
+static int step_compact(walk_t *w, rule_t ru, uintptr_t *pc, uintptr_t *sp, uintptr_t *bp)
+{
+    uintptr_t cfa, ra, nbp = *bp;
+    switch (ru.s.how & 3) {
+    case CFA_RSP: cfa = *sp + (uintptr_t)(intptr_t)ru.s.cfa_off; break;
+    case CFA_RBP: cfa = *bp + (uintptr_t)(intptr_t)ru.s.cfa_off; break;
+    default:
+        if (!rd_stack(w, *bp + (uintptr_t)(intptr_t)ru.s.cfa_off, &cfa))
+            return 0;
+    }
+    if (cfa < *sp + 8 || cfa > w->hi || !rd_stack(w, cfa - 8, &ra))
+        return 0;
+    switch ((ru.s.how >> 2) & 3) {
+    case BP_AT_CFA:
+        if (!rd_stack(w, cfa + (uintptr_t)(intptr_t)ru.s.bp_off, &nbp))
+            return 0;
+        break;
+    case BP_AT_RBP:
+        if (!rd_stack(w, *bp + (uintptr_t)(intptr_t)ru.s.bp_off, &nbp))
+            return 0;
+        break;
+    }
+    *pc = ra;
+    *sp = cfa;
+    *bp = nbp;
+    return 1;
+}
+
+/* ---- the trail ----------------------------------------------------------
+ * Successive captures on one thread share most of their stack. Each thread
+ * keeps the states (pc, sp, rbp) its previous walk passed through, with
+ * the two words each fast step read: the return-address slot (CFA - 8) and
+ * the rbp slot. When a walk reaches a state present in the trail, the rest
+ * of the previous walk is re-checked with loads whose addresses are all
+ * known in advance -- independent loads instead of a dependent rule chain.
+ * A step depends only on its state, the rule at its pc (fixed within a
+ * code generation) and the two words it reads, so equal words mean an
+ * equal walk: the result is exact, and a mismatch resumes the table walk
+ * at that frame. Return addresses are never patched (bytehound's
+ * trampolines break on exceptions, longjmp and CET shadow stacks).
+ *
+ * rbp must match only where it matters: in code without frame pointers
+ * rbp is an ordinary register whose value changes from call to call. Each
+ * state records whether some later step reads rbp before a step reloads it
+ * (TF_NEEDS_BP); a join ignores rbp where it does not.
+ *
+ * A trail is a run of consecutive fast steps, stored outermost first in
+ * one of two buffers at [base, base + len). Its outermost state may be
+ * terminal: the walk left the fast path there (outermost frame, signal
+ * frame, a rule without fast form), so a join that verifies up to it
+ * continues with the same slow step. A walk records its own fast steps
+ * into the other buffer from the top down, which is the same order, so a
+ * walk that does not join costs no copy: the buffers swap. A walk that
+ * joins after i new frames copies those i states into place above the
+ * join. Join candidates are found through a small table indexed by sp.
+ *
+ * Recording costs a few stores a frame, and on stacks that never repeat
+ * (each capture down another path) it buys nothing: after TRAIL_USELESS
+ * recorded walks in a row whose join verified fewer than two frames, the
+ * thread records only every TRAIL_REST + 1 walks, until one pays again.
+ * Joins against the kept trail are still tried every time.
+ *
+ * Per state: sp, pc, rbp, the word read from the rbp slot by the step from
+ * it, and in fl: TF_* bits and the slot's distance below the next CFA,
+ * (fl >> 4) words below CFA - 8. */
+
+#define TRAIL_CAP 256
+#define TRAIL_USELESS 4
+#define TRAIL_REST 15
+#define JOIN_BITS 9
+
+enum { TF_USES_BP = 1, TF_RELOADS_BP = 2, TF_NEEDS_BP = 4, TF_TERMINAL = 8 };
+
+typedef struct tbuf_s {
+    uintptr_t sp[TRAIL_CAP], pc[TRAIL_CAP], bp[TRAIL_CAP];
+    uintptr_t sval[TRAIL_CAP];  /* the word the step from here read at its rbp slot */
+    uint8_t fl[TRAIL_CAP];      /* TF_* | slot distance << 4 */
+} tbuf_t;
+
+typedef struct trail_s {
+    struct trail_s *next_free;
+    uint32_t gen;               /* code generation the trail was recorded in */
+    int cur, base, len;         /* the trail is b[cur][base, base + len) */
+    int useless;                /* recent recorded walks whose join gained < 2 frames */
+    int rest;                   /* walks left that do not record */
+    uint8_t join[1 << JOIN_BITS]; /* (sp >> 3) & mask -> position in b[cur] */
+    tbuf_t b[2];
+} trail_t;
+
+#define JOIN_SLOT(sp) (((sp) >> 3) & ((1u << JOIN_BITS) - 1))
+
+static HT_TLS trail_t *t_trail;
+static HT_TLS int t_trail_busy;     /* a walk on this thread uses t_trail */
+static HT_TLS int t_trail_off;      /* the thread is exiting: no new trail */
+static trail_t *g_trail_free;
+static ht_spinlock_t g_trail_lock;
+static pthread_key_t g_trail_key;
+static int g_trail_key_ok;
+
+static void trail_thread_exit(void *p)
+{
+    trail_t *tr = p;
+    t_trail_off = 1;
+    t_trail = NULL;
+    ht__spin_lock(&g_trail_lock);
+    tr->next_free = g_trail_free;
+    g_trail_free = tr;
+    ht__spin_unlock(&g_trail_lock);
+}
+
+__attribute__((constructor)) static void trail_init(void)
+{
+    if (!ht__env("HEAPTRAIL_NO_TRAIL"))
+        g_trail_key_ok = pthread_key_create(&g_trail_key, trail_thread_exit) == 0;
+}
+
+/* A trail for this thread: recycled from an exited thread, else mapped. */
+static HT_NOINLINE trail_t *trail_new(void)
+{
+    trail_t *tr = NULL;
+    if (!g_trail_key_ok || t_trail_off)
+        return NULL;
+    if (ht__spin_trylock(&g_trail_lock)) {
+        tr = g_trail_free;
+        if (tr)
+            g_trail_free = tr->next_free;
+        ht__spin_unlock(&g_trail_lock);
+    }
+    if (!tr && !(tr = ht__map(sizeof(trail_t))))
+        return NULL;
+    tr->len = 0;
+    tr->useless = 0;
+    tr->rest = 0;
+    if (pthread_setspecific(g_trail_key, tr) != 0) {
+        ht__unmap(tr, sizeof(trail_t));
+        return NULL;
+    }
+    t_trail = tr;
+    return tr;
+}
+
+/* The thread's trail for one walk, or NULL (a walk nested in a signal
+ * handler, trails off, or no memory). */
+static HT_ALWAYS_INLINE trail_t *trail_acquire(void)
+{
+    if (t_trail_busy)
+        return NULL;
+    trail_t *tr = t_trail;
+    if (ht_unlikely(tr == NULL) && !(tr = trail_new()))
+        return NULL;
+    t_trail_busy = 1;
+    ht_compiler_barrier();
+    return tr;
+}
+
+static HT_ALWAYS_INLINE void trail_release(void)
+{
+    ht_compiler_barrier();
+    t_trail_busy = 0;
+}
+
+static HT_ALWAYS_INLINE void tcopy(tbuf_t *to, int t, const tbuf_t *from, int f)
+{
+    to->sp[t] = from->sp[f];
+    to->pc[t] = from->pc[f];
+    to->bp[t] = from->bp[f];
+    to->sval[t] = from->sval[f];
+    to->fl[t] = from->fl[f];
+}
+
+/* Sets TF_NEEDS_BP on states [from, to] of the current trail, whose states
+ * below `from` are already marked, and indexes them for joins. Beyond the
+ * trail (and at a terminal state), rbp is assumed needed. */
+static void trail_mark(trail_t *tr, int from, int to)
+{
+    tbuf_t *b = &tr->b[tr->cur];
+    unsigned need = from == 0 ? TF_NEEDS_BP : b->fl[tr->base + from - 1] & TF_NEEDS_BP;
+    for (int x = from; x <= to; x++) {
+        int at = tr->base + x;
+        unsigned f = b->fl[at] & ~(unsigned)TF_NEEDS_BP;
+        if (f & (TF_USES_BP | TF_TERMINAL))
+            need = TF_NEEDS_BP;
+        else if (f & TF_RELOADS_BP)
+            need = 0;
+        b->fl[at] = (uint8_t)(f | need);
+        tr->join[JOIN_SLOT(b->sp[at])] = (uint8_t)at;
+    }
 }
 
 /* ---- the walk ---------------------------------------------------------- */
 
+/* If `at` is in registered JIT code, puts the registration's serial into
+ * the high bits of frames[i] (and the hash sum). Returns 1 if it is. */
+static int tag_jit(void **frames, int i, uintptr_t at, uint64_t *sum)
+{
+    ht_jit_range_t j;
+    if (!ht__jit_find(at, &j))
+        return 0;
+    uintptr_t f = (uintptr_t)frames[i], tagged = HT_FRAME_ADDRESS(f) | (uintptr_t)j.serial << 48;
+    *sum += ht_hash_term(tagged, (uint64_t)i) - ht_hash_term(f, (uint64_t)i);
+    frames[i] = (void *)tagged;
+    return 1;
+}
+
 #define MAX_STEPS 4096
 
-/* Walks from the frame described by *r (pc in r->r[RA]); see ht_capture. */
-static int walk(ht_regs_t *r, int exact, int skip, int max, void **frames, uint64_t *hash)
-{
-    int n = 0;
-    uint64_t sum = 0;
+/* Everything a walk keeps besides its hot registers (pc, sp, rbp, the
+ * output), so the inner loop has few live values. */
+typedef struct wstate_s {
+    uintptr_t pc, sp, bp;       /* the state, passed to and from slow paths */
+    int n;                      /* frames stored, likewise */
+    uint64_t sum;               /* their hash sum, likewise */
     walk_t w;
-    if (max <= 0 || !r->r[HT_DW_RA])
+    const uint64_t *fast;       /* NULL: no fast steps (tables off, or the
+                                   red zone below sp is not all readable) */
+    uint64_t gentag;            /* generation bits of the fast-table tag */
+    uint32_t gen;
+    int exact;                  /* pc is an interrupted instruction */
+    ht_regs_t regs;             /* every register known, for slow steps */
+    /* the trail */
+    trail_t *tr;
+    tbuf_t *T, *R;              /* previous walk; this walk's record */
+    int tb;                     /* T index x is T->field[tb + x] */
+    int ri;                     /* states recorded; R index x at TRAIL_CAP - 1 - x */
+    int rec;                    /* still recording (only consecutive fast steps) */
+    int spec_j, spec_k, spec_i, spec_rec, appended;
+    uintptr_t join_bp;
+} wstate_t;
+
+enum { FS_OK, FS_SLOW, FS_STOP };
+
+/* One step with the fast table. FS_OK: *pc, *sp, *bp are the caller's, and
+ * *ep, *sval what the step used (for the trail). FS_SLOW: the slow path
+ * must take it. FS_STOP: the stack ends here (outermost frame, or a CFA
+ * outside the stack). */
+static HT_ALWAYS_INLINE int fast_step(const uint64_t *fast, uint64_t gentag, uintptr_t hi,
+                                      uintptr_t *pc, uintptr_t *sp, uintptr_t *bp, uint64_t *ep,
+                                      uintptr_t *svalp)
+{
+    uint64_t e = fast[*pc & ((1u << FAST_BITS) - 1)];
+    uint64_t tag = ((*pc >> FAST_BITS) | gentag) << FAST_TAGSHIFT;
+    uintptr_t cfa, slot;
+    if (ht_likely(e == (tag | FAST_FPSTD))) {
+        /* a frame-pointer frame: a constant rule, so the CPU can run ahead
+         * on rbp while the rule load is still checking */
+        cfa = *bp + 16;
+        slot = *bp;
+    } else if (ht_likely(((e ^ tag) >> FAST_TAGSHIFT) == 0 && (e & 1))) {
+        cfa = ((e & 2) ? *bp : *sp) + (e & 0xfff8);
+        slot = cfa - 8 - ((e >> 13) & 0x78);
+    } else {
+        return e == (tag | FAST_END) ? FS_STOP : FS_SLOW;
+    }
+    /* cfa in [sp + 8, hi]: the RA slot is in the stack, and the rbp slot
+     * too, since it is at most 128 bytes below the CFA and the walk may
+     * read down to sp - 128 */
+    if (ht_unlikely(cfa - (*sp + 8) > hi - (*sp + 8)))
+        return FS_STOP;
+    uintptr_t ra = *(const uintptr_t *)(cfa - 8), sval = *(const uintptr_t *)slot;
+    if (e & 4)
+        *bp = sval;
+    *sp = cfa;
+    *pc = ra;
+    *ep = e;
+    *svalp = sval;
+    return FS_OK;
+}
+
+/* Appends a state to the record; `e` and `sval` describe its fast step, or
+ * e = 0 for a terminal state (its step is not a fast one). */
+static HT_ALWAYS_INLINE void record(wstate_t *st, uintptr_t pc, uintptr_t sp, uintptr_t bp, uint64_t e,
+                                    uintptr_t sval)
+{
+    if (st->ri == TRAIL_CAP) {
+        st->rec = 0;
+        return;
+    }
+    tbuf_t *R = st->R;
+    int x = TRAIL_CAP - 1 - st->ri++;
+    R->sp[x] = sp;
+    R->pc[x] = pc;
+    R->bp[x] = bp;
+    R->sval[x] = sval;
+    /* fast-entry bit 1 (CFA on rbp) is TF_USES_BP, bit 2 (rbp reloaded)
+     * TF_RELOADS_BP, bits 16..19 (the rbp slot) the high nibble */
+    R->fl[x] = e ? (uint8_t)(((e >> 1) & 3) | ((e >> 12) & 0xf0)) : TF_TERMINAL;
+}
+
+/* After a join verified T[spec_j .. spec_k], the walk records again: the
+ * verified states go into the record first, with the rbp they really had
+ * (until a step reloaded it, the join's). */
+static HT_NOINLINE void append_verified(wstate_t *st)
+{
+    const tbuf_t *T = st->T;
+    int seen = 0;
+    st->appended = 1;
+    for (int k = st->spec_j; k > st->spec_k && st->ri < TRAIL_CAP; k--) {
+        int x = TRAIL_CAP - 1 - st->ri++;
+        tcopy(st->R, x, T, st->tb + k);
+        if (!seen)
+            st->R->bp[x] = st->join_bp;
+        seen |= T->fl[st->tb + k] & TF_RELOADS_BP;
+    }
+}
+
+/* The walk reached state T[j] (st->pc/sp/bp): verifies the steps of the
+ * previous walk from there with independent loads, emitting their frames,
+ * and leaves the last verified state in st. Returns 0 when `max` frames
+ * are out. */
+static HT_NOINLINE int speculate(wstate_t *st, int j, void **frames, int max)
+{
+    const tbuf_t *T = st->T;
+    const uintptr_t *tsp = T->sp + st->tb, *tpc = T->pc + st->tb, *tsval = T->sval + st->tb;
+    const uint8_t *tfl = T->fl + st->tb;
+    int k = j, reloaded = 0, n = st->n, more = 1;
+    uint64_t s = st->sum;
+    st->spec_j = j;
+    st->spec_i = st->ri;
+    st->spec_rec = st->rec;
+    st->join_bp = st->bp;
+    while (k > 0) {
+        uintptr_t npc = tpc[k - 1], ras = tsp[k - 1] - 8;
+        if (*(const uintptr_t *)ras != npc || *(const uintptr_t *)(ras - 8 * (tfl[k] >> 4)) != tsval[k])
+            break;
+        reloaded |= tfl[k];
+        k--;
+        frames[n] = (void *)npc;
+        s += ht_hash_term(npc, (uint64_t)n);
+        if (++n >= max) {
+            more = 0;
+            break;
+        }
+    }
+    st->spec_k = k;
+    st->n = n;
+    st->sum = s;
+    st->pc = tpc[k];
+    st->sp = tsp[k];
+    if (reloaded & TF_RELOADS_BP)
+        st->bp = T->bp[st->tb + k];
+    return more;
+}
+
+enum { SLOW_STOP, SLOW_OK, SLOW_UNKNOWN };
+
+/* A step the fast table cannot take (from st->pc/sp/bp, to them): rules
+ * without fast form, signal frames, interrupted instructions, JIT code,
+ * code without CFI. Tags the frame just emitted (frames[last], -1 if
+ * skipped) if it is JIT code.
+ * Returns SLOW_OK, SLOW_STOP, or SLOW_UNKNOWN: stopped in code nobody
+ * vouches for (the caller marks the end). */
+static HT_NOINLINE int slow_step(wstate_t *st, void **frames, int last)
+{
+    uint64_t *sum = &st->sum;
+    uintptr_t *pc = &st->pc, *sp = &st->sp, *bp = &st->bp;
+    ht_regs_t *r = &st->regs;
+    int unknown_code = 0;
+    if (!st->exact) {
+        rule_t ru = rule_lookup(*pc, st->gen);
+        if ((ru.s.how & HOW_JIT) && last >= 0)
+            tag_jit(frames, last, *pc - 1, sum);
+        unknown_code = ru.s.kind == K_NOMODULE;
+        if (ru.s.kind == K_NORMAL)
+            return step_compact(&st->w, ru, pc, sp, bp) && *pc ? SLOW_OK : SLOW_STOP;
+        if (ru.s.kind == K_OUTERMOST || ru.s.kind == K_BAD)
+            return SLOW_STOP;
+        if (ru.s.kind == K_SIGNAL) {
+            /* the handler's CFA is the ucontext the kernel pushed; the
+             * interrupted frame may be on another stack */
+            int ok;
+            if (!regs_from_ucontext(*sp, r, rd_stack, &st->w) || !(ok = set_stack(&st->w, r->r[HT_DW_RSP])))
+                return SLOW_STOP;
+            if (ok != 2)
+                st->fast = NULL;
+            *pc = r->r[HT_DW_RA];
+            *sp = r->r[HT_DW_RSP];
+            *bp = r->r[HT_DW_RBP];
+            st->exact = 1;
+            return *pc ? SLOW_OK : SLOW_STOP;
+        }
+        /* K_COMPLEX, K_NOCFI, K_NOMODULE: only rsp, rbp, pc are known */
+        r->valid = (1u << HT_DW_RA) | (1u << HT_DW_RSP) | (1u << HT_DW_RBP);
+    } else if (last >= 0) {
+        /* an interrupted instruction: the pc itself, not pc - 1 */
+        ht_module_t m;
+        if (ht__module_find(*pc, &m) != 0)
+            unknown_code = !tag_jit(frames, last, *pc, sum);
+    }
+    r->r[HT_DW_RA] = *pc;
+    r->r[HT_DW_RSP] = *sp;
+    r->r[HT_DW_RBP] = *bp;
+    if (!step_full(&st->w, r, st->exact))
+        return unknown_code ? SLOW_UNKNOWN : SLOW_STOP;
+    *pc = r->r[HT_DW_RA];
+    *sp = r->r[HT_DW_RSP];
+    *bp = (r->valid & (1u << HT_DW_RBP)) ? r->r[HT_DW_RBP] : 0;
+    st->exact = 0;
+    return *pc ? SLOW_OK : SLOW_STOP;
+}
+
+/* Makes this walk's states the thread's trail. */
+static HT_NOINLINE void trail_update(wstate_t *st)
+{
+    trail_t *tr = st->tr;
+    if (!st->ri && !st->spec_rec)
+        return;                 /* recorded nothing (resting): keep the trail */
+    int gain = st->spec_j >= 0 ? st->spec_j - st->spec_k : 0;
+    if (gain >= 2) {
+        tr->useless = 0;
+    } else if (++tr->useless >= TRAIL_USELESS) {
+        tr->useless = TRAIL_USELESS - 1;    /* one more miss rests again */
+        tr->rest = TRAIL_REST;
+    }
+    if (st->spec_j >= 0 && st->spec_rec && !st->appended) {
+        /* joined after consecutive fast steps, recorded nothing past the
+         * join: the new trail is the i new states on top of T[0..j] */
+        int j = st->spec_j, i = st->spec_i;
+        if (tr->base + j + i < TRAIL_CAP) {
+            /* outermost new state first, so TF_NEEDS_BP flows inward */
+            tbuf_t *T = st->T;
+            const tbuf_t *R = st->R;
+            int at = tr->base + j + 1;
+            unsigned need = T->fl[at - 1] & TF_NEEDS_BP;
+            for (int x = i - 1; x >= 0; x--, at++) {
+                int from = TRAIL_CAP - 1 - x;
+                unsigned f = R->fl[from];
+                if (f & (TF_USES_BP | TF_TERMINAL))
+                    need = TF_NEEDS_BP;
+                else if (f & TF_RELOADS_BP)
+                    need = 0;
+                T->sp[at] = R->sp[from];
+                T->pc[at] = R->pc[from];
+                T->bp[at] = R->bp[from];
+                T->sval[at] = R->sval[from];
+                T->fl[at] = (uint8_t)(f | need);
+                tr->join[JOIN_SLOT(R->sp[from])] = (uint8_t)at;
+            }
+            tr->len = j + i + 1;
+        } else {
+            /* no room above the join: move T[0..j] under the record,
+             * keeping the innermost TRAIL_CAP states */
+            int keep = j + 1 > TRAIL_CAP - i ? TRAIL_CAP - i : j + 1;
+            int base = TRAIL_CAP - i - keep;
+            for (int x = 0; x < keep; x++)
+                tcopy(st->R, base + x, st->T, tr->base + j + 1 - keep + x);
+            tr->cur ^= 1;
+            tr->base = base;
+            tr->len = i + keep;
+            trail_mark(tr, 0, tr->len - 1);
+        }
+    } else if (st->ri > 0) {
+        /* the record is the new trail */
+        tr->cur ^= 1;
+        tr->base = TRAIL_CAP - st->ri;
+        tr->len = st->ri;
+        trail_mark(tr, 0, st->ri - 1);
+    }
+    tr->gen = st->gen;
+}
+
+/* Walks from the frame described by *r (pc in r->r[RA]); see ht_capture.
+ * `exact`: the first pc is an interrupted instruction (ucontext), and *r
+ * holds every register. */
+static HT_NOINLINE int walk(const ht_regs_t *r, int exact, int skip, int max, void **frames,
+                            uint64_t *hash)
+{
+    wstate_t st;
+    int n = 0, last = -1;
+    uint64_t sum = 0;
+    uintptr_t pc = r->r[HT_DW_RA], sp = r->r[HT_DW_RSP], bp = r->r[HT_DW_RBP];
+    uint64_t e;
+    uintptr_t sval;
+
+    if (max <= 0 || !pc)
         goto out;
-    if (!set_stack(&w, r->r[HT_DW_RSP])) {
+    int stack = set_stack(&st.w, sp);
+    if (!stack) {
         /* unknown stack: only the first frame is certain */
         if (skip == 0) {
-            frames[n] = (void *)r->r[HT_DW_RA];
-            sum += ht_hash_term(r->r[HT_DW_RA], 0);
-            n++;
+            frames[n++] = (void *)pc;
+            sum = ht_hash_term(pc, 0);
         }
         goto out;
     }
-    centry_t *cache = ht_load_acquire(&g_cache);
-    if (ht_unlikely(!cache) && ht_load_relaxed(&g_cache_state) == 0)
-        cache = cache_init();
-    uint64_t gen = (uint64_t)(ht_load_acquire(&ht__code_gen) & 0xffff) << 48;
+    if (ht_unlikely(ht_load_acquire(&g_tables_state) == 0))
+        tables_init();
+    st.fast = stack == 2 ? ht_load_relaxed(&g_fast) : NULL;
+    st.gen = ht_load_acquire(&ht__code_gen);
+    st.gentag = (uint64_t)(st.gen & ((1u << FAST_GENBITS) - 1)) << 31;
+    st.exact = exact;
+    st.regs = *r;
+    st.tr = NULL;
+    st.rec = 0;
+    st.ri = 0;
+    st.spec_j = -1;
+    st.appended = 0;
+    st.T = NULL;
 
-    uintptr_t pc = r->r[HT_DW_RA], sp = r->r[HT_DW_RSP], bp = r->r[HT_DW_RBP];
-    for (int steps = 0; steps < MAX_STEPS; steps++) {
-        if (skip > 0) {
-            skip--;
-        } else {
-            frames[n] = (void *)pc;
-            sum += ht_hash_term(pc, (uint64_t)n);
-            if (++n >= max)
-                break;
+    /* skipped frames: stepped, not emitted, not recorded */
+    for (int steps = 0; skip > 0; skip--) {
+        if (++steps > MAX_STEPS)
+            goto out;
+        int fs = st.fast && !st.exact
+                     ? fast_step(st.fast, st.gentag, st.w.hi, &pc, &sp, &bp, &e, &sval) : FS_SLOW;
+        if (fs == FS_SLOW) {
+            st.pc = pc, st.sp = sp, st.bp = bp;
+            if (slow_step(&st, frames, -1) != SLOW_OK)
+                goto out;
+            pc = st.pc, sp = st.sp, bp = st.bp;
         }
-        if (!exact) {
-            rule_t ru = rule_at(cache, pc, gen);
-            if (ht_likely(ru.s.kind == K_NORMAL)) {
-                uintptr_t cfa, base = (ru.s.how & 3) == CFA_RSP ? sp : bp;
-                if ((ru.s.how & 3) == CFA_DEREF_RBP) {
-                    if (!rd_stack(&w, bp + (uintptr_t)(intptr_t)ru.s.cfa_off, &cfa))
-                        break;
-                } else {
-                    cfa = base + (uintptr_t)(intptr_t)ru.s.cfa_off;
-                }
-                if (ht_unlikely(cfa < sp + 8 || cfa > w.hi))
-                    break;
-                uintptr_t ra = *(const uintptr_t *)(cfa - 8);
-                unsigned bh = ru.s.how >> 2;
-                if (bh) {
-                    uintptr_t slot = (bh == BP_AT_CFA ? cfa : bp) + (uintptr_t)(intptr_t)ru.s.bp_off;
-                    if (!rd_stack(&w, slot, &bp))
-                        break;
-                }
-                sp = cfa;
-                pc = ra;
-                if (ht_unlikely(pc == 0))
-                    break;
-                continue;
-            }
-            if (ru.s.kind == K_OUTERMOST || ru.s.kind == K_BAD)
-                break;
-            if (ru.s.kind == K_SIGNAL) {
-                /* the handler's CFA is the ucontext the kernel pushed */
-                if (!regs_from_ucontext(sp, r, rd_stack, &w) || !set_stack(&w, r->r[HT_DW_RSP]))
-                    break;
-                pc = r->r[HT_DW_RA];
-                sp = r->r[HT_DW_RSP];
-                bp = r->r[HT_DW_RBP];
-                exact = 1;
-                if (!pc)
-                    break;
-                continue;
-            }
-            /* K_COMPLEX, K_NOCFI, K_NOMODULE: only rsp, rbp, pc are known */
-            r->valid = (1u << HT_DW_RA) | (1u << HT_DW_RSP) | (1u << HT_DW_RBP);
-        }
-        r->r[HT_DW_RA] = pc;
-        r->r[HT_DW_RSP] = sp;
-        r->r[HT_DW_RBP] = bp;
-        int st = step_full(&w, r, exact);
-        if (st != STEP_OK)
-            break;
-        pc = r->r[HT_DW_RA];
-        sp = r->r[HT_DW_RSP];
-        bp = (r->valid & (1u << HT_DW_RBP)) ? r->r[HT_DW_RBP] : 0;
-        exact = 0;
+        if (fs == FS_STOP)
+            goto out;
         if (!pc)
+            goto out;
+    }
+
+    trail_t *tr = trail_acquire();
+    if (tr) {
+        st.tr = tr;
+        st.rec = 1;
+        if (tr->rest > 0) {
+            tr->rest--;
+            st.rec = 0;
+        }
+        st.R = &tr->b[tr->cur ^ 1];
+        if (tr->gen == st.gen && tr->len > 0) {
+            st.T = &tr->b[tr->cur];
+            st.tb = tr->base;
+        }
+    }
+    const tbuf_t *T = st.T;
+    const uint64_t *fast = st.fast;
+    const uint64_t gentag = st.gentag;
+    const uintptr_t hi = st.w.hi;
+    const uint8_t *join = tr ? tr->join : NULL;
+    const uintptr_t *tsp = T ? T->sp : NULL;
+
+    for (int steps = 0; steps < MAX_STEPS; steps++) {
+        frames[n] = (void *)pc;
+        sum += ht_hash_term(pc, (uint64_t)n);
+        last = n;
+        if (++n >= max)
+            goto done;
+
+        /* joined the previous walk? verify the rest of it */
+        if (T) {
+            int at = join[JOIN_SLOT(sp)];
+            if (ht_unlikely(tsp[at] == sp) && at >= st.tb && at < st.tb + tr->len && T->pc[at] == pc &&
+                (T->bp[at] == bp || !(T->fl[at] & TF_NEEDS_BP)) && T->sp[st.tb] <= hi && fast && !st.exact) {
+                T = NULL;       /* one join per walk */
+                st.pc = pc, st.sp = sp, st.bp = bp, st.n = n, st.sum = sum;
+                int more = speculate(&st, at - st.tb, frames, max);
+                pc = st.pc, sp = st.sp, bp = st.bp, n = st.n, sum = st.sum;
+                if (!more)
+                    goto done;
+                last = n - 1;
+            }
+        }
+
+        uintptr_t opc = pc, osp = sp, obp = bp;   /* the state before the step */
+        int fs = fast && !st.exact ? fast_step(fast, gentag, hi, &pc, &sp, &bp, &e, &sval) : FS_SLOW;
+        if (ht_likely(fs == FS_OK)) {
+            if (st.rec) {
+                if (ht_unlikely(st.spec_j >= 0 && !st.appended))
+                    append_verified(&st);
+                record(&st, opc, osp, obp, e, sval);
+            }
+            if (!pc)
+                break;
+            continue;
+        }
+        if (st.rec) {
+            record(&st, pc, sp, bp, 0, 0);      /* the trail ends at this state */
+            st.rec = 0;
+        }
+        if (fs == FS_STOP)
             break;
+        st.pc = pc, st.sp = sp, st.bp = bp, st.sum = sum;
+        int ss = slow_step(&st, frames, last);
+        pc = st.pc, sp = st.sp, bp = st.bp, sum = st.sum;
+        if (ss == SLOW_OK)
+            continue;
+        if (ss == SLOW_UNKNOWN) {
+            /* code nobody vouches for, and no frame pointer to leave it by:
+             * say so rather than end the stack silently */
+            frames[n] = HT_FRAME_UNWIND_STOPPED;
+            sum += ht_hash_term((uintptr_t)HT_FRAME_UNWIND_STOPPED, (uint64_t)n);
+            n++;
+        }
+        break;
+    }
+done:
+    if (st.tr) {
+        trail_update(&st);
+        trail_release();
     }
 out:
     if (hash)

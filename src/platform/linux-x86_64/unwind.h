@@ -15,8 +15,5 @@ HT_INTERNAL void ht__code_changed(void);
  * raw system calls. Returns 0, or -1 if sp lies in no known mapping.
  * Async-signal-safe. */
 HT_INTERNAL int ht__stack_range(uintptr_t sp, uintptr_t *lo, uintptr_t *hi);
-/* Forgets cached ranges other than the thread's own stack (after munmap
- * of memory that might have held a stack). */
-HT_INTERNAL void ht__stack_ranges_changed(void);
 
 #endif

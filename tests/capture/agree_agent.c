@@ -1,0 +1,206 @@
+/* agree_agent.c -- an LD_PRELOAD test agent for real programs: at malloc,
+ * calloc and realloc calls it captures the stack with ht_capture and with
+ * libunwind's unw_backtrace from the same frame and compares them frame
+ * for frame. At exit it writes one line to $AGREE_OUT:
+ *     stacks N agree A frames F first_disagreement ...
+ * and the first few disagreements (with dladdr names) to stderr.
+ *
+ * $AGREE_EVERY=k compares every k-th allocation (default 1); $AGREE_MAX
+ * stops comparing after that many stacks (default 100000).
+ * $AGREE_TIME=1 instead times ht_capture alone at every allocation and
+ * reports the mean cost per capture and per frame (TSC ticks);
+ * $AGREE_TIME=libunwind times unw_backtrace the same way.
+ *
+ * This is test code: the product's agent is src/agent. */
+#define _GNU_SOURCE
+#define UNW_LOCAL_ONLY
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <libunwind.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <x86intrin.h>
+#include "heaptrail.h"
+
+#define MAXF 256
+
+static void *(*real_malloc)(size_t);
+static void *(*real_calloc)(size_t, size_t);
+static void *(*real_realloc)(void *, size_t);
+static __thread int in_hook;
+static char boot[1 << 16];
+static size_t boot_used;
+
+static unsigned long every = 1, max_stacks = 100000, calls;
+static int timing;      /* 1: time ht_capture, 2: time unw_backtrace */
+static unsigned long stacks, agree, frames_total, reported;
+static unsigned long long cycles_total, captures, captured_frames;
+
+static void init(void)
+{
+    static int done;
+    if (done)
+        return;
+    done = 1;
+    in_hook = 1;
+    real_malloc = dlsym(RTLD_NEXT, "malloc");
+    real_calloc = dlsym(RTLD_NEXT, "calloc");
+    real_realloc = dlsym(RTLD_NEXT, "realloc");
+    const char *e = getenv("AGREE_EVERY");
+    if (e)
+        every = strtoul(e, NULL, 10);
+    if ((e = getenv("AGREE_MAX")))
+        max_stacks = strtoul(e, NULL, 10);
+    if ((e = getenv("AGREE_TIME")))
+        timing = strcmp(e, "libunwind") == 0 ? 2 : 1;
+    in_hook = 0;
+}
+
+static void describe(const char *label, void **f, int n)
+{
+    fprintf(stderr, "  %s (%d):\n", label, n);
+    for (int i = 0; i < n && i < 40; i++) {
+        Dl_info di;
+        const char *name = "?", *obj = "?";
+        if (dladdr((char *)f[i] - 1, &di)) {
+            name = di.dli_sname ? di.dli_sname : "?";
+            obj = di.dli_fname ? di.dli_fname : "?";
+        }
+        fprintf(stderr, "    #%-2d %p %s (%s)\n", i, f[i], name, obj);
+    }
+}
+
+/* Both unwinders from this frame: ours skips it (ours[0] = the return
+ * address into the hook), libunwind's ref[0] is the return address into
+ * this function, so ours[i] must equal ref[i + 1]. */
+__attribute__((noinline)) static void compare_here(void)
+{
+    void *ours[MAXF], *ref[MAXF + 1];
+    int n = ht_capture(1, MAXF, ours, NULL);
+    int m = unw_backtrace(ref, MAXF + 1);
+    int ok = n == m - 1;
+    for (int i = 0; ok && i < n; i++)
+        ok = ours[i] == ref[i + 1];
+    stacks++;
+    frames_total += (unsigned long)n;
+    if (ok) {
+        agree++;
+    } else if (reported++ < 3) {
+        fprintf(stderr, "agree_agent: disagreement at stack %lu\n", stacks);
+        describe("ht_capture", ours, n);
+        describe("unw_backtrace", ref + 1, m - 1);
+    }
+}
+
+__attribute__((noinline)) static void time_here(void)
+{
+    void *f[MAXF];
+    unsigned long long t0 = __rdtsc();
+    int n = timing == 1 ? ht_capture(0, MAXF, f, NULL) : unw_backtrace(f, MAXF);
+    cycles_total += __rdtsc() - t0;
+    captures++;
+    captured_frames += (unsigned long)n;
+}
+
+static void on_alloc(void)
+{
+    if (timing) {
+        time_here();
+        return;
+    }
+    if (stacks < max_stacks && ++calls % every == 0)
+        compare_here();
+}
+
+void *malloc(size_t size)
+{
+    if (in_hook || !real_malloc) {
+        if (!real_malloc && !in_hook)
+            init();
+        if (!real_malloc || in_hook) {
+            if (real_malloc)
+                return real_malloc(size);
+            size_t at = (boot_used + 15) & ~(size_t)15;
+            boot_used = at + size;
+            return boot_used <= sizeof boot ? boot + at : NULL;
+        }
+    }
+    in_hook = 1;
+    on_alloc();
+    in_hook = 0;
+    return real_malloc(size);
+}
+
+void *calloc(size_t n, size_t size)
+{
+    if (in_hook || !real_calloc) {
+        if (!real_calloc && !in_hook)
+            init();
+        if (!real_calloc || in_hook) {
+            if (real_calloc)
+                return real_calloc(n, size);
+            void *p = malloc(n * size);   /* the bootstrap arena is zeroed */
+            return p;
+        }
+    }
+    in_hook = 1;
+    on_alloc();
+    in_hook = 0;
+    return real_calloc(n, size);
+}
+
+void *realloc(void *p, size_t size)
+{
+    if ((char *)p >= boot && (char *)p < boot + sizeof boot) {
+        void *q = malloc(size);
+        if (q && p)
+            memcpy(q, p, size);
+        return q;
+    }
+    if (in_hook || !real_realloc) {
+        if (!real_realloc)
+            init();
+        return real_realloc(p, size);
+    }
+    in_hook = 1;
+    on_alloc();
+    in_hook = 0;
+    return real_realloc(p, size);
+}
+
+void free(void *p)
+{
+    static void (*real_free)(void *);
+    if ((char *)p >= boot && (char *)p < boot + sizeof boot)
+        return;
+    if (!real_free)
+        real_free = dlsym(RTLD_NEXT, "free");
+    real_free(p);
+}
+
+__attribute__((destructor)) static void report(void)
+{
+    in_hook = 1;
+    const char *out = getenv("AGREE_OUT");
+    char line[256];
+    int len;
+    if (timing)
+        len = snprintf(line, sizeof line, "captures %llu frames %llu cycles_per_capture %.1f cycles_per_frame %.2f\n",
+                       captures, captured_frames, captures ? (double)cycles_total / captures : 0.0,
+                       captured_frames ? (double)cycles_total / captured_frames : 0.0);
+    else
+        len = snprintf(line, sizeof line, "stacks %lu agree %lu frames %lu\n", stacks, agree, frames_total);
+    if (out) {
+        int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        if (fd >= 0) {
+            if (write(fd, line, (size_t)len) != len)
+                fprintf(stderr, "agree_agent: short write to %s\n", out);
+            close(fd);
+        }
+    } else {
+        fputs(line, stderr);
+    }
+}

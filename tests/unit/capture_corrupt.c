@@ -1,0 +1,322 @@
+/* capture_corrupt.c -- ht_capture on stacks and unwind tables that lie.
+ *
+ * Corrupt stacks must give what can be verified and never fault:
+ *  - a garbage rbp under code with and without frame pointers: frames
+ *    exactly equal to the same capture with a sane rbp;
+ *  - an overwritten return address (0, a heap pointer, the middle of a
+ *    function, a kernel address, a pointer into the stack): the frames
+ *    inside the corrupted frame are exact, the walk stops without faulting;
+ *  - a stack pointer pivoted onto junk (random words, self-pointers, real
+ *    return addresses), and fake signal contexts pointing anywhere;
+ *  - contract edges: max <= 0, skip beyond the stack, NULL hash.
+ * And the CFI parser on mutated copies of a real .eh_frame: never a fault,
+ * and the unmutated copy gives the same rows as the original. */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <ucontext.h>
+#include "heaptrail.h"
+#include "check.h"
+#include "platform/linux-x86_64/cfi.h"
+
+#define MAXF 128
+
+/* call_with_rbp(fn, v): calls fn() with rbp = v; restores rbp (CFI says
+ * where it saved it). call_on_stack(fn, top): calls fn() with rsp = top,
+ * and deliberately describes its frame as if it had not switched stacks,
+ * so unwinders walk into the junk above `top`. */
+__asm__(".text\n"
+        ".globl call_with_rbp\n.type call_with_rbp,@function\n"
+        "call_with_rbp:\n"
+        ".cfi_startproc\n"
+        "push %rbp\n.cfi_adjust_cfa_offset 8\n.cfi_offset rbp, -16\n"
+        "push %rbx\n.cfi_adjust_cfa_offset 8\n.cfi_offset rbx, -24\n"
+        "sub $8, %rsp\n.cfi_adjust_cfa_offset 8\n"       /* keep the call 16-aligned */
+        "mov %rsi, %rbp\n"
+        "call *%rdi\n"
+        "add $8, %rsp\n.cfi_adjust_cfa_offset -8\n"
+        "pop %rbx\n.cfi_adjust_cfa_offset -8\n"
+        "pop %rbp\n.cfi_adjust_cfa_offset -8\n"
+        "ret\n"
+        ".cfi_endproc\n"
+        ".size call_with_rbp, .-call_with_rbp\n"
+        ".globl call_on_stack\n.type call_on_stack,@function\n"
+        "call_on_stack:\n"
+        ".cfi_startproc\n"
+        "push %rbx\n.cfi_adjust_cfa_offset 8\n.cfi_offset rbx, -16\n"
+        "mov %rsp, %rbx\n"
+        "mov %rsi, %rsp\n"
+        "call *%rdi\n"
+        "mov %rbx, %rsp\n"
+        "pop %rbx\n.cfi_adjust_cfa_offset -8\n"
+        "ret\n"
+        ".cfi_endproc\n"
+        ".size call_on_stack, .-call_on_stack\n");
+void call_with_rbp(void (*fn)(void), uintptr_t rbp);
+void call_on_stack(void (*fn)(void), uintptr_t top);
+
+static void *g_frames[MAXF];
+static int g_n;
+static volatile int sink;
+
+/* ---- garbage rbp ------------------------------------------------------ */
+
+__attribute__((noinline, optimize("omit-frame-pointer"))) static void nofp_leaf(void)
+{
+    g_n = ht_capture(0, MAXF, g_frames, NULL);
+    sink++;
+}
+
+__attribute__((noinline, optimize("omit-frame-pointer"))) static void nofp_mid(void)
+{
+    nofp_leaf();
+    sink++;
+}
+
+__attribute__((noinline, optimize("no-omit-frame-pointer"))) static void fp_leaf(void)
+{
+    g_n = ht_capture(0, MAXF, g_frames, NULL);
+    sink++;
+}
+
+__attribute__((noinline, optimize("no-omit-frame-pointer"))) static void fp_mid(void)
+{
+    volatile char buf[32];
+    buf[0] = 1;
+    fp_leaf();
+    sink += buf[0];
+}
+
+static void test_garbage_rbp(void)
+{
+    /* value 0 is replaced by a sane rbp: the reference capture */
+    uintptr_t values[] = { 0, 0, 1, 0xdeadbeefdeadbeef, 0xffffffff81000000, 8, 0x7ffffffff000 };
+    values[0] = (uintptr_t)__builtin_frame_address(0);
+    void (*const fns[2])(void) = { nofp_mid, fp_mid };
+    for (int f = 0; f < 2; f++) {
+        void *clean[MAXF];
+        int n = 0;
+        for (size_t j = 0; j < sizeof values / sizeof values[0]; j++) {
+            call_with_rbp(fns[f], values[j]);     /* one call site for all */
+            if (j == 0) {
+                n = g_n;
+                memcpy(clean, g_frames, sizeof clean);
+                CHECK(n >= 5);
+                continue;
+            }
+            CHECK_EQ(g_n, n);
+            CHECK(memcmp(g_frames, clean, (size_t)n * sizeof(void *)) == 0);
+        }
+    }
+}
+
+/* ---- overwritten return address -------------------------------------- */
+
+static uintptr_t g_bad_ra;
+
+__attribute__((noinline, optimize("no-omit-frame-pointer"))) static void corrupted_frame(void)
+{
+    /* in asm: the compiler may assume the return-address slot is its own */
+    uintptr_t saved;
+    __asm__ volatile("mov 8(%%rbp), %0" : "=r"(saved));
+    __asm__ volatile("mov %0, 8(%%rbp)" ::"r"(g_bad_ra) : "memory");
+    fp_mid();                   /* captures: fp_leaf, fp_mid, corrupted_frame, then bad */
+    __asm__ volatile("mov %0, 8(%%rbp)" ::"r"(saved) : "memory");
+}
+
+static void test_bad_return_address(void)
+{
+    static char heap_like[64];
+    g_bad_ra = 0;
+    corrupted_frame();
+    /* the first three frames are inside corrupted_frame and its callees */
+    void *inner[3];
+    int n0 = g_n;
+    memcpy(inner, g_frames, sizeof inner);
+    CHECK_EQ(n0, 3);            /* a zero return address ends the stack */
+    uintptr_t values[] = {
+        (uintptr_t)heap_like, (uintptr_t)&test_garbage_rbp + 3, 0xffffffff81000000u,
+        (uintptr_t)__builtin_frame_address(0) - 64, 0x10, (uintptr_t)-1,
+    };
+    for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
+        g_bad_ra = values[i];
+        corrupted_frame();
+        CHECK(g_n >= 4 && g_n <= MAXF);
+        CHECK(memcmp(g_frames, inner, sizeof inner) == 0);
+        CHECK((uintptr_t)g_frames[3] == values[i]);
+    }
+}
+
+/* ---- junk stacks ------------------------------------------------------ */
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static uint64_t rnd(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+
+#define JUNK_WORDS 4096
+#define ROOM_WORDS 16384        /* 128 KiB of real stack below the junk */
+static uintptr_t *junk, *junk_map;
+
+static void fill_junk(void)
+{
+    uintptr_t code[] = { (uintptr_t)nofp_mid + 9, (uintptr_t)fp_mid + 17, (uintptr_t)call_with_rbp + 7,
+                         (uintptr_t)&raise + 20, (uintptr_t)&memcpy + 1, (uintptr_t)&ht_capture + 30 };
+    for (int i = 0; i < JUNK_WORDS; i++) {
+        switch (rnd() % 6) {
+        case 0: junk[i] = rnd(); break;
+        case 1: junk[i] = (uintptr_t)&junk[rnd() % JUNK_WORDS]; break;
+        case 2: junk[i] = code[rnd() % 6] + rnd() % 64; break;
+        case 3: junk[i] = 0; break;
+        case 4: junk[i] = (uintptr_t)&junk[i + 2 < JUNK_WORDS ? i + 2 : i]; break;
+        default: junk[i] = rnd() & 0xffff; break;
+        }
+    }
+}
+
+static void capture_on_junk(void)
+{
+    g_n = ht_capture(0, MAXF, g_frames, NULL);
+}
+
+static void test_junk_stacks(void)
+{
+    junk_map = mmap(NULL, (ROOM_WORDS + JUNK_WORDS) * 8, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                    -1, 0);
+    CHECK(junk_map != MAP_FAILED);
+    junk = junk_map + ROOM_WORDS;
+    int max_seen = 0;
+    for (int it = 0; it < 3000; it++) {
+        fill_junk();
+        /* the pivoted stack: capture_on_junk runs with rsp inside junk */
+        uintptr_t top = (uintptr_t)&junk[64 + rnd() % 256] & ~(uintptr_t)15;
+        call_on_stack(capture_on_junk, top);
+        CHECK(g_n >= 2 && g_n <= MAXF);
+        if (g_n > max_seen)
+            max_seen = g_n;
+
+        /* a fake signal context pointing into junk, code or nowhere */
+        ucontext_t uc;
+        memset(&uc, 0, sizeof uc);
+        uc.uc_mcontext.gregs[REG_RSP] = (greg_t)(rnd() % 4 == 0 ? rnd() : (uintptr_t)&junk[rnd() % JUNK_WORDS]);
+        uc.uc_mcontext.gregs[REG_RBP] = (greg_t)(rnd() % 2 ? rnd() : (uintptr_t)&junk[rnd() % JUNK_WORDS]);
+        uc.uc_mcontext.gregs[REG_RIP] = (greg_t)(rnd() % 3 ? (uintptr_t)nofp_leaf + rnd() % 40 : rnd());
+        void *f[MAXF];
+        uint64_t h;
+        int n = ht_capture_context(&uc, MAXF, f, &h);
+        CHECK(n >= 1 && n <= MAXF);
+        CHECK((uintptr_t)f[0] == (uintptr_t)uc.uc_mcontext.gregs[REG_RIP]);
+        CHECK(h == ht_stack_hash(f, n));
+    }
+    fprintf(stderr, "junk stacks: longest walk %d frames\n", max_seen);
+}
+
+static void test_contract_edges(void)
+{
+    void *f[8];
+    uint64_t h = 1;
+    CHECK_EQ(ht_capture(0, 0, f, &h), 0);
+    CHECK(h == ht_stack_hash(f, 0));
+    CHECK_EQ(ht_capture(0, -5, f, NULL), 0);
+    CHECK_EQ(ht_capture(100000, 8, f, NULL), 0);
+    CHECK_EQ(ht_capture(-3, 8, f, NULL), ht_capture(0, 8, f, NULL));
+    CHECK_EQ(ht_capture_context(NULL, 8, f, &h), 0);
+    ucontext_t uc;
+    memset(&uc, 0, sizeof uc);
+    uc.uc_mcontext.gregs[REG_RIP] = (greg_t)(uintptr_t)nofp_leaf;
+    uc.uc_mcontext.gregs[REG_RSP] = 16;     /* unmapped: only the pc is certain */
+    CHECK_EQ(ht_capture_context(&uc, 8, f, NULL), 1);
+}
+
+/* ---- the CFI parser on mutated tables --------------------------------- */
+
+static uintptr_t fake_stack[64];
+
+static int rd_fake(void *ctx, uintptr_t addr, uintptr_t *out)
+{
+    (void)ctx;
+    if (addr < (uintptr_t)fake_stack || addr > (uintptr_t)&fake_stack[63])
+        return 0;
+    memcpy(out, (const void *)addr, sizeof *out);
+    return 1;
+}
+
+static void test_cfi_mutations(void)
+{
+    ht_module_t m;
+    CHECK_EQ(ht__module_find((uintptr_t)&test_cfi_mutations, &m), 0);
+    CHECK(m.eh_hdr != 0);
+    /* copy the readable segment holding .eh_frame_hdr and .eh_frame:
+     * both are encoded relative to their own addresses, so the copy parses
+     * the same, for pcs shifted by the copy's offset */
+    size_t size = m.rd_hi - m.rd_lo;
+    if (size > (8u << 20))
+        size = 8u << 20;
+    uint8_t *copy = malloc(size), *orig = (uint8_t *)m.rd_lo;
+    CHECK(copy != NULL);
+    ht_module_t c = m;
+    intptr_t delta = (intptr_t)copy - (intptr_t)m.rd_lo;
+    c.rd_lo = (uintptr_t)copy;
+    c.rd_hi = (uintptr_t)copy + size;
+    c.eh_hdr = m.eh_hdr + (uintptr_t)delta;
+
+    uintptr_t pcs[] = { (uintptr_t)nofp_mid + 5, (uintptr_t)fp_mid + 12, (uintptr_t)test_junk_stacks + 40,
+                        (uintptr_t)test_contract_edges + 100, (uintptr_t)test_bad_return_address + 20, (uintptr_t)fill_junk + 30 };
+    memcpy(copy, orig, size);
+    for (size_t i = 0; i < sizeof pcs / sizeof pcs[0]; i++) {
+        ht_cfi_row_t a, b;
+        int ra = ht__cfi_row(&m, pcs[i], &a);
+        int rb = ht__cfi_row(&c, pcs[i] + (uintptr_t)delta, &b);
+        CHECK_EQ(ra, HT_CFI_OK);
+        CHECK_EQ(rb, ra);
+        CHECK(a.cfa.how == b.cfa.how && a.cfa.reg == b.cfa.reg && a.cfa.off == b.cfa.off);
+        CHECK(a.reg[HT_DW_RA].how == b.reg[HT_DW_RA].how && a.reg[HT_DW_RA].off == b.reg[HT_DW_RA].off);
+    }
+
+    int ok = 0, none = 0, bad = 0;
+    for (int it = 0; it < 20000; it++) {
+        memcpy(copy, orig, size);
+        int flips = 1 + (int)(rnd() % 8);
+        for (int k = 0; k < flips; k++) {
+            /* mostly near the tables we parse */
+            size_t at = (size_t)(rnd() % 2 ? (m.eh_hdr - m.rd_lo) + rnd() % 4096 : rnd() % size);
+            if (at < size)
+                copy[at] = (uint8_t)rnd();
+        }
+        uintptr_t pc = pcs[rnd() % (sizeof pcs / sizeof pcs[0])] + (uintptr_t)delta + rnd() % 32;
+        ht_cfi_row_t row;
+        int r = ht__cfi_row(&c, pc, &row);
+        if (r == HT_CFI_OK) {
+            ok++;
+            ht_regs_t in, out;
+            for (int i = 0; i < HT_DW_NREGS; i++)
+                in.r[i] = (uintptr_t)&fake_stack[rnd() % 64];
+            in.valid = (1u << HT_DW_NREGS) - 1;
+            int outermost;
+            (void)ht__cfi_apply(&row, &in, &out, rd_fake, NULL, &outermost);
+        } else if (r == HT_CFI_NONE) {
+            none++;
+        } else {
+            CHECK_EQ(r, HT_CFI_BAD);
+            bad++;
+        }
+    }
+    fprintf(stderr, "cfi mutations: %d rows, %d no FDE, %d malformed\n", ok, none, bad);
+    CHECK(ok > 0 && bad > 0);
+    free(copy);
+}
+
+int main(void)
+{
+    test_garbage_rbp();
+    test_bad_return_address();
+    test_junk_stacks();
+    test_contract_edges();
+    test_cfi_mutations();
+    return check_done();
+}
