@@ -370,6 +370,42 @@ int ht_cmd_run(int argc, char **argv)
     return 1;
 }
 
+/* A connection to the agent of process `pid`, or -1. */
+static int connect_agent(long pid)
+{
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    struct sockaddr_un a;
+    memset(&a, 0, sizeof a);
+    a.sun_family = AF_UNIX;
+    int n = snprintf(a.sun_path + 1, sizeof a.sun_path - 1, "heaptrail.%ld", pid);
+    socklen_t al = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+    if (connect(fd, (struct sockaddr *)&a, al) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* The pid of `pid`'s only child, or -1 (none, several, or unknown). */
+static long only_child(long pid)
+{
+    char path[64], buf[256];
+    snprintf(path, sizeof path, "/proc/%ld/task/%ld/children", pid, pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    char *end;
+    long c = strtol(buf, &end, 10);
+    while (*end == ' ' || *end == '\n')
+        end++;
+    return c > 0 && *end == 0 ? c : -1;
+}
+
 int ht_cmd_snapshot(int argc, char **argv)
 {
     if (argc != 2) {
@@ -382,18 +418,16 @@ int ht_cmd_snapshot(int argc, char **argv)
         fprintf(stderr, "heaptrail: snapshot: '%s' is not a process id\n", argv[1]);
         return 2;
     }
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_un a;
-    memset(&a, 0, sizeof a);
-    a.sun_family = AF_UNIX;
-    int n = snprintf(a.sun_path + 1, sizeof a.sun_path - 1, "heaptrail.%ld", pid);
-    socklen_t al = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
-    if (fd < 0 || connect(fd, (struct sockaddr *)&a, al) != 0) {
-        fprintf(stderr, "heaptrail: process %ld is not traced by heaptrail (no control socket: %s)\n",
-                pid, strerror(errno));
-        if (fd >= 0)
-            close(fd);
-        return 1;
+    int fd = connect_agent(pid);
+    if (fd < 0) {
+        /* the pid of `heaptrail run` itself: ask its only child */
+        long child = only_child(pid);
+        if (child > 0 && (fd = connect_agent(child)) >= 0) {
+            pid = child;
+        } else {
+            fprintf(stderr, "heaptrail: process %ld is not traced by heaptrail (no control socket)\n", pid);
+            return 1;
+        }
     }
     static const char req[] = "snapshot\n";
     if (send(fd, req, sizeof req - 1, MSG_NOSIGNAL) != (ssize_t)(sizeof req - 1)) {

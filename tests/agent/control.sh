@@ -17,11 +17,14 @@ grep -q "snapshot 0 of process $pid written to .*w.ht" snap.out && echo "ok: rep
 expect_eq "snapshot: on-demand snapshot in the trace" "$(field reason "$(last_snap w.ht)")" 1
 m=$("$DUMP" w.ht --match leak_waiting)
 expect_eq "snapshot: leak seen" "$(field live_bytes "$m")" 99
+"$HT" snapshot "$runner" >snap2.out 2>&1; rc=$?
+expect_eq "snapshot via the pid of heaptrail run: exit status" "$rc" 0
+grep -q "snapshot 1 of process $pid " snap2.out && echo "ok: reached the child" || fail "via runner: $(cat snap2.out)"
 touch go
 wait $runner; rc=$?
 expect_eq "wait: exit status" "$rc" 0
 expect_eq "wait: no system call interrupted" "$(sed -n 's/^EINTR=//p' w.out)" 0
-expect_eq "wait: snapshots (request, exit)" "$("$DUMP" w.ht | grep '^snap ' | sed 's/.*reason=\([0-9]*\).*/\1/' | tr '\n' ' ')" "1 0 "
+expect_eq "wait: snapshots (request, request, exit)" "$("$DUMP" w.ht | grep '^snap ' | sed 's/.*reason=\([0-9]*\).*/\1/' | tr '\n' ' ')" "1 1 0 "
 
 "$HT" snapshot 1 >n.out 2>&1; rc=$?
 expect_eq "snapshot of an untraced process fails" "$rc" 1
