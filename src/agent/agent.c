@@ -459,6 +459,20 @@ HT_API int ht_snapshot(void)
     return r;
 }
 
+/* Called by the JIT registry (src/platform/.../jit.c) before a
+ * registration may be dropped or replaced: the nodes pointing into it and
+ * its name are staged while it is still registered. */
+HT_INTERNAL void ht__jit_leaving(void);
+void ht__jit_leaving(void)
+{
+    if (!A.started)
+        return;
+    int g = ht__guard;
+    ht__guard = 2;
+    ht__modules_rescan();
+    ht__guard = g;
+}
+
 /* Called by the dlclose wrapper (src/platform/.../modules.c) before and
  * after the real dlclose. */
 HT_INTERNAL void ht__dlclose_event(int after);

@@ -24,6 +24,7 @@
 #include "agent.h"
 #include "../format/trace.h"
 #include "../format/wire.h"
+#include "../platform/linux-x86_64/jit.h"
 #define ZSTD_STATIC_LINKING_ONLY
 #include <zstd.h>
 #include <dlfcn.h>
@@ -80,6 +81,7 @@ static struct {
     char prog[80];
     char cmdline[4096];
     size_t cmdline_len;
+    uint8_t jit_seen[(HT_JIT_SERIAL_MAX + 1) / 8];  /* JIT serials recorded */
     int ppid;
 } W;
 
@@ -257,6 +259,7 @@ static int flush(void)
         W.node_mark = W.node_mark_ok;
         for (uint32_t i = 0; i < W.nmods; i++)
             W.mods[i].staged = 0;
+        __builtin_memset(W.jit_seen, 0, sizeof W.jit_seen);  /* sent again if still there */
     }
     return rc;
 }
@@ -368,6 +371,29 @@ static void note_module(uint64_t addr)
         stage_module(m);
 }
 
+/* Frames in registered JIT code carry the registration's serial: record
+ * its range and name once (while it is still registered) so a reader can
+ * name the frame even after the code is gone. */
+static void note_jit(uint64_t frame)
+{
+    unsigned serial = HT_FRAME_JIT_SERIAL(frame);
+    if (!serial || (W.jit_seen[serial >> 3] & (1u << (serial & 7))))
+        return;
+    ht_jit_range_t r;
+    if (!ht__jit_find(HT_FRAME_ADDRESS(frame) - 1, &r) || r.serial != serial)   /* 1: found */
+        return;
+    size_t at = rec_begin(HT_REC_JIT);
+    put_varint(serial);
+    put_varint(r.start);
+    put_varint(r.end - r.start);
+    put_varint(ht__now_ns());
+    const char *name = r.name ? r.name : "";
+    size_t len = ht__strlen(name);
+    put_str(name, len < 1024 ? len : 1024);
+    rec_end(at);
+    W.jit_seen[serial >> 3] |= (uint8_t)(1u << (serial & 7));
+}
+
 /* Stages every stack node interned since the last call, and the modules
  * their addresses fall in. */
 static void stage_nodes(void)
@@ -382,8 +408,12 @@ static void stage_nodes(void)
         /* modules first, so a reader knows them before the nodes */
         for (uint32_t i = 0; i < n; i++) {
             ht_stacknode_t nd;
-            if (ht__stackdb_node(first + i, &nd) == 0)
-                note_module(nd.addr ? nd.addr - 1 : 0);
+            if (ht__stackdb_node(first + i, &nd) != 0)
+                continue;
+            if (HT_FRAME_JIT_SERIAL(nd.addr))
+                note_jit(nd.addr);
+            else if (nd.addr > 1)   /* 1: HT_FRAME_UNWIND_STOPPED */
+                note_module(nd.addr - 1);
         }
         size_t at = rec_begin(HT_REC_NODES);
         put_varint(first);
@@ -794,6 +824,7 @@ void ht__writer_fork_child(void)
     for (uint32_t i = 0; i < W.nmods; i++) {
         W.mods[i].written = W.mods[i].unload_written = W.mods[i].staged = 0;
     }
+    __builtin_memset(W.jit_seen, 0, sizeof W.jit_seen);
     W.owner = 0;
     W.lock.v = 0;
 }

@@ -8,6 +8,7 @@
 #include "commands.h"
 #include <elfutils/libdwfl.h>
 #include "../format/trace.h"
+#include "heaptrail.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -165,6 +166,19 @@ static void print_frame(const ht_trace_t *t, symmod_t *cache, uint32_t node)
         }
         put_clean(stderr, base_name(m->path));
         fprintf(stderr, "+0x%llx%s\n", (unsigned long long)(nd->addr - m->bias), fn ? ")" : "");
+    } else if (HT_FRAME_JIT_SERIAL(nd->addr)) {
+        /* JIT code: the latest registration with this frame's serial */
+        const ht_tjit_t *j = NULL;
+        for (size_t i = t->njit; i-- > 0 && !j;)
+            if (t->jit[i].serial == HT_FRAME_JIT_SERIAL(nd->addr))
+                j = &t->jit[i];
+        uint64_t a = HT_FRAME_ADDRESS(nd->addr);
+        if (j && a >= j->start && a - j->start <= j->size) {
+            put_clean(stderr, j->name);
+            fprintf(stderr, "+0x%llx (JIT code)\n", (unsigned long long)(a - j->start));
+        } else {
+            fprintf(stderr, "0x%llx (JIT code)\n", (unsigned long long)a);
+        }
     } else {
         fprintf(stderr, "0x%llx\n", (unsigned long long)nd->addr);
     }

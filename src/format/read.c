@@ -42,7 +42,7 @@ typedef struct {
     size_t errlen;
     uint64_t block_off;         /* file offset of the block being decoded */
     /* growable arrays' capacities */
-    size_t cap_modules, cap_nodes, cap_snaps;
+    size_t cap_modules, cap_nodes, cap_snaps, cap_jit;
     int32_t *mod_index;         /* file module id -> index in t->modules, -1 */
     size_t cap_mod_index;
     uint32_t *loaded;           /* indices of loaded modules sorted by start */
@@ -366,6 +366,29 @@ static int rec_drops(rd_t *r, cur_t *c)
     return 0;
 }
 
+static int rec_jit(rd_t *r, cur_t *c)
+{
+    ht_tjit_t j;
+    memset(&j, 0, sizeof j);
+    uint64_t serial = get(c);
+    j.start = get(c);
+    j.size = get(c);
+    j.begin_ns = get(c);
+    j.name = get_str(c, 1u << 16, NULL);
+    if (c->bad || serial == 0 || serial > 0x7fff) {
+        free(j.name);
+        return -1;
+    }
+    j.serial = (uint32_t)serial;
+    ht_trace_t *t = r->t;
+    if (grow((void **)&t->jit, &r->cap_jit, t->njit + 1, sizeof j) != 0) {
+        free(j.name);
+        return -1;
+    }
+    t->jit[t->njit++] = j;
+    return 0;
+}
+
 /* Decodes one block's records. Returns 0, or -1 at the first bad one. */
 static int parse_payload(rd_t *r, const uint8_t *p, size_t len)
 {
@@ -388,6 +411,7 @@ static int parse_payload(rd_t *r, const uint8_t *p, size_t len)
         case HT_REC_SITES: rc = rec_sites(r, &c); break;
         case HT_REC_SNAP_END: rc = rec_snap_end(r, &c); break;
         case HT_REC_DROPS: rc = rec_drops(r, &c); break;
+        case HT_REC_JIT: rc = rec_jit(r, &c); break;
         case HT_REC_END: {
             (void)get(&c);
             uint64_t lost = get(&c);

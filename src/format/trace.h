@@ -65,6 +65,9 @@ typedef struct ht_tjit_s {
     uint64_t start, size;
     char *name;
     uint64_t begin_ns, end_ns;  /* when it was live; end_ns 0: to the end */
+    uint32_t serial;            /* registration serial: frames in this code
+                                   carry it in bits 48..62 (heaptrail.h's
+                                   HT_FRAME_JIT_SERIAL) */
 } ht_tjit_t;
 
 /* What the tracker could not record. */

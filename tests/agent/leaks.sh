@@ -46,6 +46,16 @@ expect_eq "churn allocations" "$(field total_blocks "$m") $(field live_blocks "$
 expect_eq "library recorded as unloaded" "$("$DUMP" dl.ht | grep -c 'libdlleak.so.*unloaded=1')" \
     "$("$DUMP" dl.ht | grep -c 'libdlleak.so')"
 
+# stacks through registered JIT code, named after the code is gone
+"$HT" run -o jit.ht "$P/jitleak" >outj 2>errj; rc=$?
+cat errj
+expect_eq "jitleak exit status" "$rc" 0
+expect_eq "JIT leak: the frame after the caller is the JIT thunk" \
+    "$("$DUMP" jit.ht | grep -c 'kind=heap live_blocks=3 live_bytes=192 .*frames=leak_via_jit;jit:jit_thunk;main')" 1
+expect_eq "JIT code recorded once" "$("$DUMP" jit.ht | grep -c '^jit .*name=jit_thunk')" 1
+grep -q 'jit_thunk+0xc (JIT code)' errj && echo "ok: summary names the JIT frame" || fail "summary: JIT frame not named"
+expect_eq "JIT code mapping is not a leak" "$("$DUMP" jit.ht | grep -c 'kind=mmap live_blocks=[1-9]')" 0
+
 # a stack database too small for anything: counts stay exact, drops reported
 HEAPTRAIL_STACKDB_MAX=1 "$HT" run -o tiny.ht "$P/leaks" >outt 2>errt; rc=$?
 cat errt

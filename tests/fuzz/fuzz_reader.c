@@ -29,6 +29,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (size_t i = 0; i < t.nmodules; i++)
         if (!t.modules[i].path || t.modules[i].build_id_len > 64)
             abort();
+    for (size_t i = 0; i < t.njit; i++)
+        if (!t.jit[i].name || t.jit[i].serial == 0 || t.jit[i].serial > 0x7fff)
+            abort();
     ht_trace_free(&t);
     return 0;
 }

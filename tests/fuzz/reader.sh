@@ -13,6 +13,7 @@ rm -rf "$S"; mkdir -p "$S"; cd "$S"
 for z in 0 1; do
     HEAPTRAIL_COMPRESS=$z "$B/heaptrail" run -o leaks$z.ht "$B/tests/progs/leaks" >/dev/null 2>&1
     HEAPTRAIL_COMPRESS=$z "$B/heaptrail" run -o kill$z.ht "$B/tests/progs/lifecycle" kill >/dev/null 2>&1
+    HEAPTRAIL_COMPRESS=$z "$B/heaptrail" run -o jit$z.ht "$B/tests/progs/jitleak" >/dev/null 2>&1
     HEAPTRAIL_COMPRESS=$z "$B/heaptrail" run -o dl$z.ht "$B/tests/progs/dlopen_leak" "$B/tests/libs/libdlleak.so" >/dev/null 2>&1
 done
 cp ./*.ht "$C/"

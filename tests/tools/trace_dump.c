@@ -20,6 +20,14 @@ static Dwfl_Module **g_mod;
 static const char *sym(const ht_trace_t *t, uint32_t node, char *buf, size_t cap)
 {
     const ht_tnode_t *nd = &t->nodes[node];
+    unsigned serial = (unsigned)((nd->addr >> 48) & 0x7fff);
+    if (serial) {
+        for (size_t i = t->njit; i-- > 0;)
+            if (t->jit[i].serial == serial) {
+                snprintf(buf, cap, "jit:%s", t->jit[i].name);
+                return buf;
+            }
+    }
     if (nd->module >= t->nmodules) {
         snprintf(buf, cap, "0x%llx", (unsigned long long)nd->addr);
         return buf;
@@ -116,6 +124,9 @@ int main(int argc, char **argv)
                t.modules[i].path, (unsigned long long)t.modules[i].start,
                (unsigned long long)t.modules[i].end, (unsigned long long)t.modules[i].bias,
                t.modules[i].build_id_len, t.modules[i].unload_ns != 0);
+    for (size_t i = 0; i < t.njit; i++)
+        printf("jit %zu serial=%u name=%s start=0x%llx size=%llu\n", i, t.jit[i].serial, t.jit[i].name,
+               (unsigned long long)t.jit[i].start, (unsigned long long)t.jit[i].size);
     for (size_t k = 0; k < t.nsnaps; k++) {
         const ht_tsnapshot_t *s = &t.snaps[k];
         printf("snap %u reason=%u live_blocks=%llu live_bytes=%llu total_blocks=%llu total_bytes=%llu "
