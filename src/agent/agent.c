@@ -107,6 +107,27 @@ static void final_snapshot(int reason)
     ht__guard = g;
 }
 
+/* exec: the image that calls it writes its final snapshot and END (its
+ * trace would otherwise stop at the last flush). If exec fails, this
+ * process goes on: its later snapshots go to a new file. */
+void ht__agent_before_exec(void)
+{
+    /* only an image that has a trace file: a forked child about to exec
+     * (fork + exec, the common way to start a program) has written
+     * nothing of its own and leaves no file behind */
+    if (A.started && ht__guard == 0 && ht__writer_path())
+        final_snapshot(HT_SNAP_EXEC);
+}
+
+void ht__agent_exec_failed(void)
+{
+    if (!A.started || ht__guard != 0 || (int)ht__sys0(SYS_getpid) != A.pid ||
+        !__atomic_load_n(&A.exit_done, __ATOMIC_ACQUIRE))
+        return;
+    ht__writer_reopen();
+    __atomic_store_n(&A.exit_done, 0, __ATOMIC_RELEASE);
+}
+
 void ht__agent_exit_now(void)
 {
     if (A.started)

@@ -175,6 +175,8 @@ HT_INTERNAL void ht__trace_finish(void);
  * record, modules). Not async-signal-safe (called from the constructor). */
 HT_INTERNAL void ht__writer_init(void);
 HT_INTERNAL const char *ht__writer_path(void);
+/* After a failed exec: later snapshots go to a new file. */
+HT_INTERNAL void ht__writer_reopen(void);
 /* Module scan hooks used around dlclose. */
 HT_INTERNAL void ht__modules_rescan(void);
 HT_INTERNAL void ht__writer_fork_prepare(void);

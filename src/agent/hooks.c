@@ -622,6 +622,123 @@ HT_API void *mremap(void *old, size_t olen, size_t nlen, int flags, ...)
     return p;
 }
 
+/* ---- exec: the image is replaced ------------------------------------------
+ * The trace of the image that calls exec gets a final snapshot and its END
+ * first (nothing else would ever write them); if exec fails, the agent
+ * carries on and ht__agent_exec_failed() re-opens tracing into a new file.
+ * glibc's execvp/execl* reach execve internally, so each family member is
+ * interposed. The variadic ones collect their arguments on the stack. */
+
+HT_INTERNAL void ht__agent_before_exec(void);
+HT_INTERNAL void ht__agent_exec_failed(void);
+
+typedef int (*execve_fn)(const char *, char *const[], char *const[]);
+typedef int (*execv_fn)(const char *, char *const[]);
+typedef int (*fexecve_fn)(int, char *const[], char *const[]);
+
+static void *exec_next(void **cache, const char *name)
+{
+    void *f = ht_load_acquire(cache);
+    if (!f) {
+        f = dlsym(RTLD_NEXT, name);
+        ht_store_release(cache, f);
+    }
+    return f;
+}
+
+#define EXEC_CALL(ret, call) \
+    do { \
+        ht__agent_before_exec(); \
+        ret = call; \
+        int e_ = errno; \
+        ht__agent_exec_failed(); \
+        errno = e_; \
+    } while (0)
+
+HT_API int execve(const char *path, char *const argv[], char *const envp[])
+{
+    static void *next;
+    execve_fn f = (execve_fn)exec_next(&next, "execve");
+    if (!f) {
+        errno = ENOSYS;
+        return -1;
+    }
+    int r;
+    EXEC_CALL(r, f(path, argv, envp));
+    return r;
+}
+
+#define EXECV_LIKE(sym) \
+    HT_API int sym(const char *path, char *const argv[]) \
+    { \
+        static void *next; \
+        execv_fn f = (execv_fn)exec_next(&next, #sym); \
+        if (!f) { \
+            errno = ENOSYS; \
+            return -1; \
+        } \
+        int r; \
+        EXEC_CALL(r, f(path, argv)); \
+        return r; \
+    }
+EXECV_LIKE(execv)
+EXECV_LIKE(execvp)
+
+HT_API int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+    static void *next;
+    execve_fn f = (execve_fn)exec_next(&next, "execvpe");
+    if (!f) {
+        errno = ENOSYS;
+        return -1;
+    }
+    int r;
+    EXEC_CALL(r, f(file, argv, envp));
+    return r;
+}
+
+HT_API int fexecve(int fd, char *const argv[], char *const envp[])
+{
+    static void *next;
+    fexecve_fn f = (fexecve_fn)exec_next(&next, "fexecve");
+    if (!f) {
+        errno = ENOSYS;
+        return -1;
+    }
+    int r;
+    EXEC_CALL(r, f(fd, argv, envp));
+    return r;
+}
+
+#define EXEC_MAX_ARGS 4096
+/* execl, execlp, execle: arguments into an array on the stack, then the
+ * array form (execle passes its environment after the NULL). */
+#define EXECL_LIKE(sym, vsym, with_env) \
+    HT_API int sym(const char *path, const char *arg, ...) \
+    { \
+        const char *args[EXEC_MAX_ARGS + 1]; \
+        char *const *envp = NULL; \
+        int n = 0; \
+        va_list ap; \
+        va_start(ap, arg); \
+        args[n++] = arg; \
+        while (args[n - 1] != NULL && n < EXEC_MAX_ARGS) \
+            args[n++] = va_arg(ap, const char *); \
+        if (with_env && args[n - 1] == NULL) \
+            envp = va_arg(ap, char *const *); \
+        va_end(ap); \
+        if (args[n - 1] != NULL) { \
+            errno = E2BIG; \
+            return -1; \
+        } \
+        if (with_env) \
+            return execve(path, (char *const *)args, envp); \
+        return vsym(path, (char *const *)args); \
+    }
+EXECL_LIKE(execl, execv, 0)
+EXECL_LIKE(execlp, execvp, 0)
+EXECL_LIKE(execle, execv, 1)
+
 /* ---- process exit without exit() ----------------------------------------- */
 
 HT_INTERNAL void ht__agent_exit_now(void);

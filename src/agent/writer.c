@@ -806,6 +806,27 @@ void ht__modules_rescan(void)
     wunlock();
 }
 
+/* After a failed exec (the trace was finished): the process goes on in a
+ * new file, created at its next snapshot, with every node and module
+ * again -- like a fork child's. */
+void ht__writer_reopen(void)
+{
+    if (!W.initialised || !wlock(HT_WCTX_NORMAL))
+        return;
+    if (W.finished) {
+        W.created = W.create_failed = 0;
+        W.finished = 0;
+        W.size = 0;
+        W.seq = 0;
+        W.node_mark = W.node_mark_ok = 0;
+        W.raw_len = 0;
+        for (uint32_t i = 0; i < W.nmods; i++)
+            W.mods[i].written = W.mods[i].unload_written = W.mods[i].staged = 0;
+        __builtin_memset(W.jit_seen, 0, sizeof W.jit_seen);
+    }
+    wunlock();
+}
+
 /* ---- fork -------------------------------------------------------------- */
 
 void ht__writer_fork_prepare(void) { wlock(HT_WCTX_NORMAL); }

@@ -237,6 +237,9 @@ static void summarize(const char *path)
                 t.truncated ? " (damaged tail)" : " (the program was killed?)");
     else if (s->reason == HT_SNAP_CRASH)
         fprintf(stderr, "heaptrail: the program crashed; figures from the crash snapshot\n");
+    else if (s->reason == HT_SNAP_EXEC)
+        fprintf(stderr, "heaptrail: the program replaced itself with exec; figures from just before "
+                        "(with --follow-exec the new program writes its own trace)\n");
     if (t.drops.overflow_allocs || t.drops.unknown_frees || t.drops.write_errors || t.drops.other)
         fprintf(stderr, "heaptrail: not recorded: %llu allocations without stack (database full), "
                         "%llu frees of unknown pointers, %llu trace bytes lost, %llu other\n",

@@ -46,7 +46,8 @@ enum {
     HT_SNAP_REQUEST,            /* heaptrail snapshot PID */
     HT_SNAP_INTERVAL,           /* --interval */
     HT_SNAP_API,                /* ht_snapshot() */
-    HT_SNAP_CRASH               /* fatal signal, written by the crash handler */
+    HT_SNAP_CRASH,              /* fatal signal, written by the crash handler */
+    HT_SNAP_EXEC                /* the process is replacing itself (execve) */
 };
 
 typedef struct ht_tsnapshot_s {

@@ -78,6 +78,21 @@ ct=heaptrail.lifecycle.$child.ht
 expect_eq "exec --follow-exec: the exec'd program's leak" "$(leak_of "$ct" leak_child)" "444 1"
 expect_eq "exec --follow-exec: parent's leak" "$(leak_of execf.ht leak_parent)" "333 1"
 
+# exec without fork: the replaced image's trace ends with an exec snapshot
+run execself 0
+expect_eq "execself: the replaced image's leak" "$(leak_of execself.ht leak_parent)" "333 1"
+expect_eq "execself: exec snapshot" "$(field reason "$(last_snap execself.ht)")" 5
+expect_eq "execself: complete" "$(field complete "$("$DUMP" execself.ht | grep '^trace ')")" 1
+grep -q 'replaced itself with exec' execself.err && echo "ok: exec reported" || fail "exec not reported"
+# a failed exec: tracing goes on, into a new file
+run execfail 0
+expect_eq "execfail: first trace ends at the exec attempt" "$(leak_of execfail.ht leak_parent)" "333 1"
+pid=$(field pid "$("$DUMP" execfail.ht | grep '^trace ')")
+after=$(ls heaptrail.lifecycle.$pid*.ht 2>/dev/null | head -n1)
+[ -n "$after" ] && echo "ok: tracing went on in $after" || fail "no trace after the failed exec"
+[ -n "$after" ] && expect_eq "execfail: later leak in the new file" "$(leak_of "$after" leak_child)" "444 1"
+rm -f heaptrail.lifecycle.*.ht
+
 # 16 threads, cross-thread frees: exact per-site totals
 "$HT" run -o stress.ht "$P/stress16" >stress.out 2>stress.err; rc=$?
 expect_eq "stress16: exit status" "$rc" 0

@@ -7,6 +7,10 @@
  *             that allocate and _exit: no deadlock
  *   exec      leak_parent 1x333, then fork+exec itself as "execchild"
  *   execchild leak_child 1x444
+ *   execself  leak_parent 1x333, then execs itself as "execchild" (no fork);
+ *             first a failed exec of a missing file, after which the
+ *             process goes on (and must keep being traced)
+ *   execfail  leak_parent 1x333, a failed exec, then leak_child 1x444 and exit
  *   doublefree  frees a block twice (glibc aborts: SIGABRT)
  *   badfree     frees a pointer malloc never returned (glibc aborts) */
 #include <pthread.h>
@@ -98,6 +102,16 @@ int main(int argc, char **argv)
         stop = 1;
         pthread_join(t, NULL);
         return 0;
+    }
+    if (!strcmp(mode, "execself") || !strcmp(mode, "execfail")) {
+        leak_parent(333);
+        execl("/nonexistent/program", "x", (char *)NULL);    /* fails: go on */
+        if (!strcmp(mode, "execfail")) {
+            leak_child(444);
+            return 0;
+        }
+        execl("/proc/self/exe", argv[0], "execchild", (char *)NULL);
+        return 127;
     }
     if (!strcmp(mode, "exec")) {
         leak_parent(333);
