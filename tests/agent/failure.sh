@@ -13,6 +13,12 @@ expect_eq "unwritable: exit status unchanged" "$rc" "$plain_rc"
 cmp -s plain.out u.out && echo "ok: output unchanged" || fail "output changed"
 grep -q '^heaptrail: no trace: ' u.err && echo "ok: says no trace" || fail "no 'no trace' message"
 
+# a directory nobody may create files in (sysfs refuses even root)
+"$HT" run -o /sys/heaptrail-test.ht "$P/leaks" >s.out 2>s.err; rc=$?
+expect_eq "unwritable directory: exit status unchanged" "$rc" "$plain_rc"
+cmp -s plain.out s.out && echo "ok: output unchanged" || fail "output changed"
+grep -q '^heaptrail: no trace: ' s.err && echo "ok: says no trace" || fail "no 'no trace' message"
+
 # a full disk: the agent never writes past RLIMIT_FSIZE (SIGXFSZ would kill)
 ( ulimit -f 1; exec "$HT" run -o full.ht "$P/leaks" >f.out 2>f.err ); rc=$?
 cat f.err
