@@ -22,6 +22,8 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <dirent.h>
+#include <time.h>
 #include <unistd.h>
 
 #define TOP_STACKS 5
@@ -270,6 +272,52 @@ static void summarize(const char *path)
     ht_trace_free(&t);
 }
 
+/* Other traces written during the run next to the main one: forked
+ * children's, and with --follow-exec executed programs'. Found by name
+ * pattern and modification time (a concurrent run in the same directory
+ * would be listed too). */
+static void list_other_traces(const char *path, const struct timespec *start)
+{
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    const char *main_base = slash ? slash + 1 : path;
+    if (slash)
+        *slash = 0;
+    else
+        snprintf(dir, sizeof dir, ".");
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    int n = 0;
+    char shown[5][256];
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        size_t len = strlen(e->d_name);
+        if (len < 14 || strncmp(e->d_name, "heaptrail.", 10) != 0 || strcmp(e->d_name + len - 3, ".ht") != 0 ||
+            strcmp(e->d_name, main_base) == 0)
+            continue;
+        struct stat st;
+        if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+            continue;
+        if (st.st_mtim.tv_sec < start->tv_sec ||
+            (st.st_mtim.tv_sec == start->tv_sec && st.st_mtim.tv_nsec < start->tv_nsec))
+            continue;
+        if (n < 5)
+            snprintf(shown[n], sizeof shown[n], "%s", e->d_name);
+        n++;
+    }
+    closedir(d);
+    if (!n)
+        return;
+    fprintf(stderr, "heaptrail: %d more trace%s from processes it started:", n, n > 1 ? "s" : "");
+    for (int i = 0; i < n && i < 5; i++) {
+        fputc(' ', stderr);
+        put_clean(stderr, shown[i]);
+    }
+    fprintf(stderr, "%s\n", n > 5 ? " ..." : "");
+}
+
 int ht_cmd_run(int argc, char **argv)
 {
     const char *out = NULL, *interval = NULL;
@@ -328,6 +376,9 @@ int ht_cmd_run(int argc, char **argv)
         perror("heaptrail: pipe");
         return 2;
     }
+    struct timespec start;
+    clock_gettime(CLOCK_REALTIME, &start);
+    start.tv_sec -= 1;          /* file system timestamps are coarser */
     pid_t pid = fork();
     if (pid < 0) {
         perror("heaptrail: fork");
@@ -380,6 +431,7 @@ int ht_cmd_run(int argc, char **argv)
     else
         snprintf(path, sizeof path, "heaptrail.%s.%d.ht", prog, (int)pid);
     summarize(path);
+    list_other_traces(path, &start);
     if (WIFEXITED(status))
         return WEXITSTATUS(status);
     if (WIFSIGNALED(status))

@@ -58,6 +58,7 @@ ct=heaptrail.lifecycle.$child.ht
 expect_eq "fork: child leak" "$(leak_of "$ct" leak_child)" "444 2"
 expect_eq "fork: child inherits the parent's live block" "$(leak_of "$ct" leak_parent)" "111 1"
 expect_eq "fork: child trace pid" "$(field pid "$("$DUMP" "$ct" | grep '^trace ')")" "$child"
+grep -q "1 more trace from processes it started: $ct" fork.err && echo "ok: child trace listed" || fail "child trace not listed"
 rm -f heaptrail.lifecycle.*.ht
 
 run forkstorm 0
