@@ -19,10 +19,10 @@
 
 #define NRANGES 4
 
-typedef struct { uintptr_t lo, hi; } range_t;
-
-/* t_ranges[0] is the thread's own stack; the others are re-checked */
-static HT_TLS range_t t_ranges[NRANGES];
+/* t_ranges[0] is the thread's own stack (unwind.h reads it inline); the
+ * others are re-checked */
+HT_TLS ht_stack_range_t t_ranges[NRANGES];
+typedef ht_stack_range_t range_t;
 static HT_TLS unsigned t_next;
 extern void *__libc_stack_end;
 
@@ -100,7 +100,7 @@ done:
     return found ? 0 : -1;
 }
 
-int ht__stack_range(uintptr_t sp, uintptr_t *lo_out, uintptr_t *hi)
+int ht__stack_range_slow(uintptr_t sp, uintptr_t *lo_out, uintptr_t *hi)
 {
     range_t *mine = &t_ranges[0];
     if (ht_likely(sp >= mine->lo && sp < mine->hi)) {

@@ -930,7 +930,10 @@ static HT_NOINLINE int walk(const ht_regs_t *r, int exact, int skip, int max, vo
     st.gen = ht_load_acquire(&ht__code_gen);
     st.gentag = (uint64_t)(st.gen & ((1u << FAST_GENBITS) - 1)) << 31;
     st.exact = exact;
-    st.regs = *r;
+    if (exact)
+        st.regs = *r;           /* an interrupted frame needs every register */
+    else
+        st.regs.valid = 0;
     st.tr = NULL;
     st.rec = 0;
     st.ri = 0;

@@ -10,10 +10,22 @@
 HT_INTERNAL extern uint32_t ht__code_gen;
 HT_INTERNAL void ht__code_changed(void);
 
+typedef struct { uintptr_t lo, hi; } ht_stack_range_t;
+HT_INTERNAL extern __thread ht_stack_range_t t_ranges[] __attribute__((tls_model("initial-exec")));
+HT_INTERNAL int ht__stack_range_slow(uintptr_t sp, uintptr_t *lo, uintptr_t *hi);
+
 /* Finds the readable stack mapping that contains `sp` and stores its
  * bounds in *lo and *hi. Uses a small per-thread cache, else reads /proc/self/maps with
  * raw system calls. Returns 0, or -1 if sp lies in no known mapping.
  * Async-signal-safe. */
-HT_INTERNAL int ht__stack_range(uintptr_t sp, uintptr_t *lo, uintptr_t *hi);
+static inline int ht__stack_range(uintptr_t sp, uintptr_t *lo, uintptr_t *hi)
+{
+    if (ht_likely(sp >= t_ranges[0].lo && sp < t_ranges[0].hi)) {
+        *lo = t_ranges[0].lo;
+        *hi = t_ranges[0].hi;
+        return 0;
+    }
+    return ht__stack_range_slow(sp, lo, hi);
+}
 
 #endif
