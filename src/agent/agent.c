@@ -1,6 +1,6 @@
 /* agent.c -- the agent's life: start-up (options, the trace file, crash
- * handlers, fork handlers, the control thread), the exit snapshot, the
- * crash snapshot, ht_snapshot(), dlclose notifications.
+ * handlers, fork handlers, the control thread), the exit, exec and crash
+ * snapshots, ht_snapshot(), dlclose and JIT-registry notifications.
  *
  * Options come from the environment (heaptrail run sets them):
  *   HEAPTRAIL_OUTPUT, HEAPTRAIL_OUTPUT_PID   trace file name (see writer.c)
@@ -8,6 +8,8 @@
  *   HEAPTRAIL_FOLLOW_EXEC=1                  keep LD_PRELOAD for exec'd programs
  *   HEAPTRAIL_CONTROL=0                      no control socket/thread
  *   HEAPTRAIL_MAX_FRAMES=N                   stack depth (1..128, default 128)
+ *   HEAPTRAIL_SOLO=0                         no single-thread fast path (solo.c)
+ *   HEAPTRAIL_COMPRESS=0                     stored blocks (writer.c)
  *   HEAPTRAIL_BENCH_MODE=hooks|capture|nocapture  benchmarks only: cost split
  *
  * The control thread: `heaptrail snapshot PID` connects to the abstract
