@@ -125,6 +125,10 @@ HT_INTERNAL void ht__site_alloc(ht_site_t *s, uint64_t size);
 HT_INTERNAL void ht__site_free(ht_site_t *s, uint64_t size);
 /* Releases `bytes` and `blocks` (0 for a partial munmap) at `s`. */
 HT_INTERNAL void ht__site_release(ht_site_t *s, uint64_t blocks, uint64_t bytes);
+/* A site's record number, and back (the live table stores the number, so
+ * a free finds its site with one load). */
+HT_INTERNAL uint32_t ht__site_index(const ht_site_t *s);
+HT_INTERNAL ht_site_t *ht__site_by_index(uint32_t i);
 /* Number of sites ever created and the i-th one (i < count), for snapshots. */
 HT_INTERNAL uint32_t ht__site_count(void);
 HT_INTERNAL ht_site_t *ht__site_at(uint32_t i);
@@ -135,15 +139,15 @@ HT_INTERNAL void ht__sites_start(void);
 /* Fork child: resets site locks another thread may have held. */
 HT_INTERNAL void ht__sites_fork_child(void);
 
-/* ---- live.c: address -> (size, stack) for heap blocks ------------------ */
-/* Records a live block. Returns 0, or -1 if it could not be stored
- * (counted). If the address was already present (a block freed behind the
- * agent's back), *old_stack and *old_size receive the stale entry and 1 is
- * returned. */
-HT_INTERNAL int ht__live_insert(uintptr_t addr, uint64_t size, uint32_t stack,
-                                uint32_t *old_stack, uint64_t *old_size);
-/* Removes `addr`; returns 1 and its size and stack if it was present. */
-HT_INTERNAL int ht__live_remove(uintptr_t addr, uint64_t *size, uint32_t *stack);
+/* ---- live.c: address -> (size, site record number) for heap blocks ----- */
+/* Records a live block of site number `site`. Returns 0, or -1 if it could
+ * not be stored (counted). If the address was already present (a block
+ * freed behind the agent's back), *old_site and *old_size receive the
+ * stale entry and 1 is returned. */
+HT_INTERNAL int ht__live_insert(uintptr_t addr, uint64_t size, uint32_t site,
+                                uint32_t *old_site, uint64_t *old_size);
+/* Removes `addr`; returns 1 and its size and site number if it was present. */
+HT_INTERNAL int ht__live_remove(uintptr_t addr, uint64_t *size, uint32_t *site);
 HT_INTERNAL void ht__live_fork_prepare(void);
 HT_INTERNAL void ht__live_fork_parent(void);
 HT_INTERNAL void ht__live_fork_child(void);

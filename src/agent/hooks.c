@@ -129,18 +129,16 @@ static HT_NOINLINE void record_alloc(void *p, size_t n, int kind, void **frames,
     /* count first: a free on another thread can only find the block once
      * it is in the live table, so counts never go below zero */
     ht__site_alloc(s, n);
-    uint32_t ostack;
+    uint32_t osite;
     uint64_t osize;
-    int rc = ht__live_insert((uintptr_t)p, n, id, &ostack, &osize);
+    int rc = ht__live_insert((uintptr_t)p, n, ht__site_index(s), &osite, &osize);
     if (ht_unlikely(rc != 0)) {
         if (rc < 0) {
             ht__site_release(s, 1, n);
         } else {
             /* the address was released without our knowing (a free made
              * while this thread's guard was up): retire the stale entry */
-            ht_site_t *o = ht__site_get(ostack, HT_KIND_HEAP);
-            if (o)
-                ht__site_free(o, osize);
+            ht__site_free(ht__site_by_index(osite), osize);
             ht_fetch_add(&ht__drops.reentrant, 1);
         }
     }
@@ -150,12 +148,10 @@ static HT_NOINLINE void record_alloc(void *p, size_t n, int kind, void **frames,
 static HT_NOINLINE void record_free(void *p)
 {
     uint64_t size;
-    uint32_t stack;
+    uint32_t site;
     int solo = ht__solo_enter();
-    if (ht__live_remove((uintptr_t)p, &size, &stack)) {
-        ht_site_t *s = ht__site_get(stack, HT_KIND_HEAP);
-        if (ht_likely(s != NULL))
-            ht__site_free(s, size);
+    if (ht__live_remove((uintptr_t)p, &size, &site)) {
+        ht__site_free(ht__site_by_index(site), size);
     } else {
         ht_fetch_add(&ht__drops.unknown_frees, 1);
     }
@@ -279,10 +275,10 @@ static HT_ALWAYS_INLINE void *do_realloc(void *old, size_t n)
     /* forget the old block first: once realloc returns, its address may be
      * handed to another thread */
     uint64_t osize = 0;
-    uint32_t ostack = 0;
+    uint32_t osite = 0;
     ht__guard = 1;
     int solo = ht__solo_enter();
-    int had = ht__live_remove((uintptr_t)old, &osize, &ostack);
+    int had = ht__live_remove((uintptr_t)old, &osize, &osite);
     ht__solo_exit(solo);
     ht__guard = 0;
     void *p = real.realloc(old, n);
@@ -293,7 +289,7 @@ static HT_ALWAYS_INLINE void *do_realloc(void *old, size_t n)
             uint32_t s2;
             uint64_t z2;
             solo = ht__solo_enter();
-            ht__live_insert((uintptr_t)old, osize, ostack, &s2, &z2);
+            ht__live_insert((uintptr_t)old, osize, osite, &s2, &z2);
             ht__solo_exit(solo);
             ht__guard = 0;
         }
@@ -301,10 +297,8 @@ static HT_ALWAYS_INLINE void *do_realloc(void *old, size_t n)
     }
     ht__guard = 1;
     if (had) {
-        ht_site_t *s = ht__site_get(ostack, HT_KIND_HEAP);
         solo = ht__solo_enter();
-        if (s)
-            ht__site_free(s, osize);
+        ht__site_free(ht__site_by_index(osite), osize);
         ht__solo_exit(solo);
     } else {
         ht_fetch_add(&ht__drops.unknown_frees, 1);

@@ -1,5 +1,5 @@
 /* live.c -- the live-allocation table: heap block address -> (requested
- * size, stack id).
+ * size, site record number; the site holds the stack id).
  *
  * 64 shards chosen by address hash, each an open-addressing table with
  * linear probing and backward-shift deletion (no tombstones, so a miss
@@ -10,7 +10,7 @@
  * touching different shards never meet. fork() takes every shard lock
  * first, so the child inherits consistent tables.
  *
- * Entries are 16 bytes: {address | stack[31:16] << 48, size | stack[15:0]
+ * Entries are 16 bytes: {address | site[31:16] << 48, size | site[15:0]
  * << 48}. Memory per live block: 16 bytes / load, i.e. 26-43 bytes.
  * Async-signal-safe, allocation-free (tables are mmap'd). */
 #include "agent.h"
@@ -104,7 +104,7 @@ static HT_NOINLINE int grow(shard_t *s)
     return 0;
 }
 
-int ht__live_insert(uintptr_t addr, uint64_t size, uint32_t stack, uint32_t *old_stack,
+int ht__live_insert(uintptr_t addr, uint64_t size, uint32_t site, uint32_t *old_site,
                     uint64_t *old_size)
 {
     if (ht_unlikely((addr >> 48) != 0 || (size >> 48) != 0 || addr < 16)) {
@@ -113,8 +113,8 @@ int ht__live_insert(uintptr_t addr, uint64_t size, uint32_t stack, uint32_t *old
     }
     uint64_t h = mix(addr);
     shard_t *s = shard_of(h);
-    uint64_t key = addr | (uint64_t)(stack >> 16) << 48;
-    uint64_t val = size | (uint64_t)(stack & 0xffff) << 48;
+    uint64_t key = addr | (uint64_t)(site >> 16) << 48;
+    uint64_t val = size | (uint64_t)(site & 0xffff) << 48;
     int rc = 0;
     ht__lock(&s->lock);
     if (ht_unlikely(!s->tab || (s->used + 1) * 8 > (s->mask + 1) * 5) && grow(s) != 0) {
@@ -132,7 +132,7 @@ int ht__live_insert(uintptr_t addr, uint64_t size, uint32_t stack, uint32_t *old
         }
         if ((k & LOW48) == addr) {
             /* present already: the block was released behind our back */
-            *old_stack = (uint32_t)(k >> 48) << 16 | (uint32_t)(t[i].val >> 48);
+            *old_site = (uint32_t)(k >> 48) << 16 | (uint32_t)(t[i].val >> 48);
             *old_size = t[i].val & LOW48;
             rc = 1;
             break;
@@ -144,7 +144,7 @@ int ht__live_insert(uintptr_t addr, uint64_t size, uint32_t stack, uint32_t *old
     return rc;
 }
 
-int ht__live_remove(uintptr_t addr, uint64_t *size, uint32_t *stack)
+int ht__live_remove(uintptr_t addr, uint64_t *size, uint32_t *site)
 {
     uint64_t h = mix(addr);
     shard_t *s = shard_of(h);
@@ -164,7 +164,7 @@ int ht__live_remove(uintptr_t addr, uint64_t *size, uint32_t *stack)
         if ((k & LOW48) == addr)
             break;
     }
-    *stack = (uint32_t)(t[i].key >> 48) << 16 | (uint32_t)(t[i].val >> 48);
+    *site = (uint32_t)(t[i].key >> 48) << 16 | (uint32_t)(t[i].val >> 48);
     *size = t[i].val & LOW48;
     /* backward-shift deletion: pull later members of the run into the hole */
     uint64_t hole = i, j = i;

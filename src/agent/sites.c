@@ -215,6 +215,9 @@ void ht__site_release(ht_site_t *s, uint64_t blocks, uint64_t bytes)
     proc_add(-(int64_t)bytes, -(int64_t)blocks);
 }
 
+uint32_t ht__site_index(const ht_site_t *s) { return (uint32_t)(s - g_sites); }
+ht_site_t *ht__site_by_index(uint32_t i) { return &g_sites[i]; }
+
 uint32_t ht__site_count(void)
 {
     if (ht_load_acquire(&g_init_state) != 1)
