@@ -27,7 +27,12 @@ typedef struct ht_tnode_s {
     uint32_t module;            /* index into modules of the module holding
                                    addr when the node was recorded;
                                    UINT32_MAX: none known (JIT, vdso gaps) */
-    uint64_t addr;
+    uint64_t addr;              /* a return address; in registered JIT code
+                                   it carries the registration's serial in
+                                   bits 48..62 (see jit[].serial;
+                                   HT_FRAME_ADDRESS strips it); exactly 1
+                                   (HT_FRAME_UNWIND_STOPPED): the walk met
+                                   code it could not unwind */
 } ht_tnode_t;
 
 enum { HT_KIND_HEAP = 0, HT_KIND_MMAP = 1 };
