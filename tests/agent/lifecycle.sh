@@ -105,4 +105,22 @@ m=$("$DUMP" stress.ht --match stress_leak)
 expect_eq "stress16: leaks" "$(field live_blocks "$m") $(field live_bytes "$m")" \
     "$(field leak_blocks "$truth") $(field leak_bytes "$truth")"
 expect_eq "stress16: unknown frees" "$(field unknown_frees "$("$DUMP" stress.ht | grep '^drops ')")" 0
+size=$(stat -c %s stress.ht)
+[ "$size" -lt 32768 ] && echo "ok: trace of 160,000 allocations is $size bytes (sites, not events)" ||
+    fail "trace is $size bytes"
+
+# the switch from single-thread to locked bookkeeping, under load
+"$HT" run -o switch.ht "$P/stress16" switch >switch.out 2>switch.err; rc=$?
+expect_eq "switch: exit status" "$rc" 0
+truth=$(cat switch.out)
+m=$("$DUMP" switch.ht --match solo_site)
+expect_eq "switch: main thread's site" "$(field total_blocks "$m") $(field live_blocks "$m")" "$(field solo_blocks "$truth") 0"
+m=$("$DUMP" switch.ht --match switch_site)
+expect_eq "switch: threads' site" "$(field total_blocks "$m") $(field live_blocks "$m")" "$(field switch_blocks "$truth") 0"
+expect_eq "switch: unknown frees" "$(field unknown_frees "$("$DUMP" switch.ht | grep '^drops ')")" 0
+
+# the same single-threaded truths with the fast path off (locks always)
+HEAPTRAIL_SOLO=0 "$HT" run -o nosolo.ht "$P/stress16" switch >/dev/null 2>&1
+m=$("$DUMP" nosolo.ht --match solo_site)
+expect_eq "locks always: main thread's site" "$(field total_blocks "$m") $(field live_blocks "$m")" "$(field solo_blocks "$truth") 0"
 done_

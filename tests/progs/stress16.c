@@ -1,6 +1,10 @@
 /* stress16.c -- 16 threads allocate from stress_alloc and hand every block
  * to the next thread, which frees it (cross-thread frees); each thread also
- * leaks 10 blocks of 40 bytes from stress_leak. Prints the truth. */
+ * leaks 10 blocks of 40 bytes from stress_leak. Prints the truth.
+ * `stress16 switch`: the main thread allocates and frees without pause
+ * (solo_site) while 3 threads start in the middle and do the same
+ * (switch_site), exercising the agent's switch from single-thread to
+ * locked bookkeeping under load; prints that truth. */
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
@@ -65,8 +69,38 @@ static void *worker(void *arg)
     return NULL;
 }
 
-int main(void)
+#define SWITCH_MAIN 400000
+#define SWITCH_THREAD 100000
+__attribute__((noinline)) static void solo_site(unsigned i) { sink = malloc(1 + i % 300); free(sink); }
+static __thread void *volatile switch_sink;    /* per thread: they free their own */
+__attribute__((noinline)) static void switch_site(unsigned i) { switch_sink = malloc(1 + i % 200); free(switch_sink); }
+static void *switch_worker(void *arg)
 {
+    (void)arg;
+    for (unsigned i = 0; i < SWITCH_THREAD; i++)
+        switch_site(i);
+    return NULL;
+}
+
+static int switch_mode(void)
+{
+    pthread_t th[3];
+    for (unsigned i = 0; i < SWITCH_MAIN; i++) {
+        solo_site(i);
+        if (i == SWITCH_MAIN / 2)
+            for (int t = 0; t < 3; t++)
+                pthread_create(&th[t], NULL, switch_worker, NULL);
+    }
+    for (int t = 0; t < 3; t++)
+        pthread_join(th[t], NULL);
+    printf("TRUTH solo_blocks=%u switch_blocks=%u\n", SWITCH_MAIN, 3 * SWITCH_THREAD);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1)
+        return switch_mode();
     pthread_t th[THREADS];
     unsigned long long total = 0;
     for (unsigned t = 0; t < THREADS; t++) {
