@@ -98,6 +98,25 @@ $(BUILD)/tests/progs/%: tests/progs/%.c $(LIB)
 	$(CC) -O1 -g -Wall -Werror -Wno-unused-parameter -Iinclude -Itests -pthread -o $@ $< \
 	    -L$(BUILD) -lheaptrail -ldl -Wl,-rpath,'$$ORIGIN/../..'
 
+# C++ test programs: tests/progs/X.cc -> build/tests/progs/X
+PROGXX_BIN := $(patsubst tests/progs/%.cc,$(BUILD)/tests/progs/%,$(wildcard tests/progs/*.cc))
+$(BUILD)/tests/progs/%: tests/progs/%.cc $(LIB)
+	@mkdir -p $(dir $@)
+	$(CXX) -O1 -g -Wall -Werror -Wno-unused-parameter -Iinclude -Itests -pthread -o $@ $< \
+	    -L$(BUILD) -lheaptrail -ldl -Wl,-rpath,'$$ORIGIN/../..'
+
+# Libraries test programs dlopen: tests/libs/X.c -> build/tests/libs/libX.so
+TESTLIB_BIN := $(patsubst tests/libs/%.c,$(BUILD)/tests/libs/lib%.so,$(wildcard tests/libs/*.c))
+$(BUILD)/tests/libs/lib%.so: tests/libs/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -O1 -g -fPIC -shared -Wall -Werror -o $@ $<
+
+# Test tools that read traces: tests/tools/X.c -> build/tests/tools/X
+TOOL_BIN := $(patsubst tests/tools/%.c,$(BUILD)/tests/tools/%,$(wildcard tests/tools/*.c))
+$(BUILD)/tests/tools/%: tests/tools/%.c $(FORMAT_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(FORMAT_OBJ) $(LDLIBS_CLI)
+
 # LD_PRELOAD agent comparing ht_capture with libunwind inside real programs
 AGREE_LIB := $(BUILD)/tests/libagree.so
 $(AGREE_LIB): tests/capture/agree_agent.c $(LIB)
@@ -134,7 +153,6 @@ test: deps-test
 	@tests/run.sh $(TEST_BIN) $(TEST_SCRIPTS)
 
 .PHONY: all-tests windows-tests
-all-tests: all $(TEST_BIN) $(PROG_BIN) $(AGREE_LIB) windows-tests
 
 # ---- Windows x64 ---------------------------------------------------------
 # The same core (src/core) over src/platform/windows-x86_64, cross-built
@@ -226,20 +244,45 @@ $(WIN_TBUILD)/hash.exe: tests/windows/hash.c tests/check.h $(WIN_LIBA)
 $(WIN_TBUILD)/unload.exe: tests/windows/unload.c tests/windows/refwalk.h tests/check.h $(WIN_LIBA) \
 		$(WIN_TBUILD)/heaptrail.dll
 	$(WIN_CC) -O2 -g $(WIN_TFLAGS) -o $@ $< $(WIN_LIBA) $(WIN_LDLIBS)
+# The trace reader's fuzz target (libFuzzer; checksums off so mutations
+# reach the decoders). `make test` runs it for 30 s, `make fuzz` longer.
+FUZZ_BIN := $(BUILD)/fuzz/fuzz_reader
+$(FUZZ_BIN): tests/fuzz/fuzz_reader.c src/format/read.c src/format/trace.h src/format/wire.h
+	@mkdir -p $(dir $@)
+	$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+	    -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION -D_GNU_SOURCE -Isrc -Iinclude \
+	    -o $@ tests/fuzz/fuzz_reader.c src/format/read.c -lzstd
+
+FUZZ_TIME ?= 600
+.PHONY: fuzz
+fuzz: deps-test
+	@$(MAKE) --no-print-directory all-tests
+	@FUZZ_TIME=$(FUZZ_TIME) sh tests/fuzz/reader.sh
+
+all-tests: all $(TEST_BIN) $(PROG_BIN) $(PROGXX_BIN) $(TESTLIB_BIN) $(TOOL_BIN) $(FUZZ_BIN) $(AGREE_LIB) \
+	    windows-tests
 
 # ---- demo ----------------------------------------------------------------
 $(BUILD)/examples/stack_demo: examples/stack_demo.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) -O1 -g -Wall -Werror -Iinclude -o $@ $< -L$(BUILD) -lheaptrail -ldw -Wl,-rpath,'$$ORIGIN/..'
 
+# leaky: a program with known leaks (see its header) run under heaptrail
+$(BUILD)/examples/leaky: examples/leaky.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -Wall -Werror -o $@ $<
+
 demo: deps
-	@$(MAKE) --no-print-directory all $(BUILD)/examples/stack_demo
+	@$(MAKE) --no-print-directory all $(BUILD)/examples/stack_demo $(BUILD)/examples/leaky
 	@$(BUILD)/examples/stack_demo
+	@echo
+	@echo '$$ heaptrail run ./leaky    (known truth: 5,456 bytes in 16 blocks from 3 sites)'
+	@cd $(BUILD)/examples && rm -f heaptrail.leaky.*.ht && ../heaptrail run ./leaky
 
 # ---- benchmarks ----------------------------------------------------------
-.PHONY: bench-capture bench-stackdb
+.PHONY: bench-capture bench-stackdb bench-agent
 bench: deps-bench
-	@$(MAKE) --no-print-directory bench-capture bench-stackdb bench-windows
+	@$(MAKE) --no-print-directory bench-capture bench-stackdb bench-agent bench-windows
 
 CAPTURE_BENCH := $(BUILD)/bench/capture_bench_nofp $(BUILD)/bench/capture_bench_fp
 $(BUILD)/bench/capture_bench_%: bench/capture_bench.c $(LIB)
@@ -275,6 +318,13 @@ $(WIN_BUILD)/bench/capture_bench.exe: bench/windows/capture_bench.c $(WIN_TBUILD
 	@mkdir -p $(dir $@)
 	$(WIN_CC) -O2 -g -fomit-frame-pointer $(WIN_TFLAGS) -o $@ $< $(WIN_TBUILD)/genchains.c \
 	    $(WIN_LIBA) $(WIN_LDLIBS) -ldbghelp
+
+# Allocation tracking overhead side by side with heaptrack, memcheck and
+# LSan on ../shared/workloads (docs/BENCHMARKS.md). BENCH_RUNS=N.
+.PHONY: bench-agent
+bench-agent: deps-bench
+	@$(MAKE) --no-print-directory all
+	@sh bench/agent.sh
 
 clean:
 	rm -rf $(BUILD)

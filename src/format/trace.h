@@ -24,7 +24,15 @@ typedef struct ht_tmodule_s {
 
 typedef struct ht_tnode_s {
     uint32_t parent;
-    uint64_t addr;
+    uint32_t module;            /* index into modules of the module holding
+                                   addr when the node was recorded;
+                                   UINT32_MAX: none known (JIT, vdso gaps) */
+    uint64_t addr;              /* a return address; in registered JIT code
+                                   it carries the registration's serial in
+                                   bits 48..62 (see jit[].serial;
+                                   HT_FRAME_ADDRESS strips it); exactly 1
+                                   (HT_FRAME_UNWIND_STOPPED): the walk met
+                                   code it could not unwind */
 } ht_tnode_t;
 
 enum { HT_KIND_HEAP = 0, HT_KIND_MMAP = 1 };
@@ -43,7 +51,8 @@ enum {
     HT_SNAP_REQUEST,            /* heaptrail snapshot PID */
     HT_SNAP_INTERVAL,           /* --interval */
     HT_SNAP_API,                /* ht_snapshot() */
-    HT_SNAP_CRASH               /* fatal signal, written by the crash handler */
+    HT_SNAP_CRASH,              /* fatal signal, written by the crash handler */
+    HT_SNAP_EXEC                /* the process is replacing itself (execve) */
 };
 
 typedef struct ht_tsnapshot_s {
@@ -62,6 +71,9 @@ typedef struct ht_tjit_s {
     uint64_t start, size;
     char *name;
     uint64_t begin_ns, end_ns;  /* when it was live; end_ns 0: to the end */
+    uint32_t serial;            /* registration serial: frames in this code
+                                   carry it in bits 48..62 (heaptrail.h's
+                                   HT_FRAME_JIT_SERIAL) */
 } ht_tjit_t;
 
 /* What the tracker could not record. */
@@ -94,6 +106,10 @@ typedef struct ht_trace_s {
  * offset in err. Never crashes, hangs or allocates without bound on hostile
  * input. */
 int ht_trace_read(const char *path, ht_trace_t *t, char *err, size_t errlen);
+/* The same from memory (the fuzz target uses it); `name` names the input
+ * in messages. */
+int ht_trace_read_mem(const void *buf, size_t len, const char *name, ht_trace_t *t,
+                      char *err, size_t errlen);
 void ht_trace_free(ht_trace_t *t);
 
 #endif

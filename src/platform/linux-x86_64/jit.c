@@ -155,8 +155,15 @@ static jit_table_t *table_new(size_t n)
 /* Replaces whatever overlapped [start, end) with `add` (if not NULL), or
  * removes what starts at `start` (remove_start). Returns the serial of the
  * added entry, 0 on failure. Under g_lock. */
+/* The agent (src/agent) records registered code that frames point into
+ * before a registration can disappear; weak, so libheaptrail.so links
+ * without it. Called under g_lock; it may call ht__jit_find (lock-free). */
+HT_INTERNAL void ht__jit_leaving(void) __attribute__((weak));
+
 static uint32_t update(const jit_entry_t *add, uintptr_t remove_start, int removing)
 {
+    if (ht__jit_leaving)
+        ht__jit_leaving();
     const jit_table_t *cur = g_table;
     size_t n = cur ? cur->n : 0;
     jit_table_t *t = table_new(n + 1);

@@ -1,0 +1,86 @@
+#!/bin/sh
+# agent.sh -- `make bench-agent`: wall time and peak memory of heaptrail,
+# heaptrack, Valgrind memcheck and LSan (liblsan preload, fast and full
+# unwinding) against the uninstrumented program, side by side in one run,
+# on ../shared/workloads. Medians of BENCH_RUNS runs (default 5; 3 for the
+# slow tools). Also splits heaptrail's own cost on allocbench with
+# HEAPTRAIL_BENCH_MODE (hooks only, capture only, bookkeeping only).
+# Writes build/bench/agent.md and prints it.
+set -u
+ROOT=$(pwd)
+B=$ROOT/build
+WL=${HT_WORKLOADS:-$ROOT/../shared/workloads}
+O=$B/bench
+RUNS=${BENCH_RUNS:-5}
+SLOW=${BENCH_SLOW_RUNS:-3}
+M="python3 $ROOT/bench/measure.py"
+mkdir -p "$O/tmp"
+cc -O2 -g "$WL/allocbench.c" -o "$O/allocbench" || exit 1
+LSAN=$(ls /usr/lib/x86_64-linux-gnu/liblsan.so.0 2>/dev/null)
+cd "$O/tmp" || exit 1
+cp "$WL/sqlite-workload.sql" "$WL/python-workload.py" .
+
+out=$O/agent.md
+{
+echo "| workload | tool | wall s (median) | ratio | CPU s (median) | ratio | peak RSS MiB | ratio | status |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+} >"$out"
+
+row() { # workload tool runs cmd...
+    w=$1 tool=$2 n=$3
+    shift 3
+    rm -rf "$O/tmp/traces"; mkdir -p "$O/tmp/traces"
+    set -- $($M "$n" -- "$@")
+    wall=$1 rss=$2 st=$3 cpu=$4
+    [ -n "${MINCPU:-}" ] && cpu=$5
+    if [ "$tool" = base ]; then base_wall=$wall base_rss=$rss base_cpu=$cpu; fi
+    rw=$(python3 -c "print('%.2fx' % ($wall / $base_wall))")
+    rc=$(python3 -c "print('%.2fx' % ($cpu / max($base_cpu, 0.001)))")
+    rr=$(python3 -c "print('%.2fx' % ($rss / $base_rss))")
+    mib=$(python3 -c "print('%.1f' % ($rss / 1024))")
+    echo "| $w | $tool | $wall | $rw | $cpu | $rc | $mib | $rr | $st |" | tee -a "$out"
+    rm -f "$O"/tmp/heaptrail.*.ht
+}
+
+HTR="$B/heaptrail run --"     # default trace names (pid): one per run
+for w in allocbench sqlite3 python3; do
+    case $w in
+    allocbench) set -- "$O/allocbench" ;;
+    sqlite3) set -- sqlite3 :memory: -init sqlite-workload.sql .quit ;;
+    python3) set -- /usr/bin/python3 python-workload.py ;;
+    esac
+    row $w base "$RUNS" "$@"
+    row $w heaptrail "$RUNS" $HTR "$@"
+    row $w heaptrack "$SLOW" heaptrack -o "$O/tmp/traces/hk" "$@"
+    row $w memcheck "$SLOW" valgrind --tool=memcheck --leak-check=full -q "$@"
+    row $w lsan-fast-unwind "$SLOW" env LD_PRELOAD="$LSAN" LSAN_OPTIONS=exitcode=0 "$@"
+    row $w lsan-full-unwind "$SLOW" env LD_PRELOAD="$LSAN" LSAN_OPTIONS=exitcode=0:fast_unwind_on_malloc=0 "$@"
+done
+
+# heaptrail's own share on allocbench: LD_PRELOAD directly, no CLI; the
+# CPU column here is the minimum of the runs (the least disturbed one)
+set -- "$O/allocbench"
+MINCPU=1
+echo "| (cost split: CPU s is the minimum of $RUNS runs) | | | | | | | | |" | tee -a "$out"
+AG="env LD_PRELOAD=$B/libheaptrail-preload.so HEAPTRAIL_CONTROL=0 HEAPTRAIL_OUTPUT=$O/tmp/traces/s.ht HEAPTRAIL_OUTPUT_PID=0"
+row allocbench base "$RUNS" "$@"
+row allocbench "agent: hooks only" "$RUNS" $AG HEAPTRAIL_BENCH_MODE=hooks "$@"
+row allocbench "agent: hooks+capture" "$RUNS" $AG HEAPTRAIL_BENCH_MODE=capture "$@"
+row allocbench "agent: hooks+bookkeeping" "$RUNS" $AG HEAPTRAIL_BENCH_MODE=nocapture "$@"
+row allocbench "agent: full" "$RUNS" $AG "$@"
+echo
+echo "written to $out"
+
+# memory per live block and per distinct stack (bench/memcost.c)
+cc -O1 -g "$ROOT/bench/memcost.c" -o "$O/memcost" || exit 1
+AGM="env LD_PRELOAD=$B/libheaptrail-preload.so HEAPTRAIL_CONTROL=0"
+lb=$("$O/memcost" live 1000000); la=$($AGM "$O/memcost" live 1000000)
+sb=$("$O/memcost" stacks 65536); sa=$($AGM "$O/memcost" stacks 65536)
+{
+echo
+echo "| agent memory | without agent KiB | with agent KiB | per unit |"
+echo "| --- | --- | --- | --- |"
+echo "| 1,000,000 live blocks, one stack | $lb | $la | $(( (la - lb) * 1024 / 1000000 )) bytes per live block |"
+echo "| 65,536 distinct stacks, one live block each | $sb | $sa | $(( ((sa - sb) * 1024 - 65536 * (la - lb) * 1024 / 1000000) / 65536 )) bytes per stack (after the live-block cost) |"
+} | tee -a "$out"
+rm -f "$O"/tmp/heaptrail.*.ht heaptrail.memcost.*.ht

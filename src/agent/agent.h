@@ -1,0 +1,194 @@
+/* agent.h -- internals shared by the files of the in-process agent
+ * (libheaptrail-preload.so): hooks.c (the interposed allocator family),
+ * sites.c (per-stack statistics), live.c (the live-allocation table),
+ * mmaps.c (anonymous mappings), writer.c (the trace file), agent.c
+ * (start-up, options, fork, crash, the control thread, ht_snapshot).
+ *
+ * Everything declared here may run inside a malloc hook or a signal handler
+ * unless its comment says otherwise: no malloc, no stdio, no locks that can
+ * block forever, raw system calls only. */
+#ifndef HT_AGENT_H
+#define HT_AGENT_H
+
+#include "../core/util.h"
+#include "../core/stackdb.h"
+#include "heaptrail.h"
+
+#define HT_MAX_FRAMES 128
+
+/* The per-thread re-entry guard: set while this thread runs agent code.
+ * A hook that finds it set passes straight through to libc (counted). */
+HT_INTERNAL extern HT_TLS int ht__guard;
+
+/* Process-wide state read on every hook. */
+enum {
+    HT_ON_OFF = 0,              /* hooks pass through */
+    HT_ON_FULL = 1,             /* the normal mode */
+    HT_ON_CAPTURE_ONLY = 2,     /* benchmarks: capture, record nothing */
+    HT_ON_NO_CAPTURE = 3        /* benchmarks: record with an empty stack */
+};
+typedef struct ht_agent_s {
+    int on;                     /* HT_ON_* */
+    int max_frames;
+    uint64_t t0_ns;             /* CLOCK_MONOTONIC at start-up */
+    uint64_t start_realtime_ns;
+} ht_agent_t;
+HT_INTERNAL extern ht_agent_t ht__agent;
+
+/* Counters of what the agent could not record (see ht_tdrops_t). */
+typedef struct ht_agent_drops_s {
+    uint64_t overflow_allocs;   /* allocations whose stack found the database full */
+    uint64_t unknown_frees;     /* frees/reallocs of pointers the table never saw */
+    uint64_t write_errors;      /* trace bytes lost to failing writes */
+    uint64_t reentrant;         /* allocator calls made while the agent ran (untracked) */
+    uint64_t table_full;        /* live-table or site-table memory exhausted */
+} ht_agent_drops_t;
+HT_INTERNAL extern ht_agent_drops_t ht__drops;
+
+HT_INTERNAL uint64_t ht__now_ns(void);          /* monotonic ns since start-up */
+
+/* ---- solo.c: the single-thread fast path ------------------------------- */
+enum { HT_MODE_SOLO = 0, HT_MODE_SWITCHING = 1, HT_MODE_MULTI = 2 };
+HT_INTERNAL extern uint32_t ht__solo_tid;   /* the thread that may skip locks, 0: none */
+HT_INTERNAL extern uint32_t ht__solo_busy;  /* it is inside an unlocked section */
+HT_INTERNAL extern int ht__mode;            /* HT_MODE_* */
+HT_INTERNAL extern HT_TLS uint32_t ht__my_tid;
+HT_INTERNAL extern HT_TLS int ht__t_solo;   /* this thread is in an unlocked section */
+/* Start-up and fork child: make the calling thread solo if it is alone. */
+HT_INTERNAL void ht__solo_start(void);
+HT_INTERNAL int ht__solo_slow(void);
+
+/* Brackets bookkeeping: returns 1 if this thread may skip the site and
+ * live-table locks until ht__solo_exit. */
+static HT_ALWAYS_INLINE int ht__solo_enter(void)
+{
+    uint32_t me = ht__my_tid;
+    if (ht_likely(me != 0 && me == ht_load_relaxed(&ht__solo_tid))) {
+        ht_store_relaxed(&ht__solo_busy, 1);
+        ht_compiler_barrier();  /* the CPU fence is the newcomer's membarrier */
+        if (ht_likely(ht_load_relaxed(&ht__solo_tid) == me))
+            return ht__t_solo = 1;
+        ht_store_relaxed(&ht__solo_busy, 0);
+    }
+    if (ht_likely(ht_load_acquire(&ht__mode) == HT_MODE_MULTI))
+        return ht__t_solo = 0;
+    return ht__solo_slow();
+}
+
+static HT_ALWAYS_INLINE void ht__solo_exit(int solo)
+{
+    if (solo) {
+        ht__t_solo = 0;
+        ht_compiler_barrier();
+        ht_store_release(&ht__solo_busy, 0);
+    }
+}
+
+/* The site and live-table locks: nothing in a solo section, else the spin
+ * lock's fast path inlined (the slow path spins, then yields). */
+static HT_ALWAYS_INLINE void ht__lock(ht_spinlock_t *l)
+{
+    if (ht__t_solo)
+        return;
+    if (ht_unlikely(__atomic_exchange_n(&l->v, 1, __ATOMIC_ACQUIRE) != 0))
+        ht__spin_lock(l);
+}
+static HT_ALWAYS_INLINE void ht__unlock(ht_spinlock_t *l)
+{
+    if (!ht__t_solo)
+        __atomic_store_n(&l->v, 0, __ATOMIC_RELEASE);
+}
+
+/* ---- sites.c: per-(stack, kind) statistics ----------------------------- */
+typedef struct ht_site_s {
+    uint32_t stack;
+    uint8_t kind;               /* HT_KIND_HEAP / HT_KIND_MMAP (trace.h) */
+    uint8_t used;
+    uint16_t pad;
+    ht_spinlock_t lock;         /* guards the counters below */
+    uint32_t pad2;
+    uint64_t live_blocks, live_bytes;
+    uint64_t total_blocks, total_bytes;
+    uint64_t peak_bytes;
+    uint64_t pad3;
+} ht_site_t;                    /* one cache line */
+
+typedef struct ht_totals_s {
+    uint64_t live_blocks, live_bytes, total_blocks, total_bytes, total_frees;
+    uint64_t peak_bytes, peak_blocks;
+} ht_totals_t;
+
+/* The site of (stack, kind), created on first use; NULL if out of memory. */
+HT_INTERNAL ht_site_t *ht__site_get(uint32_t stack, int kind);
+/* Account an allocation / a release of `size` bytes at `s`. */
+HT_INTERNAL void ht__site_alloc(ht_site_t *s, uint64_t size);
+HT_INTERNAL void ht__site_free(ht_site_t *s, uint64_t size);
+/* Releases `bytes` and `blocks` (0 for a partial munmap) at `s`. */
+HT_INTERNAL void ht__site_release(ht_site_t *s, uint64_t blocks, uint64_t bytes);
+/* A site's record number, and back (the live table stores the number, so
+ * a free finds its site with one load). */
+HT_INTERNAL uint32_t ht__site_index(const ht_site_t *s);
+HT_INTERNAL ht_site_t *ht__site_by_index(uint32_t i);
+/* Number of sites ever created and the i-th one (i < count), for snapshots. */
+HT_INTERNAL uint32_t ht__site_count(void);
+HT_INTERNAL ht_site_t *ht__site_at(uint32_t i);
+/* Process totals (sums of the sites plus the process-wide high-water marks). */
+HT_INTERNAL void ht__totals(ht_totals_t *t);
+/* Start-up (not async-signal-safe): the thread-exit hook. */
+HT_INTERNAL void ht__sites_start(void);
+/* Fork child: resets site locks another thread may have held. */
+HT_INTERNAL void ht__sites_fork_child(void);
+
+/* ---- live.c: address -> (size, site record number) for heap blocks ----- */
+/* Records a live block of site number `site`. Returns 0, or -1 if it could
+ * not be stored (counted). If the address was already present (a block
+ * freed behind the agent's back), *old_site and *old_size receive the
+ * stale entry and 1 is returned. */
+HT_INTERNAL int ht__live_insert(uintptr_t addr, uint64_t size, uint32_t site,
+                                uint32_t *old_site, uint64_t *old_size);
+/* Removes `addr`; returns 1 and its size and site number if it was present. */
+HT_INTERNAL int ht__live_remove(uintptr_t addr, uint64_t *size, uint32_t *site);
+HT_INTERNAL void ht__live_fork_prepare(void);
+HT_INTERNAL void ht__live_fork_parent(void);
+HT_INTERNAL void ht__live_fork_child(void);
+HT_INTERNAL uint64_t ht__live_bytes_mapped(void);
+
+/* ---- mmaps.c: anonymous mappings --------------------------------------- */
+HT_INTERNAL void ht__mmap_lock(void);
+HT_INTERNAL void ht__mmap_unlock(void);
+/* With the mmap lock held: forget [addr, addr+len) (munmap, MAP_FIXED
+ * over a tracked range), and record a new anonymous region. */
+HT_INTERNAL int ht__mmap_forget(uintptr_t addr, uint64_t len);
+HT_INTERNAL void ht__mmap_record(uintptr_t addr, uint64_t len, uint32_t stack);
+HT_INTERNAL void ht__mmaps_fork_prepare(void);
+HT_INTERNAL void ht__mmaps_fork_parent(void);
+HT_INTERNAL void ht__mmaps_fork_child(void);
+
+/* ---- writer.c: the trace file ------------------------------------------ */
+enum { HT_WCTX_NORMAL = 0, HT_WCTX_CRASH = 1 };
+/* Opens (creates) the trace file if needed and writes a snapshot with every
+ * stack node, module and site the file does not yet hold, then flushes.
+ * `reason` is HT_SNAP_*. Returns the snapshot's sequence number or -1.
+ * Not for malloc hooks (it may call dl_iterate_phdr); safe in the crash
+ * handler with ctx = HT_WCTX_CRASH (no loader lock, bounded waits). */
+HT_INTERNAL int ht__snapshot_write(int reason, int ctx);
+/* Writes the END record after the final snapshot; later snapshots are
+ * skipped. */
+HT_INTERNAL void ht__trace_finish(void);
+/* Start-up: decide the file name and create the file (header, process
+ * record, modules). Not async-signal-safe (called from the constructor). */
+HT_INTERNAL void ht__writer_init(void);
+HT_INTERNAL const char *ht__writer_path(void);
+/* After a failed exec: later snapshots go to a new file. */
+HT_INTERNAL void ht__writer_reopen(void);
+/* Module scan hooks used around dlclose. */
+HT_INTERNAL void ht__modules_rescan(void);
+HT_INTERNAL void ht__writer_fork_prepare(void);
+HT_INTERNAL void ht__writer_fork_parent(void);
+HT_INTERNAL void ht__writer_fork_child(void);
+
+/* ---- small helpers (agent.c) ------------------------------------------- */
+HT_INTERNAL size_t ht__strlen(const char *s);
+HT_INTERNAL size_t ht__fmt_u64(char *buf, uint64_t v);   /* decimal, no NUL */
+
+#endif

@@ -1,0 +1,12 @@
+/* snapshot_stub.c -- ht_snapshot() for a program that is not traced: the
+ * agent (libheaptrail-preload.so) defines the real one, which wins both
+ * when the agent is linked (this one is weak) and when it is preloaded.
+ * Windows has no agent yet, and PE cannot export a weak symbol: there the
+ * stub is a plain definition. */
+#include "heaptrail.h"
+
+#if defined(_WIN32)
+int ht_snapshot(void) { return -1; }
+#else
+__attribute__((weak)) int ht_snapshot(void) { return -1; }
+#endif
