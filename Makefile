@@ -31,7 +31,7 @@ FORMAT_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard src/format/*.c))
 AGENT_OBJ  := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard src/agent/*.c))
 CLI_OBJ    := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard src/analyze/*.c))
 LDLIBS_AGENT := -lzstd
-LDLIBS_CLI   := -ldw -lelf -lzstd -lz
+LDLIBS_CLI   := -ldw -lelf -lzstd -lz -lstdc++
 
 .PHONY: all deps deps-test deps-bench test demo bench clean
 .SECONDARY:
@@ -96,7 +96,41 @@ $(BUILD)/tests/progs/%: tests/progs/%.c $(LIB)
 	$(CC) -O1 -g -Wall -Werror -Wno-unused-parameter -Iinclude -Itests -pthread -o $@ $< \
 	    -L$(BUILD) -lheaptrail -ldl -Wl,-rpath,'$$ORIGIN/../..'
 
-TEST_BIN := $(UNIT_BIN) $(CAPTURE_BIN)
+# Analyzer tests (tests/analyze): unit tests t_X.c -> build/tests/analyze_X,
+# linked with the CLI's objects minus main.c; htdrive runs the CLI commands
+# on fixture traces written by real test programs (see fixwriter.h).
+CLI_LIB_OBJ := $(filter-out $(BUILD)/obj/src/analyze/main.o,$(CLI_OBJ))
+ADIR := $(BUILD)/tests/analyze
+ANALYZE_BIN := $(patsubst tests/analyze/t_%.c,$(BUILD)/tests/analyze_%,$(wildcard tests/analyze/t_*.c))
+ANALYZE_DEPS := $(ADIR)/htdrive $(ADIR)/symfix.fix $(ADIR)/cxxfix.fix $(ADIR)/stripped/symfix
+$(ADIR)/fixture.o: tests/analyze/fixture.c tests/analyze/fixture.h src/format/trace.h
+	@mkdir -p $(dir $@)
+	$(CC) $(TEST_CFLAGS) -Isrc -c -o $@ $<
+$(ADIR)/htdrive: tests/analyze/driver.c $(ADIR)/fixture.o $(CLI_LIB_OBJ) $(FORMAT_OBJ) $(LIBA)
+	$(CC) $(TEST_CFLAGS) -Isrc -Itests -o $@ $< $(ADIR)/fixture.o $(CLI_LIB_OBJ) $(FORMAT_OBJ) $(LIBA) $(LDLIBS_CLI) $(LDLIBS_CORE)
+$(BUILD)/tests/analyze_%: tests/analyze/t_%.c tests/check.h $(ADIR)/fixture.o $(CLI_LIB_OBJ) $(FORMAT_OBJ) $(LIBA) $(ANALYZE_DEPS)
+	$(CC) $(TEST_CFLAGS) -Isrc -Itests -o $@ $< $(ADIR)/fixture.o $(CLI_LIB_OBJ) $(FORMAT_OBJ) $(LIBA) $(LDLIBS_CLI) $(LDLIBS_CORE)
+$(ADIR)/libplugin_%.so: tests/analyze/plugin.c
+	@mkdir -p $(dir $@)
+	$(CC) -O1 -g -fPIC -shared -Wall -Werror -DPLUGIN_FN=plugin_$*_alloc -o $@ $<
+$(ADIR)/cxxfix: tests/analyze/cxxfix.cc tests/analyze/fixwriter.h $(LIB)
+	@mkdir -p $(dir $@)
+	$(CXX) -O1 -g -Wall -Werror -Wno-unused-parameter -Iinclude -Itests -o $@ $< \
+	    -L$(BUILD) -lheaptrail -ldl -Wl,-rpath,'$$ORIGIN/../..'
+$(BUILD)/tests/progs/symfix: tests/analyze/fixwriter.h
+$(ADIR)/symfix.fix: $(BUILD)/tests/progs/symfix $(ADIR)/libplugin_a.so $(ADIR)/libplugin_b.so
+	$< >$@.tmp && mv $@.tmp $@
+$(ADIR)/cxxfix.fix: $(ADIR)/cxxfix
+	$< >$@.tmp && mv $@.tmp $@
+# symfix stripped of everything, its debug info under debug/.build-id/
+$(ADIR)/stripped/symfix: $(BUILD)/tests/progs/symfix
+	@mkdir -p $(dir $@)
+	bid=$$(readelf -n $< | sed -n 's/.*Build ID: *//p'); \
+	d=$(ADIR)/debug/.build-id/$$(echo $$bid | cut -c1-2); mkdir -p $$d; \
+	objcopy --only-keep-debug $< $$d/$$(echo $$bid | cut -c3-).debug && \
+	strip --strip-all -o $@ $<
+
+TEST_BIN := $(UNIT_BIN) $(CAPTURE_BIN) $(ANALYZE_BIN)
 TEST_SCRIPTS := $(sort $(wildcard tests/*/*.sh))
 
 test: deps-test
@@ -104,7 +138,7 @@ test: deps-test
 	@tests/run.sh $(TEST_BIN) $(TEST_SCRIPTS)
 
 .PHONY: all-tests
-all-tests: all $(TEST_BIN) $(PROG_BIN)
+all-tests: all $(TEST_BIN) $(PROG_BIN) $(ANALYZE_DEPS)
 
 # ---- demo ----------------------------------------------------------------
 $(BUILD)/examples/stack_demo: examples/stack_demo.c $(LIB)

@@ -1,0 +1,376 @@
+/* sym.c -- the symbolizer (see sym.h): one libdwfl session per module,
+ * each module placed at address 0 so that dwfl addresses are the
+ * link-time addresses the model hands us (runtime address - bias).
+ *
+ * Inline frames come from dwarf_getscopes(): the scopes enclosing the pc,
+ * innermost first. The innermost function's line is the line table's; each
+ * inlined subroutine's DW_AT_call_file/DW_AT_call_line give the line in the
+ * function it was inlined into, which is the next frame out. */
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "sym.h"
+
+typedef struct cache_slot_s {
+    uint64_t rel;
+    uint32_t mod;           /* handle + 1; 0 = empty */
+    uint32_t exact;
+    const ht_sloc_t *loc;
+} cache_slot_t;
+
+struct ht_sym_s {
+    ht_pool_t pool;
+    ht_smod_t *mods;
+    size_t nmods, mods_cap;
+    cache_slot_t *cache;    /* open addressing, at most half full */
+    size_t cache_n, cache_cap;
+    char *debuginfo_path;   /* for Dwfl_Callbacks */
+    char **debug_dirs;      /* absolute dirs searched by build-id */
+    size_t ndebug_dirs;
+    Dwfl_Callbacks cb;
+    FILE *warn;
+    uint64_t hits, misses;
+    ht_sloc_t empty;        /* n = 0 */
+};
+
+ht_sym_t *ht__sym_new(const char *debug_dirs, FILE *warn)
+{
+    ht_sym_t *s = ht__xcalloc(1, sizeof *s);
+    s->warn = warn;
+    const char *sys = "/usr/lib/debug";
+    s->debuginfo_path = debug_dirs && *debug_dirs
+        ? ht__xasprintf(":.debug:%s:%s", debug_dirs, sys)
+        : ht__xasprintf(":.debug:%s", sys);
+    /* the absolute directories, for our own by-build-id fallback */
+    char *copy = ht__xstrdup(s->debuginfo_path), *save = NULL;
+    for (char *d = strtok_r(copy, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+        if (d[0] != '/')
+            continue;
+        s->debug_dirs = ht__xrealloc(s->debug_dirs, (s->ndebug_dirs + 1) * sizeof(char *));
+        s->debug_dirs[s->ndebug_dirs++] = ht__xstrdup(d);
+    }
+    free(copy);
+    s->cb.find_elf = dwfl_build_id_find_elf;
+    s->cb.find_debuginfo = dwfl_standard_find_debuginfo;
+    s->cb.section_address = dwfl_offline_section_address;
+    s->cb.debuginfo_path = &s->debuginfo_path;
+    return s;
+}
+
+void ht__sym_free(ht_sym_t *s)
+{
+    if (!s)
+        return;
+    for (size_t i = 0; i < s->nmods; i++)
+        if (s->mods[i].dwfl)
+            dwfl_end(s->mods[i].dwfl);
+    for (size_t i = 0; i < s->cache_cap; i++)
+        if (s->cache[i].mod && s->cache[i].loc != &s->empty)
+            free((void *)s->cache[i].loc);
+    for (size_t i = 0; i < s->ndebug_dirs; i++)
+        free(s->debug_dirs[i]);
+    free(s->debug_dirs);
+    free(s->cache);
+    free(s->mods);
+    free(s->debuginfo_path);
+    ht__pool_free(&s->pool);
+    free(s);
+}
+
+ht_pool_t *ht__sym_pool(ht_sym_t *s) { return &s->pool; }
+uint32_t ht__sym_nmods(const ht_sym_t *s) { return (uint32_t)s->nmods; }
+ht_smod_t *ht__sym_mod(ht_sym_t *s, uint32_t h) { return &s->mods[h]; }
+
+void ht__sym_stats(const ht_sym_t *s, uint64_t *hits, uint64_t *misses)
+{
+    *hits = s->hits;
+    *misses = s->misses;
+}
+
+uint32_t ht__sym_module(ht_sym_t *s, const char *path, const uint8_t *bid, uint32_t bidlen)
+{
+    if (bidlen > 64)
+        bidlen = 64;
+    for (size_t i = 0; i < s->nmods; i++) {
+        ht_smod_t *m = &s->mods[i];
+        if (bidlen ? (m->build_id_len == bidlen && !memcmp(m->build_id, bid, bidlen))
+                   : (m->build_id_len == 0 && !strcmp(m->path, path)))
+            return (uint32_t)i;
+    }
+    HT_GROW(s->mods, s->mods_cap, s->nmods + 1);
+    ht_smod_t *m = &s->mods[s->nmods];
+    memset(m, 0, sizeof *m);
+    m->path = ht__pool_intern(&s->pool, path, strlen(path), NULL);
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    m->name = ht__pool_intern(&s->pool, base, strlen(base), NULL);
+    memcpy(m->build_id, bid, bidlen);
+    m->build_id_len = bidlen;
+    return (uint32_t)s->nmods++;
+}
+
+static void hex(char *out, const uint8_t *b, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        sprintf(out + 2 * i, "%02x", b[i]);
+    out[2 * n] = 0;
+}
+
+/* Reports `file` at address 0 in a new dwfl session; returns its build-id
+ * match: 1 equal (or nothing to compare), 0 different, -1 not usable. */
+static int try_open(ht_sym_t *s, ht_smod_t *m, const char *file, const char **why)
+{
+    int fd = open(file, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        *why = "cannot open the file";
+        return -1;
+    }
+    Dwfl *dwfl = dwfl_begin(&s->cb);
+    if (!dwfl) {
+        close(fd);
+        *why = "libdwfl failed";
+        return -1;
+    }
+    dwfl_report_begin(dwfl);
+    Dwfl_Module *mod = dwfl_report_elf(dwfl, m->name, file, fd, 0, false);
+    dwfl_report_end(dwfl, NULL, NULL);
+    if (!mod) {     /* libdwfl closes fd on failure too */
+        dwfl_end(dwfl);
+        *why = "not an ELF file libdwfl can read";
+        return -1;
+    }
+    GElf_Addr bias;
+    dwfl_module_getelf(mod, &bias);
+    const unsigned char *bits = NULL;
+    GElf_Addr vaddr;
+    int n = dwfl_module_build_id(mod, &bits, &vaddr);
+    if (m->build_id_len && (n != (int)m->build_id_len || memcmp(bits, m->build_id, (size_t)n))) {
+        dwfl_end(dwfl);
+        *why = n > 0 ? "build-id mismatch" : "the file has no build-id";
+        return 0;
+    }
+    m->dwfl = dwfl;
+    m->dwmod = mod;
+    Dwarf_Addr dbias;
+    m->has_dwarf = dwfl_module_getdwarf(mod, &dbias) != NULL;
+    return 1;
+}
+
+static void open_module(ht_sym_t *s, ht_smod_t *m)
+{
+    m->state = 2;
+    /* pseudo-modules: nothing to open, nothing to warn about */
+    if (m->path[0] == '[' || !strncmp(m->name, "linux-vdso", 10) || !m->path[0])
+        return;
+    const char *why = NULL;
+    if (try_open(s, m, m->path, &why) == 1) {
+        m->state = 1;
+        return;
+    }
+    /* The file is gone or was rebuilt: the debug file with the trace's
+     * build-id still has the right symbols. */
+    if (m->build_id_len > 1) {
+        char h[129];
+        hex(h, m->build_id, m->build_id_len);
+        for (size_t i = 0; i < s->ndebug_dirs; i++) {
+            char *p = ht__xasprintf("%s/.build-id/%.2s/%s.debug", s->debug_dirs[i], h, h + 2);
+            const char *why2;
+            int ok = try_open(s, m, p, &why2) == 1;
+            free(p);
+            if (ok) {
+                m->state = 1;
+                if (s->warn)
+                    fprintf(s->warn, "heaptrail: warning: %s: %s; using the debug file with build-id %s\n",
+                            m->path, why, h);
+                return;
+            }
+        }
+    }
+    if (s->warn) {
+        char h[129] = "none";
+        if (m->build_id_len)
+            hex(h, m->build_id, m->build_id_len);
+        fprintf(s->warn, "heaptrail: warning: %s (build-id %s): %s; its frames are shown as module+offset\n",
+                m->path, h, why);
+    }
+}
+
+static const char *pooled(ht_sym_t *s, const char *str)
+{
+    return str ? ht__pool_intern(&s->pool, str, strlen(str), NULL) : NULL;
+}
+
+static const char *pooled_name(ht_sym_t *s, const char *name)
+{
+    if (!name)
+        return NULL;
+    char *d = ht__demangle(name);
+    if (!d)
+        return pooled(s, name);
+    const char *r = pooled(s, d);
+    free(d);
+    return r;
+}
+
+/* The best name of a subprogram or inlined subroutine DIE: the demangled
+ * linkage name (qualified, with parameter types) or the plain name. */
+static const char *die_name(ht_sym_t *s, Dwarf_Die *die)
+{
+    Dwarf_Attribute a;
+    const char *ln = NULL;
+    if (dwarf_attr_integrate(die, DW_AT_linkage_name, &a) ||
+        dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a))
+        ln = dwarf_formstring(&a);
+    if (ln)
+        return pooled_name(s, ln);
+    return pooled(s, dwarf_diename(die));
+}
+
+#define MAX_INLINE 64
+
+static ht_sloc_t *new_loc(uint32_t n)
+{
+    ht_sloc_t *l = ht__xcalloc(1, sizeof *l + n * sizeof(ht_sframe_t));
+    l->n = n;
+    return l;
+}
+
+static const char *symtab_name(ht_sym_t *s, Dwfl_Module *mod, uint64_t pc)
+{
+    GElf_Off off;
+    GElf_Sym sym;
+    const char *name = dwfl_module_addrinfo(mod, pc, &off, &sym, NULL, NULL, NULL);
+    return pooled_name(s, name);
+}
+
+static const ht_sloc_t *resolve(ht_sym_t *s, ht_smod_t *m, uint64_t pc)
+{
+    Dwfl_Module *mod = m->dwmod;
+    Dwarf_Addr bias = 0;
+    Dwarf_Die *cu = m->has_dwarf ? dwfl_module_addrdie(mod, pc, &bias) : NULL;
+    if (!cu) {
+        const char *name = symtab_name(s, mod, pc);
+        if (!name)
+            return &s->empty;
+        ht_sloc_t *l = new_loc(1);
+        l->f[0].function = name;
+        return l;
+    }
+    Dwarf_Die *scopes = NULL;
+    int nscopes = dwarf_getscopes(cu, pc - bias, &scopes);
+    /* dwarf_getscopes follows an inlined subroutine into its abstract
+     * definition; the physical nesting (inlined call -> the function it
+     * was inlined into) comes from the innermost DIE's own parents */
+    if (nscopes > 0) {
+        Dwarf_Die inner = scopes[0];
+        free(scopes);
+        scopes = NULL;
+        nscopes = dwarf_getscopes_die(&inner, &scopes);
+    }
+    Dwarf_Die *fn[MAX_INLINE];
+    int nfn = 0;
+    for (int i = 0; i < nscopes && nfn < MAX_INLINE; i++) {
+        int tag = dwarf_tag(&scopes[i]);
+        if (tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine ||
+            tag == DW_TAG_entry_point)
+            fn[nfn++] = &scopes[i];
+    }
+    /* the innermost line from the line table */
+    const char *file = NULL;
+    int line = 0;
+    Dwarf_Line *dl = dwarf_getsrc_die(cu, pc - bias);
+    if (dl) {
+        file = dwarf_linesrc(dl, NULL, NULL);
+        dwarf_lineno(dl, &line);
+    }
+    ht_sloc_t *l = new_loc(nfn ? (uint32_t)nfn : 1);
+    if (!nfn) {     /* code the DWARF has no subprogram for (assembly, say) */
+        l->f[0].function = symtab_name(s, mod, pc);
+        l->f[0].file = pooled(s, file);
+        l->f[0].line = line > 0 ? (uint32_t)line : 0;
+        free(scopes);
+        if (!l->f[0].function && !l->f[0].file) {
+            free(l);
+            return &s->empty;
+        }
+        return l;
+    }
+    uint32_t used = 0;
+    for (int i = 0; i < nfn; i++) {
+        l->f[i].function = die_name(s, fn[i]);
+        l->f[i].file = pooled(s, file);
+        l->f[i].line = line > 0 ? (uint32_t)line : 0;
+        used = (uint32_t)i + 1;
+        if (dwarf_tag(fn[i]) != DW_TAG_inlined_subroutine)
+            break;
+        /* fn[i] was inlined: its call site is the next frame's location */
+        l->f[i].inlined = 1;
+        file = NULL;
+        line = 0;
+        Dwarf_Attribute a;
+        Dwarf_Word w;
+        if (dwarf_attr(fn[i], DW_AT_call_file, &a) && dwarf_formudata(&a, &w) == 0) {
+            Dwarf_Die cudie;
+            Dwarf_Files *files;
+            size_t nfiles;
+            if (dwarf_diecu(fn[i], &cudie, NULL, NULL) &&
+                dwarf_getsrcfiles(&cudie, &files, &nfiles) == 0 && w < nfiles)
+                file = dwarf_filesrc(files, w, NULL, NULL);
+        }
+        if (dwarf_attr(fn[i], DW_AT_call_line, &a) && dwarf_formudata(&a, &w) == 0)
+            line = (int)w;
+    }
+    /* the outermost scope's name must be a real function; fill gaps from
+     * the symbol table (a subprogram without a name, say) */
+    l->n = used;
+    for (uint32_t i = 0; i < used; i++)
+        if (!l->f[i].function && !l->f[i].inlined)
+            l->f[i].function = symtab_name(s, mod, pc);
+    free(scopes);
+    return l;
+}
+
+const ht_sloc_t *ht__sym_lookup(ht_sym_t *s, uint32_t h, uint64_t rel, int exact)
+{
+    if (s->cache_n * 2 >= s->cache_cap) {
+        size_t nc = s->cache_cap ? s->cache_cap * 2 : 4096;
+        cache_slot_t *c = ht__xcalloc(nc, sizeof *c);
+        for (size_t i = 0; i < s->cache_cap; i++) {
+            cache_slot_t *o = &s->cache[i];
+            if (!o->mod)
+                continue;
+            size_t j = ht__mix64(o->rel * 31 + o->mod * 2 + o->exact) & (nc - 1);
+            while (c[j].mod)
+                j = (j + 1) & (nc - 1);
+            c[j] = *o;
+        }
+        free(s->cache);
+        s->cache = c;
+        s->cache_cap = nc;
+    }
+    uint32_t key = h + 1, ex = exact ? 1 : 0;
+    size_t j = ht__mix64(rel * 31 + key * 2 + ex) & (s->cache_cap - 1);
+    while (s->cache[j].mod) {
+        cache_slot_t *c = &s->cache[j];
+        if (c->mod == key && c->rel == rel && c->exact == ex) {
+            s->hits++;
+            return c->loc;
+        }
+        j = (j + 1) & (s->cache_cap - 1);
+    }
+    s->misses++;
+    ht_smod_t *m = &s->mods[h];
+    if (m->state == 0)
+        open_module(s, m);
+    const ht_sloc_t *loc = &s->empty;
+    if (m->state == 1 && (exact || rel > 0))
+        loc = resolve(s, m, exact ? rel : rel - 1);
+    s->cache[j] = (cache_slot_t){ rel, key, ex, loc };
+    s->cache_n++;
+    return loc;
+}
