@@ -102,7 +102,8 @@ $(BUILD)/tests/progs/%: tests/progs/%.c $(LIB)
 CLI_LIB_OBJ := $(filter-out $(BUILD)/obj/src/analyze/main.o,$(CLI_OBJ))
 ADIR := $(BUILD)/tests/analyze
 ANALYZE_BIN := $(patsubst tests/analyze/t_%.c,$(BUILD)/tests/analyze_%,$(wildcard tests/analyze/t_*.c))
-ANALYZE_DEPS := $(ADIR)/htdrive $(ADIR)/symfix.fix $(ADIR)/cxxfix.fix $(ADIR)/stripped/symfix
+ANALYZE_DEPS := $(ADIR)/htdrive $(ADIR)/symfix.fix $(ADIR)/symfix2.fix $(ADIR)/cxxfix.fix \
+    $(ADIR)/stripped/symfix
 $(ADIR)/fixture.o: tests/analyze/fixture.c tests/analyze/fixture.h src/format/trace.h
 	@mkdir -p $(dir $@)
 	$(CC) $(TEST_CFLAGS) -Isrc -c -o $@ $<
@@ -120,6 +121,8 @@ $(ADIR)/cxxfix: tests/analyze/cxxfix.cc tests/analyze/fixwriter.h $(LIB)
 $(BUILD)/tests/progs/symfix: tests/analyze/fixwriter.h
 $(ADIR)/symfix.fix: $(BUILD)/tests/progs/symfix $(ADIR)/libplugin_a.so $(ADIR)/libplugin_b.so
 	$< >$@.tmp && mv $@.tmp $@
+$(ADIR)/symfix2.fix: $(ADIR)/symfix.fix
+	$(BUILD)/tests/progs/symfix >$@.tmp && mv $@.tmp $@
 $(ADIR)/cxxfix.fix: $(ADIR)/cxxfix
 	$< >$@.tmp && mv $@.tmp $@
 # symfix stripped of everything, its debug info under debug/.build-id/

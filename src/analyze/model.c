@@ -614,8 +614,7 @@ int ht__growth_build(ht_session_t *s, ht_report_t *r, char *err, size_t errlen)
             ht_row_t *row = &a.rows[i];
             if (row->g_first < 0)
                 continue;
-            if ((size_t)row->g_first < k || (row->g_first > 0 && (size_t)row->g_first == k)) {
-                row->intervals++;
+            if (k > 0) {    /* a stack's appearance counts as a step up */
                 if (row->g_cur > row->g_prev)
                     row->ups++;
                 else if (row->g_cur < row->g_prev)
@@ -631,11 +630,13 @@ int ht__growth_build(ht_session_t *s, ht_report_t *r, char *err, size_t errlen)
         ht_row_t *row = &a.rows[i];
         row->bytes = row->b_bytes - row->a_bytes;
         row->blocks = row->b_blocks - row->a_blocks;
+        /* steady growth: up in at least 2 intervals (1 with 2 snapshots),
+         * more ups than downs, and a net gain */
+        row->intervals = (uint32_t)t->nsnaps - 1;
         uint32_t need = row->intervals < 2 ? row->intervals : 2;
         if (row->bytes <= 0 || row->ups < need || row->ups <= row->downs)
             continue;
-        row->steadiness = row->intervals
-            ? (double)((int64_t)row->ups - (int64_t)row->downs) / row->intervals : 0;
+        row->steadiness = (double)((int64_t)row->ups - (int64_t)row->downs) / row->intervals;
         r->total_bytes += row->bytes;
         r->total_blocks += row->blocks;
         a.rows[kept++] = *row;

@@ -63,7 +63,8 @@ typedef struct ht_row_s {
     int64_t peak_bytes;
     int64_t a_bytes, a_blocks;  /* diff: before; growth: at the first snapshot */
     int64_t b_bytes, b_blocks;  /* diff: after; growth: at the last snapshot */
-    uint32_t ups, downs, intervals; /* growth: snapshot-to-snapshot moves */
+    uint32_t ups, downs;        /* growth: snapshot-to-snapshot moves up and down */
+    uint32_t intervals;         /* growth: snapshots - 1 */
     double steadiness;          /* growth: (ups - downs) / intervals */
     int64_t *series;            /* growth: live bytes per snapshot (shown rows) */
     int64_t best_bytes;         /* the largest merged stack's bytes (picks node) */

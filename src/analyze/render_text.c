@@ -59,8 +59,10 @@ static void print_frames(const ht_report_t *r, const ht_row_t *row, FILE *f, ht_
             snprintf(loc, sizeof loc, "%.40s:%u", basename_of(fr->sf->file), fr->sf->line);
         int pad = wf - (int)strlen(name) - (inl ? 10 : 0);
         ht_buf_t line = { 0 };
-        ht__buf_printf(&line, "    %s%s%*s  %-*s  %s", name, inl ? " [inlined]" : "",
-                       pad > 0 ? pad : 0, "", wl, loc, mod);
+        ht__buf_printf(&line, "    %s%s%*s  ", name, inl ? " [inlined]" : "", pad > 0 ? pad : 0, "");
+        if (wl)
+            ht__buf_printf(&line, "%-*s  ", wl, loc);
+        ht__buf_puts(&line, mod);
         while (line.len && line.p[line.len - 1] == ' ')   /* no trailing blanks */
             line.len--;
         fwrite(line.p, 1, line.len, f);

@@ -10,6 +10,7 @@
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -42,10 +43,19 @@ ht_sym_t *ht__sym_new(const char *debug_dirs, FILE *warn)
 {
     ht_sym_t *s = ht__xcalloc(1, sizeof *s);
     s->warn = warn;
-    const char *sys = "/usr/lib/debug";
-    s->debuginfo_path = debug_dirs && *debug_dirs
-        ? ht__xasprintf(":.debug:%s:%s", debug_dirs, sys)
-        : ht__xasprintf(":.debug:%s", sys);
+    /* libdwfl searches by build-id only in absolute directories */
+    ht_buf_t dirs = { 0 };
+    ht__buf_puts(&dirs, ":.debug");
+    char *copy0 = ht__xstrdup(debug_dirs ? debug_dirs : ""), *save0 = NULL;
+    for (char *d = strtok_r(copy0, ":", &save0); d; d = strtok_r(NULL, ":", &save0)) {
+        char *abs = realpath(d, NULL);
+        ht__buf_putc(&dirs, ':');
+        ht__buf_puts(&dirs, abs ? abs : d);
+        free(abs);
+    }
+    free(copy0);
+    ht__buf_puts(&dirs, ":/usr/lib/debug");
+    s->debuginfo_path = dirs.p;
     /* the absolute directories, for our own by-build-id fallback */
     char *copy = ht__xstrdup(s->debuginfo_path), *save = NULL;
     for (char *d = strtok_r(copy, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
