@@ -151,7 +151,7 @@ int ht__cmd_main(int cmd, int argc, char **argv, ht_loader_fn load, ht_unloader_
     char *wt_copy = NULL;
     optind = 0;     /* glibc: full re-initialisation (tests call us repeatedly) */
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "+f:o:n:s:h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "f:o:n:s:h", longopts, NULL)) != -1) {
         switch (c) {
         case 'f':
             if (!strcmp(optarg, "text")) o.format = HT_FMT_TEXT;

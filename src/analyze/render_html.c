@@ -43,7 +43,8 @@ static const char *css =
 
 /* The flame graph: builds a tree from data.stacks ([value, name index...],
  * outermost first), lays it out as an icicle (root on top), and zooms into
- * a node on click (its ancestors stay, full width). */
+ * a node on click (its ancestors stay, full width). A link ending in
+ * #focus=NAME opens zoomed into the first frame called NAME. */
 static const char *script =
     "(function(){\n"
     "var d=JSON.parse(document.getElementById('data').textContent);\n"
@@ -75,7 +76,13 @@ static const char *script =
     " sub(focus,anc.length-1,0,1);box.style.height=((maxd+1)*H+2)+'px';\n"
     " document.getElementById('flamereset').disabled=focus===root;}\n"
     "document.getElementById('flamereset').addEventListener('click',function(){draw(root);});\n"
-    "draw(root);document.body.setAttribute('data-flame-nodes',String(box.childNodes.length));\n"
+    "function find(node,name){if(node.n===name&&node!==root)return node;\n"
+    " for(var k of node.c.values()){var r=find(k,name);if(r)return r;}return null;}\n"
+    "function fromHash(){var h=decodeURIComponent(location.hash.slice(1));var f=root;\n"
+    " if(h.indexOf('focus=')===0){f=find(root,h.slice(6))||root;}\n"
+    " draw(f);document.body.setAttribute('data-focus',f===root?'':f.n);\n"
+    " document.body.setAttribute('data-flame-nodes',String(box.childNodes.length));}\n"
+    "window.addEventListener('hashchange',fromHash);fromHash();\n"
     "})();\n";
 
 static void chart(FILE *f, const ht_trace_t *t)
@@ -88,7 +95,7 @@ static void chart(FILE *f, const ht_trace_t *t)
             max = t->snaps[i].live_bytes;
     double span = t1 > t0 ? (double)(t1 - t0) : 1;
     fprintf(f, "<svg id=\"chart\" width=\"%.0f\" height=\"%.0f\" role=\"img\" aria-label=\"live bytes over time\">\n",
-            W + L, H + B);
+            W + L + 12, H + B);
     fprintf(f, "<line x1=\"%.0f\" y1=\"0\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"#999\"/>"
                "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"#999\"/>\n",
             L, L, H, L, H, L + W, H);

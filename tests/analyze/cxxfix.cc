@@ -1,6 +1,7 @@
 // cxxfix.cc -- writes an analyzer fixture from C++ code: a member of a
-// class template in a namespace, a constructor and an operator, so the
-// report must show demangled, qualified names.
+// class template in a namespace, a constructor and operators, so the
+// report must show demangled, qualified names (with the < > & that HTML
+// output must escape).
 #include "analyze/fixwriter.h"
 
 static volatile int sink;
@@ -18,6 +19,7 @@ template <typename T> struct Pool {
 struct Widget {
     Widget();
     __attribute__((noinline)) Widget &operator+=(int n);
+    __attribute__((noinline)) Widget &operator&=(int n);
 };
 
 __attribute__((noinline)) Widget::Widget()
@@ -33,6 +35,13 @@ Widget &Widget::operator+=(int n)
     return *this;
 }
 
+Widget &Widget::operator&=(int n)
+{
+    fix_alloc((uint64_t)n);
+    sink++;
+    return *this;
+}
+
 int main()
 {
     fix_init(stdout);
@@ -41,6 +50,7 @@ int main()
     p.grow(10);
     Widget w;
     w += 24;
+    w &= 16;
     fix_snapshot(HT_SNAP_EXIT_);
     fix_finish();
     return 0;

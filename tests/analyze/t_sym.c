@@ -205,13 +205,13 @@ static void check_cxx(void)
     ht__session_add(&s, "cxx", &t);
     ht_report_t r;
     CHECK(ht__report_build(&s, -1, 0, &r, err, sizeof err) == 0);
-    CHECK_EQ(r.nrows, 3);
-    CHECK_EQ(r.total_bytes, 48 + 10 * sizeof(int) + 24);
+    CHECK_EQ(r.nrows, 4);
+    CHECK_EQ(r.total_bytes, 48 + 10 * sizeof(int) + 24 + 16);
     const char *want[] = { "Widget::Widget()", "ns::Pool<int>::grow(unsigned long)",
-                           "Widget::operator+=(int)" };
+                           "Widget::operator+=(int)", "Widget::operator&=(int)" };
     ht_rframe_t *buf = NULL;
     size_t cap = 0;
-    for (size_t i = 0; i < r.nrows && i < 3; i++) {
+    for (size_t i = 0; i < r.nrows && i < 4; i++) {
         size_t n = ht__row_frames(&r, &r.rows[i], &buf, &cap);
         CHECK(n == 2 && buf[0].sf && streq(buf[0].sf->function, want[i]));
         CHECK(n == 2 && buf[1].sf && streq(buf[1].sf->function, "main"));
