@@ -96,6 +96,26 @@ $(BUILD)/tests/progs/%: tests/progs/%.c $(LIB)
 	$(CC) -O1 -g -Wall -Werror -Wno-unused-parameter -Iinclude -Itests -pthread -o $@ $< \
 	    -L$(BUILD) -lheaptrail -ldl -Wl,-rpath,'$$ORIGIN/../..'
 
+# C++ test programs: tests/progs/X.cc -> build/tests/progs/X
+PROGXX_BIN := $(patsubst tests/progs/%.cc,$(BUILD)/tests/progs/%,$(wildcard tests/progs/*.cc))
+$(BUILD)/tests/progs/%: tests/progs/%.cc $(LIB)
+	@mkdir -p $(dir $@)
+	$(CXX) -O1 -g -Wall -Werror -Wno-unused-parameter -Iinclude -Itests -pthread -o $@ $< \
+	    -L$(BUILD) -lheaptrail -ldl -Wl,-rpath,'$$ORIGIN/../..'
+
+# Libraries test programs dlopen: tests/libs/X.c -> build/tests/libs/libX.so
+TESTLIB_BIN := $(patsubst tests/libs/%.c,$(BUILD)/tests/libs/lib%.so,$(wildcard tests/libs/*.c))
+$(BUILD)/tests/libs/lib%.so: tests/libs/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -O1 -g -fPIC -shared -Wall -Werror -o $@ $<
+
+# Test tools that read traces: tests/tools/X.c -> build/tests/tools/X
+TOOL_BIN := $(patsubst tests/tools/%.c,$(BUILD)/tests/tools/%,$(wildcard tests/tools/*.c))
+$(BUILD)/tests/tools/%: tests/tools/%.c $(FORMAT_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(FORMAT_OBJ) $(LDLIBS_CLI)
+
+
 # Analyzer tests (tests/analyze): unit tests t_X.c -> build/tests/analyze_X,
 # linked with the CLI's objects minus main.c; htdrive runs the CLI commands
 # on fixture traces written by real test programs (see fixwriter.h).
@@ -141,7 +161,7 @@ test: deps-test
 	@tests/run.sh $(TEST_BIN) $(TEST_SCRIPTS)
 
 .PHONY: all-tests
-all-tests: all $(TEST_BIN) $(PROG_BIN) $(ANALYZE_DEPS)
+all-tests: all $(TEST_BIN) $(PROG_BIN) $(PROGXX_BIN) $(TESTLIB_BIN) $(TOOL_BIN) $(ANALYZE_DEPS)
 
 # ---- demo ----------------------------------------------------------------
 $(BUILD)/examples/stack_demo: examples/stack_demo.c $(LIB)

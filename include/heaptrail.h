@@ -102,6 +102,20 @@ typedef struct ht_stackdb_stats_s {
  *  Async-signal-safe. */
 HT_API void ht_stackdb_stats(ht_stackdb_stats_t *out);
 
+/*-************************************************************************
+ *  Allocation tracking (under `heaptrail run`)
+ **************************************************************************/
+
+/*! ht_snapshot() :
+ *  When the program runs under `heaptrail run` (the agent is preloaded),
+ *  writes a snapshot of every allocation site to the trace file now and
+ *  flushes it. Without the agent, does nothing.
+ *  @return : the snapshot's sequence number in the trace (0, 1, ...), or -1
+ *            if the program is not traced or the trace cannot be written.
+ *  Thread-safe; async-signal-safe (it waits only for a snapshot another
+ *  thread is writing). */
+HT_API int ht_snapshot(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -139,6 +139,7 @@ int ht__session_add(ht_session_t *s, const char *name, const ht_trace_t *t)
     in->node_depth = ht__xmalloc(nn * sizeof *in->node_depth);
 
     modspan_t *sp = ht__xcalloc(t->nmodules + 1, sizeof *sp);
+    modspan_t *tm = ht__xcalloc(t->nmodules + 1, sizeof *tm);  /* by trace index */
     size_t nsp = 0;
     for (size_t i = 0; i < t->nmodules; i++) {
         const ht_tmodule_t *m = &t->modules[i];
@@ -153,6 +154,7 @@ int ht__session_add(ht_session_t *s, const char *name, const ht_trace_t *t)
             sm->well_tested = well_tested(s->opts, sm->name);
         }
         sp[nsp++] = (modspan_t){ m->start, m->end, 0, m->bias, m->load_ns, h };
+        tm[i] = sp[nsp - 1];
     }
     qsort(sp, nsp, sizeof *sp, cmp_span);
     for (size_t i = 0; i < nsp; i++)
@@ -181,7 +183,11 @@ int ht__session_add(ht_session_t *s, const char *name, const ht_trace_t *t)
     for (size_t i = 1; i < t->nnodes; i++) {
         uint64_t a = t->nodes[i].addr;
         uint32_t p = t->nodes[i].parent < i ? t->nodes[i].parent : 0;
-        const modspan_t *m = find_span(sp, nsp, a, seen[i]);
+        /* the module the tracker saw at capture time, when it says; else
+         * the address ranges (and load times) decide */
+        uint32_t mi = t->nodes[i].module;
+        const modspan_t *m = mi < t->nmodules && tm[mi].end > a && tm[mi].start <= a
+                             ? &tm[mi] : find_span(sp, nsp, a, seen[i]);
         uint64_t fh;
         if (m) {
             in->node_mod[i] = m->handle;
@@ -197,6 +203,7 @@ int ht__session_add(ht_session_t *s, const char *name, const ht_trace_t *t)
     }
     free(seen);
     free(sp);
+    free(tm);
     return idx;
 }
 

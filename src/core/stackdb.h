@@ -32,7 +32,25 @@ typedef struct ht_stacknode_s {
     uint64_t addr;      /* return address of this frame */
 } ht_stacknode_t;
 HT_INTERNAL uint32_t ht__stackdb_node_count(void);
+/* Node `id` (0 is the root: parent 0, addr 0). Returns 0, or -1 for an id
+ * not below ht__stackdb_node_count(). Lock-free, async-signal-safe. */
 HT_INTERNAL int ht__stackdb_node(uint32_t id, ht_stacknode_t *out);
+
+/* Every counter the database keeps (ht_stackdb_stats() is a subset).
+ * Reads without the lock: counters may be a moment apart. */
+typedef struct ht_stackdb_info_s {
+    uint64_t stacks;          /* distinct stacks interned */
+    uint64_t nodes;           /* prefix-tree nodes, the root included */
+    uint64_t bytes_mapped;    /* memory touched (page-rounded), what the budget limits */
+    uint64_t bytes_reserved;  /* address space reserved (not committed) */
+    uint64_t budget;          /* HEAPTRAIL_STACKDB_MAX */
+    uint64_t drops;           /* interns answered with HT_STACK_ID_OVERFLOW */
+    uint64_t drops_reentrant; /* ... of them by a signal handler that interrupted
+                                 an insert on its own thread and missed */
+    uint64_t stack_table_slots, node_table_slots;
+    uint64_t stack_table_rebuilds, node_table_rebuilds;
+} ht_stackdb_info_t;
+HT_INTERNAL void ht__stackdb_info(ht_stackdb_info_t *out);
 
 /* fork: call prepare before fork(), parent/child after (the agent's
  * pthread_atfork handlers do), so the child inherits a consistent database
@@ -40,5 +58,12 @@ HT_INTERNAL int ht__stackdb_node(uint32_t id, ht_stacknode_t *out);
 HT_INTERNAL void ht__stackdb_fork_prepare(void);
 HT_INTERNAL void ht__stackdb_fork_parent(void);
 HT_INTERNAL void ht__stackdb_fork_child(void);
+
+/* Tests and benchmarks only: discards the database and sets up a new one
+ * with `budget` bytes (0: set up lazily from HEAPTRAIL_STACKDB_MAX) and
+ * the internal hash ANDed with `hash_mask` (~0 in normal use; a mask of a
+ * few bits forces collisions in both tables, ids must stay exact). No
+ * other thread may use the database meanwhile. */
+HT_INTERNAL void ht__stackdb_reset_for_test(uint64_t budget, uint64_t hash_mask);
 
 #endif

@@ -24,6 +24,9 @@ typedef struct ht_tmodule_s {
 
 typedef struct ht_tnode_s {
     uint32_t parent;
+    uint32_t module;            /* index into modules of the module holding
+                                   addr when the node was recorded;
+                                   UINT32_MAX: none known (JIT, vdso gaps) */
     uint64_t addr;
 } ht_tnode_t;
 
@@ -94,6 +97,10 @@ typedef struct ht_trace_s {
  * offset in err. Never crashes, hangs or allocates without bound on hostile
  * input. */
 int ht_trace_read(const char *path, ht_trace_t *t, char *err, size_t errlen);
+/* The same from memory (the fuzz target uses it); `name` names the input
+ * in messages. */
+int ht_trace_read_mem(const void *buf, size_t len, const char *name, ht_trace_t *t,
+                      char *err, size_t errlen);
 void ht_trace_free(ht_trace_t *t);
 
 #endif

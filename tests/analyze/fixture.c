@@ -17,7 +17,7 @@ static uint32_t intern(ht_trace_t *t, size_t *cap, uint32_t parent, uint64_t add
         *cap = *cap ? *cap * 2 : 64;
         t->nodes = realloc(t->nodes, *cap * sizeof *t->nodes);
     }
-    t->nodes[t->nnodes] = (ht_tnode_t){ parent, addr };
+    t->nodes[t->nnodes] = (ht_tnode_t){ .parent = parent, .module = UINT32_MAX, .addr = addr };
     return (uint32_t)t->nnodes++;
 }
 

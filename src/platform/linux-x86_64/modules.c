@@ -83,13 +83,22 @@ int ht__module_is_text(const ht_module_t *m, uintptr_t pc)
  * It needs no bump either, because the unwinder never caches "no module
  * here" answers. (Modules glibc loads for itself, NSS and iconv, are never
  * unloaded.) */
+/* The agent (src/agent) also needs to see dlclose: it records the
+ * closing library and its unload time. Weak, so libheaptrail.so itself,
+ * which has no agent, links without it. */
+HT_INTERNAL void ht__dlclose_event(int after) __attribute__((weak));
+
 HT_API int dlclose(void *handle)
 {
     static int (*real)(void *);
     if (!real)
         real = (int (*)(void *))dlsym(RTLD_NEXT, "dlclose");
+    if (ht__dlclose_event)
+        ht__dlclose_event(0);
     ht__code_changed();
     int r = real ? real(handle) : -1;
     ht__code_changed();
+    if (ht__dlclose_event)
+        ht__dlclose_event(1);
     return r;
 }

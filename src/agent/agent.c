@@ -1,0 +1,455 @@
+/* agent.c -- the agent's life: start-up (options, the trace file, crash
+ * handlers, fork handlers, the control thread), the exit snapshot, the
+ * crash snapshot, ht_snapshot(), dlclose notifications.
+ *
+ * Options come from the environment (heaptrail run sets them):
+ *   HEAPTRAIL_OUTPUT, HEAPTRAIL_OUTPUT_PID   trace file name (see writer.c)
+ *   HEAPTRAIL_INTERVAL=S                     snapshot every S seconds
+ *   HEAPTRAIL_FOLLOW_EXEC=1                  keep LD_PRELOAD for exec'd programs
+ *   HEAPTRAIL_CONTROL=0                      no control socket/thread
+ *   HEAPTRAIL_MAX_FRAMES=N                   stack depth (1..128, default 128)
+ *
+ * The control thread: `heaptrail snapshot PID` connects to the abstract
+ * unix socket "\0heaptrail.PID" and asks for a snapshot; a thread of ours,
+ * with every signal blocked, waits in poll() on it (and wakes for
+ * --interval). A thread, not a signal, because a signal would interrupt the
+ * program's system calls (EINTR from nanosleep, poll, ...) and could
+ * collide with signals the program uses itself; the peer's uid is checked.
+ *
+ * The crash handler (SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL; installed
+ * only where the disposition is the default) writes a last snapshot, puts
+ * the previous disposition back and lets the signal take its course. */
+#include "agent.h"
+#include "../format/trace.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+ht_agent_t ht__agent = { .on = 1, .max_frames = HT_MAX_FRAMES };
+ht_agent_drops_t ht__drops;
+
+static struct {
+    int started;
+    int pid;
+    int exit_done;
+    int interval_ms;
+    int control;
+    int follow_exec;
+    int listen_fd;
+    int thread_up;
+    struct sigaction old[32];
+    int hooked[32];
+} A = { .listen_fd = -1 };
+
+static const int crash_signals[] = { SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL };
+
+static void set_clocks(void)
+{
+    struct timespec m, r;
+    ht__sys2(SYS_clock_gettime, CLOCK_MONOTONIC, &m);
+    ht__sys2(SYS_clock_gettime, CLOCK_REALTIME, &r);
+    ht__agent.t0_ns = (uint64_t)m.tv_sec * 1000000000ull + (uint64_t)m.tv_nsec;
+    ht__agent.start_realtime_ns = (uint64_t)r.tv_sec * 1000000000ull + (uint64_t)r.tv_nsec;
+}
+
+/* "1", "0.5", "2.25" seconds -> ms; 0 when absent or malformed. */
+static int parse_seconds_ms(const char *s)
+{
+    if (!s)
+        return 0;
+    uint64_t ms = 0, frac = 0, scale = 1000;
+    for (; *s >= '0' && *s <= '9'; s++)
+        if ((ms = ms * 10 + (uint64_t)(*s - '0')) > 86400000)
+            return 0;
+    ms *= 1000;
+    if (*s == '.')
+        for (s++; *s >= '0' && *s <= '9'; s++)
+            if (scale > 1) {
+                scale /= 10;
+                frac += (uint64_t)(*s - '0') * scale;
+            }
+    if (*s)
+        return 0;
+    return (int)(ms + frac);
+}
+
+/* ---- exit and crash ---------------------------------------------------- */
+
+static void final_snapshot(int reason)
+{
+    if ((int)ht__sys0(SYS_getpid) != A.pid)
+        return;                 /* a vfork child sharing our memory */
+    if (__atomic_exchange_n(&A.exit_done, 1, __ATOMIC_ACQ_REL))
+        return;
+    int g = ht__guard;
+    ht__guard = 2;
+    ht__snapshot_write(reason, HT_WCTX_CRASH);
+    ht__trace_finish();
+    ht__guard = g;
+}
+
+void ht__agent_exit_now(void)
+{
+    if (A.started)
+        final_snapshot(HT_SNAP_EXIT);
+}
+
+__attribute__((destructor)) static void agent_stop(void)
+{
+    if (A.started)
+        final_snapshot(HT_SNAP_EXIT);
+}
+
+static void crash_handler(int sig, siginfo_t *si, void *uc)
+{
+    int e = errno;
+    final_snapshot(HT_SNAP_CRASH);
+    struct sigaction *old = sig < 32 ? &A.old[sig] : NULL;
+    if (old)
+        sigaction(sig, old, NULL);
+    if (old && (old->sa_flags & SA_SIGINFO) && old->sa_sigaction) {
+        old->sa_sigaction(sig, si, uc);
+    } else if (old && old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN) {
+        old->sa_handler(sig);
+    } else if (si->si_code <= 0 || sig == SIGABRT) {
+        /* sent, not raised by a faulting instruction: send it again; it is
+         * delivered with the old disposition once we return */
+        ht__sys3(SYS_tgkill, ht__sys0(SYS_getpid), ht__sys0(SYS_gettid), sig);
+    }
+    /* a fault re-executes the faulting instruction and takes the default */
+    errno = e;
+}
+
+static void install_crash_handlers(void)
+{
+    for (size_t i = 0; i < HT_ARRAY_SIZE(crash_signals); i++) {
+        int sig = crash_signals[i];
+        struct sigaction cur;
+        if (sigaction(sig, NULL, &cur) != 0 || (cur.sa_flags & SA_SIGINFO) ||
+            cur.sa_handler != SIG_DFL)
+            continue;
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = crash_handler;
+        sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+        sigfillset(&sa.sa_mask);
+        A.old[sig] = cur;
+        if (sigaction(sig, &sa, NULL) == 0)
+            A.hooked[sig] = 1;
+    }
+}
+
+/* ---- the control thread ------------------------------------------------ */
+
+static socklen_t control_addr(struct sockaddr_un *a, int pid)
+{
+    memset(a, 0, sizeof *a);
+    a->sun_family = AF_UNIX;
+    static const char pre[] = "heaptrail.";
+    memcpy(a->sun_path + 1, pre, sizeof pre - 1);
+    size_t n = 1 + sizeof pre - 1;
+    n += ht__fmt_u64(a->sun_path + n, (uint64_t)pid);
+    return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n);
+}
+
+/* Whether A.listen_fd is still our socket (the program may have closed it
+ * and reused the number). */
+static int still_ours(void)
+{
+    struct sockaddr_un want, got;
+    socklen_t wl = control_addr(&want, A.pid), gl = sizeof got;
+    return getsockname(A.listen_fd, (struct sockaddr *)&got, &gl) == 0 && gl == wl &&
+           memcmp(&got, &want, wl) == 0;
+}
+
+static void serve(int fd)
+{
+    struct ucred cr;
+    socklen_t cl = sizeof cr;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) != 0 ||
+        (cr.uid != geteuid() && cr.uid != 0))
+        return;
+    char req[64];
+    size_t n = 0;
+    struct pollfd p = { .fd = fd, .events = POLLIN };
+    while (n < sizeof req - 1 && poll(&p, 1, 2000) == 1) {
+        ssize_t k = read(fd, req + n, sizeof req - 1 - n);
+        if (k <= 0)
+            break;
+        n += (size_t)k;
+        if (memchr(req, '\n', n))
+            break;
+    }
+    req[n] = 0;
+    char reply[4200];
+    size_t r = 0;
+    if (strncmp(req, "snapshot", 8) == 0) {
+        int seq = ht__snapshot_write(HT_SNAP_REQUEST, HT_WCTX_NORMAL);
+        const char *path = ht__writer_path();
+        if (seq >= 0 && path) {
+            memcpy(reply, "ok ", 3);
+            r = 3 + ht__fmt_u64(reply + 3, (uint64_t)seq);
+            reply[r++] = ' ';
+            size_t pl = ht__strlen(path);
+            if (pl > 4096)
+                pl = 4096;
+            memcpy(reply + r, path, pl);
+            r += pl;
+        } else {
+            static const char m[] = "error the trace cannot be written";
+            memcpy(reply, m, sizeof m - 1);
+            r = sizeof m - 1;
+        }
+    } else {
+        static const char m[] = "error unknown request";
+        memcpy(reply, m, sizeof m - 1);
+        r = sizeof m - 1;
+    }
+    reply[r++] = '\n';
+    (void)!send(fd, reply, r, MSG_NOSIGNAL);
+}
+
+static void *control_main(void *arg)
+{
+    (void)arg;
+    ht__guard = 2;              /* this thread is ours: nothing it does is tracked */
+    prctl(PR_SET_NAME, "heaptrail", 0, 0, 0);
+    struct timespec next;
+    clock_gettime(CLOCK_MONOTONIC, &next);
+    for (;;) {
+        int timeout = -1;
+        if (A.interval_ms > 0) {
+            struct timespec now;
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            int64_t left = (int64_t)(next.tv_sec - now.tv_sec) * 1000 +
+                           (next.tv_nsec - now.tv_nsec) / 1000000 + A.interval_ms;
+            if (left <= 0) {
+                ht__snapshot_write(HT_SNAP_INTERVAL, HT_WCTX_NORMAL);
+                clock_gettime(CLOCK_MONOTONIC, &next);
+                continue;
+            }
+            timeout = (int)left;
+        }
+        if (A.listen_fd < 0) {
+            if (timeout < 0)
+                return NULL;
+            poll(NULL, 0, timeout);
+            continue;
+        }
+        struct pollfd p = { .fd = A.listen_fd, .events = POLLIN };
+        int r = poll(&p, 1, timeout);
+        if (r <= 0)
+            continue;
+        if ((p.revents & (POLLNVAL | POLLERR | POLLHUP)) || !still_ours()) {
+            A.listen_fd = -1;   /* gone or no longer ours: never touch it again */
+            continue;
+        }
+        int c = accept4(A.listen_fd, NULL, NULL, SOCK_CLOEXEC);
+        if (c < 0)
+            continue;
+        serve(c);
+        close(c);
+    }
+}
+
+static void start_control(void)
+{
+    if (!A.control && A.interval_ms <= 0)
+        return;
+    int g = ht__guard;
+    ht__guard = 2;
+    if (A.control) {
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd >= 0) {
+            /* keep clear of the low descriptor numbers programs expect */
+            struct rlimit rl;
+            int lo = 512;
+            if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 1024)
+                lo = (int)(rl.rlim_cur / 2);
+            int hi = fcntl(fd, F_DUPFD_CLOEXEC, lo);
+            if (hi >= 0) {
+                close(fd);
+                fd = hi;
+            }
+            struct sockaddr_un a;
+            socklen_t al = control_addr(&a, A.pid);
+            if (bind(fd, (struct sockaddr *)&a, al) == 0 && listen(fd, 4) == 0) {
+                A.listen_fd = fd;
+            } else {
+                close(fd);
+            }
+        }
+    }
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    pthread_attr_setstacksize(&at, 128 << 10);
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    pthread_t t;
+    A.thread_up = pthread_create(&t, &at, control_main, NULL) == 0;
+    pthread_attr_destroy(&at);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    ht__guard = g;
+}
+
+/* ---- fork -------------------------------------------------------------- */
+
+static HT_TLS int t_fork_locked;
+
+static void fork_prepare(void)
+{
+    t_fork_locked = !ht__guard;     /* inside our own code (a signal handler): don't wait */
+    if (!t_fork_locked)
+        return;
+    ht__guard = 2;
+    ht__writer_fork_prepare();
+    ht__stackdb_fork_prepare();
+    ht__mmaps_fork_prepare();
+    ht__live_fork_prepare();
+}
+
+static void fork_parent(void)
+{
+    if (!t_fork_locked)
+        return;
+    ht__live_fork_parent();
+    ht__mmaps_fork_parent();
+    ht__stackdb_fork_parent();
+    ht__writer_fork_parent();
+    ht__guard = 0;
+}
+
+static void fork_child(void)
+{
+    if (t_fork_locked) {
+        ht__live_fork_child();
+        ht__mmaps_fork_child();
+        ht__stackdb_fork_child();
+    }
+    ht__sites_fork_child();
+    ht__writer_fork_child();
+    A.pid = (int)ht__sys0(SYS_getpid);
+    A.exit_done = 0;
+    set_clocks();
+    if (A.listen_fd >= 0) {
+        close(A.listen_fd);     /* the parent's socket */
+        A.listen_fd = -1;
+    }
+    ht__guard = 0;
+    start_control();
+}
+
+/* ---- LD_PRELOAD -------------------------------------------------------- */
+
+/* Removes this library from LD_PRELOAD, in place (no allocation), so that
+ * programs the traced one executes run untraced. */
+static void drop_preload(void)
+{
+    extern char **environ;
+    struct dl_find_object fo;
+    if (_dl_find_object((void *)drop_preload, &fo) != 0 || !fo.dlfo_link_map)
+        return;
+    const char *me = fo.dlfo_link_map->l_name;
+    const char *base = me;
+    for (const char *q = me; *q; q++)
+        if (*q == '/')
+            base = q + 1;
+    for (char **e = environ; e && *e; e++) {
+        if (strncmp(*e, "LD_PRELOAD=", 11) != 0)
+            continue;
+        char *v = *e + 11, *w = v;
+        const char *r = v;
+        while (*r) {
+            while (*r == ' ' || *r == ':')
+                r++;
+            const char *s = r;
+            while (*r && *r != ' ' && *r != ':')
+                r++;
+            size_t len = (size_t)(r - s);
+            if (!len)
+                continue;
+            const char *sb = s;
+            for (const char *q = s; q < r; q++)
+                if (*q == '/')
+                    sb = q + 1;
+            int mine = (strlen(me) == len && !strncmp(s, me, len)) ||
+                       ((size_t)(r - sb) == strlen(base) && !strncmp(sb, base, strlen(base)));
+            if (mine)
+                continue;
+            if (w != v)
+                *w++ = ':';
+            memmove(w, s, len);
+            w += len;
+        }
+        *w = 0;
+    }
+}
+
+/* ---- start-up ---------------------------------------------------------- */
+
+__attribute__((constructor(101))) static void agent_start(void)
+{
+    if (A.started)
+        return;
+    ht__guard = 2;
+    set_clocks();
+    A.pid = (int)ht__sys0(SYS_getpid);
+    const char *s = ht__env("HEAPTRAIL_MAX_FRAMES");
+    if (s) {
+        uint64_t v = ht__parse_size(s, HT_MAX_FRAMES);
+        ht__agent.max_frames = v < 1 ? 1 : v > HT_MAX_FRAMES ? HT_MAX_FRAMES : (int)v;
+    }
+    A.interval_ms = parse_seconds_ms(ht__env("HEAPTRAIL_INTERVAL"));
+    s = ht__env("HEAPTRAIL_CONTROL");
+    A.control = !(s && s[0] == '0');
+    s = ht__env("HEAPTRAIL_FOLLOW_EXEC");
+    A.follow_exec = s && s[0] == '1';
+    ht__writer_init();
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+    install_crash_handlers();
+    if (!A.follow_exec)
+        drop_preload();
+    A.started = 1;
+    start_control();
+    ht__guard = 0;
+}
+
+/* ---- public API and dlclose -------------------------------------------- */
+
+HT_API int ht_snapshot(void)
+{
+    if (!A.started)
+        return -1;
+    int g = ht__guard;
+    ht__guard = 2;
+    int r = ht__snapshot_write(HT_SNAP_API, HT_WCTX_NORMAL);
+    ht__guard = g;
+    return r;
+}
+
+/* Called by the dlclose wrapper (src/platform/.../modules.c) before and
+ * after the real dlclose. */
+HT_INTERNAL void ht__dlclose_event(int after);
+void ht__dlclose_event(int after)
+{
+    (void)after;
+    if (!A.started)
+        return;
+    int g = ht__guard;
+    ht__guard = 2;
+    ht__modules_rescan();
+    ht__guard = g;
+}

@@ -1,0 +1,128 @@
+/* agent.h -- internals shared by the files of the in-process agent
+ * (libheaptrail-preload.so): hooks.c (the interposed allocator family),
+ * sites.c (per-stack statistics), live.c (the live-allocation table),
+ * mmaps.c (anonymous mappings), writer.c (the trace file), agent.c
+ * (start-up, options, fork, crash, the control thread, ht_snapshot).
+ *
+ * Everything declared here may run inside a malloc hook or a signal handler
+ * unless its comment says otherwise: no malloc, no stdio, no locks that can
+ * block forever, raw system calls only. */
+#ifndef HT_AGENT_H
+#define HT_AGENT_H
+
+#include "../core/util.h"
+#include "../core/stackdb.h"
+#include "heaptrail.h"
+
+#define HT_MAX_FRAMES 128
+
+/* The per-thread re-entry guard: set while this thread runs agent code.
+ * A hook that finds it set passes straight through to libc (counted). */
+HT_INTERNAL extern HT_TLS int ht__guard;
+
+/* Process-wide state read on every hook. */
+typedef struct ht_agent_s {
+    int on;                     /* tracking enabled */
+    int max_frames;
+    uint64_t t0_ns;             /* CLOCK_MONOTONIC at start-up */
+    uint64_t start_realtime_ns;
+} ht_agent_t;
+HT_INTERNAL extern ht_agent_t ht__agent;
+
+/* Counters of what the agent could not record (see ht_tdrops_t). */
+typedef struct ht_agent_drops_s {
+    uint64_t overflow_allocs;   /* allocations whose stack found the database full */
+    uint64_t unknown_frees;     /* frees/reallocs of pointers the table never saw */
+    uint64_t write_errors;      /* trace bytes lost to failing writes */
+    uint64_t reentrant;         /* allocator calls made while the agent ran (untracked) */
+    uint64_t table_full;        /* live-table or site-table memory exhausted */
+} ht_agent_drops_t;
+HT_INTERNAL extern ht_agent_drops_t ht__drops;
+
+HT_INTERNAL uint64_t ht__now_ns(void);          /* monotonic ns since start-up */
+
+/* ---- sites.c: per-(stack, kind) statistics ----------------------------- */
+typedef struct ht_site_s {
+    uint32_t stack;
+    uint8_t kind;               /* HT_KIND_HEAP / HT_KIND_MMAP (trace.h) */
+    uint8_t used;
+    uint16_t pad;
+    ht_spinlock_t lock;         /* guards the counters below */
+    uint32_t pad2;
+    uint64_t live_blocks, live_bytes;
+    uint64_t total_blocks, total_bytes;
+    uint64_t peak_bytes;
+    uint64_t pad3;
+} ht_site_t;                    /* one cache line */
+
+typedef struct ht_totals_s {
+    uint64_t live_blocks, live_bytes, total_blocks, total_bytes, total_frees;
+    uint64_t peak_bytes, peak_blocks;
+} ht_totals_t;
+
+/* The site of (stack, kind), created on first use; NULL if out of memory. */
+HT_INTERNAL ht_site_t *ht__site_get(uint32_t stack, int kind);
+/* Account an allocation / a release of `size` bytes at `s`. */
+HT_INTERNAL void ht__site_alloc(ht_site_t *s, uint64_t size);
+HT_INTERNAL void ht__site_free(ht_site_t *s, uint64_t size);
+/* Releases `bytes` and `blocks` (0 for a partial munmap) at `s`. */
+HT_INTERNAL void ht__site_release(ht_site_t *s, uint64_t blocks, uint64_t bytes);
+/* Number of sites ever created and the i-th one (i < count), for snapshots. */
+HT_INTERNAL uint32_t ht__site_count(void);
+HT_INTERNAL ht_site_t *ht__site_at(uint32_t i);
+/* Process totals (sums of the sites plus the process-wide high-water marks). */
+HT_INTERNAL void ht__totals(ht_totals_t *t);
+/* Fork child: resets site locks another thread may have held. */
+HT_INTERNAL void ht__sites_fork_child(void);
+
+/* ---- live.c: address -> (size, stack) for heap blocks ------------------ */
+/* Records a live block. Returns 0, or -1 if it could not be stored
+ * (counted). If the address was already present (a block freed behind the
+ * agent's back), *old_stack and *old_size receive the stale entry and 1 is
+ * returned. */
+HT_INTERNAL int ht__live_insert(uintptr_t addr, uint64_t size, uint32_t stack,
+                                uint32_t *old_stack, uint64_t *old_size);
+/* Removes `addr`; returns 1 and its size and stack if it was present. */
+HT_INTERNAL int ht__live_remove(uintptr_t addr, uint64_t *size, uint32_t *stack);
+HT_INTERNAL void ht__live_fork_prepare(void);
+HT_INTERNAL void ht__live_fork_parent(void);
+HT_INTERNAL void ht__live_fork_child(void);
+HT_INTERNAL uint64_t ht__live_bytes_mapped(void);
+
+/* ---- mmaps.c: anonymous mappings --------------------------------------- */
+HT_INTERNAL void ht__mmap_lock(void);
+HT_INTERNAL void ht__mmap_unlock(void);
+/* With the mmap lock held: forget [addr, addr+len) (munmap, MAP_FIXED
+ * over a tracked range), and record a new anonymous region. */
+HT_INTERNAL int ht__mmap_forget(uintptr_t addr, uint64_t len);
+HT_INTERNAL void ht__mmap_record(uintptr_t addr, uint64_t len, uint32_t stack);
+HT_INTERNAL void ht__mmaps_fork_prepare(void);
+HT_INTERNAL void ht__mmaps_fork_parent(void);
+HT_INTERNAL void ht__mmaps_fork_child(void);
+
+/* ---- writer.c: the trace file ------------------------------------------ */
+enum { HT_WCTX_NORMAL = 0, HT_WCTX_CRASH = 1 };
+/* Opens (creates) the trace file if needed and writes a snapshot with every
+ * stack node, module and site the file does not yet hold, then flushes.
+ * `reason` is HT_SNAP_*. Returns the snapshot's sequence number or -1.
+ * Not for malloc hooks (it may call dl_iterate_phdr); safe in the crash
+ * handler with ctx = HT_WCTX_CRASH (no loader lock, bounded waits). */
+HT_INTERNAL int ht__snapshot_write(int reason, int ctx);
+/* Writes the END record after the final snapshot; later snapshots are
+ * skipped. */
+HT_INTERNAL void ht__trace_finish(void);
+/* Start-up: decide the file name and create the file (header, process
+ * record, modules). Not async-signal-safe (called from the constructor). */
+HT_INTERNAL void ht__writer_init(void);
+HT_INTERNAL const char *ht__writer_path(void);
+/* Module scan hooks used around dlclose. */
+HT_INTERNAL void ht__modules_rescan(void);
+HT_INTERNAL void ht__writer_fork_prepare(void);
+HT_INTERNAL void ht__writer_fork_parent(void);
+HT_INTERNAL void ht__writer_fork_child(void);
+
+/* ---- small helpers (agent.c) ------------------------------------------- */
+HT_INTERNAL size_t ht__strlen(const char *s);
+HT_INTERNAL size_t ht__fmt_u64(char *buf, uint64_t v);   /* decimal, no NUL */
+
+#endif

@@ -1,0 +1,616 @@
+/* hooks.c -- the interposed allocator family: malloc, calloc, realloc,
+ * reallocarray, free, memalign, posix_memalign, aligned_alloc, valloc,
+ * pvalloc, malloc_usable_size; C++ operator new/delete in every variant;
+ * anonymous mmap/munmap/mremap; _exit/_Exit (for the final snapshot).
+ *
+ * Each hook calls the next definition (dlsym(RTLD_NEXT), so a malloc
+ * replacement loaded after us keeps working) and then records: capture
+ * the stack into an on-stack array, intern it, account it to its site,
+ * store the block in the live table. Frees are recorded before the real
+ * free, so the address cannot be handed out again before we forget it.
+ * The per-thread guard (initial-exec TLS) is checked before anything
+ * else: a hook entered while this thread already runs agent code (a signal
+ * handler that allocates, our own calls into libc) passes straight
+ * through. dlsym's own allocations before the real functions are known
+ * come from a static bootstrap arena and are never passed to libc.
+ *
+ * Never allocates, never takes a lock across a call into libc, never
+ * changes errno or the result the program sees. */
+#include "agent.h"
+#include "../format/trace.h"
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+
+HT_TLS int ht__guard;           /* 1: agent code running; 2: agent's own libc calls */
+static HT_TLS int t_resolving;
+
+/* ---- the real functions ------------------------------------------------ */
+
+static struct {
+    void *(*malloc)(size_t);
+    void (*free)(void *);
+    void *(*calloc)(size_t, size_t);
+    void *(*realloc)(void *, size_t);
+    void *(*memalign)(size_t, size_t);
+    int (*posix_memalign)(void **, size_t, size_t);
+    void *(*aligned_alloc)(size_t, size_t);
+    void *(*valloc)(size_t);
+    void *(*pvalloc)(size_t);
+    size_t (*malloc_usable_size)(void *);
+    void *(*mmap)(void *, size_t, int, int, int, off_t);
+    int (*munmap)(void *, size_t);
+    void *(*mremap)(void *, size_t, size_t, int, ...);
+    void (*exit_)(int);
+    void (*Exit_)(int);
+} real;
+
+static ht_spinlock_t g_resolve_lock;
+
+static HT_NOINLINE void resolve(void)
+{
+    if (t_resolving)
+        return;
+    ht__spin_lock(&g_resolve_lock);
+    if (!real.free) {
+        t_resolving = 1;
+#define R(f, name) real.f = (__typeof__(real.f))dlsym(RTLD_NEXT, name)
+        R(calloc, "calloc");
+        R(malloc, "malloc");
+        R(realloc, "realloc");
+        R(memalign, "memalign");
+        R(posix_memalign, "posix_memalign");
+        R(aligned_alloc, "aligned_alloc");
+        R(valloc, "valloc");
+        R(pvalloc, "pvalloc");
+        R(malloc_usable_size, "malloc_usable_size");
+        R(mmap, "mmap");
+        R(munmap, "munmap");
+        R(mremap, "mremap");
+        R(exit_, "_exit");
+        R(Exit_, "_Exit");
+#undef R
+        void (*f)(void *) = (void (*)(void *))dlsym(RTLD_NEXT, "free");
+        ht_store_release(&real.free, f);
+        t_resolving = 0;
+    }
+    ht__spin_unlock(&g_resolve_lock);
+}
+
+#define NEED(f) \
+    do { \
+        if (ht_unlikely(!real.f)) \
+            resolve(); \
+    } while (0)
+
+/* ---- bootstrap arena --------------------------------------------------- */
+
+static char g_boot[256 << 10] __attribute__((aligned(64)));
+static size_t g_boot_used;
+
+static HT_ALWAYS_INLINE int is_boot(const void *p)
+{
+    return (const char *)p >= g_boot && (const char *)p < g_boot + sizeof g_boot;
+}
+
+/* Zeroed memory from the static arena, 16-byte header holding the size. */
+static void *boot_alloc(size_t n, size_t align)
+{
+    if (align < 16)
+        align = 16;
+    size_t off = ht_load_relaxed(&g_boot_used), start, end;
+    do {
+        start = (off + 16 + align - 1) & ~(align - 1);
+        end = start + n;
+        if (end > sizeof g_boot || end < start)
+            return NULL;
+    } while (!__atomic_compare_exchange_n(&g_boot_used, &off, end, 1, __ATOMIC_RELAXED,
+                                          __ATOMIC_RELAXED));
+    *(size_t *)(g_boot + start - 8) = n;
+    return g_boot + start;
+}
+
+static size_t boot_size(const void *p) { return *(const size_t *)((const char *)p - 8); }
+
+/* ---- recording --------------------------------------------------------- */
+
+static HT_NOINLINE void record_alloc(void *p, size_t n, int kind, void **frames, int nf,
+                                     uint64_t hash)
+{
+    uint32_t id = ht__stackdb_intern(frames, nf, hash);
+    if (ht_unlikely(id == HT_STACK_ID_OVERFLOW))
+        ht_fetch_add(&ht__drops.overflow_allocs, 1);
+    ht_site_t *s = ht__site_get(id, kind);
+    if (ht_unlikely(!s))
+        return;
+    /* count first: a free on another thread can only find the block once
+     * it is in the live table, so counts never go below zero */
+    ht__site_alloc(s, n);
+    uint32_t ostack;
+    uint64_t osize;
+    int rc = ht__live_insert((uintptr_t)p, n, id, &ostack, &osize);
+    if (ht_unlikely(rc != 0)) {
+        if (rc < 0) {
+            ht__site_release(s, 1, n);
+        } else {
+            /* the address was released without our knowing (a free made
+             * while this thread's guard was up): retire the stale entry */
+            ht_site_t *o = ht__site_get(ostack, HT_KIND_HEAP);
+            if (o)
+                ht__site_free(o, osize);
+            ht_fetch_add(&ht__drops.reentrant, 1);
+        }
+    }
+}
+
+static HT_NOINLINE void record_free(void *p)
+{
+    uint64_t size;
+    uint32_t stack;
+    if (ht__live_remove((uintptr_t)p, &size, &stack)) {
+        ht_site_t *s = ht__site_get(stack, HT_KIND_HEAP);
+        if (ht_likely(s != NULL))
+            ht__site_free(s, size);
+    } else {
+        ht_fetch_add(&ht__drops.unknown_frees, 1);
+    }
+}
+
+static HT_NOINLINE void note_reentry(void)
+{
+    if (ht__guard == 1)
+        ht_fetch_add(&ht__drops.reentrant, 1);
+}
+
+/* Records the block `p` of `n` bytes returned by the hook this expands in:
+ * frames[0] would be the return address into the hook, so skip 1. */
+#define TRACK(p, n, kind) \
+    do { \
+        if (ht_likely((p) != NULL)) { \
+            if (ht_likely(!ht__guard)) { \
+                if (ht_likely(ht__agent.on)) { \
+                    void *frames_[HT_MAX_FRAMES]; \
+                    uint64_t hash_; \
+                    ht__guard = 1; \
+                    int nf_ = ht_capture(1, ht__agent.max_frames, frames_, &hash_); \
+                    record_alloc((p), (n), (kind), frames_, nf_, hash_); \
+                    ht__guard = 0; \
+                } \
+            } else { \
+                note_reentry(); \
+            } \
+        } \
+    } while (0)
+
+#define UNTRACK(p) \
+    do { \
+        if (ht_likely(!ht__guard)) { \
+            ht__guard = 1; \
+            record_free(p); \
+            ht__guard = 0; \
+        } else { \
+            note_reentry(); \
+        } \
+    } while (0)
+
+/* ---- the C allocator --------------------------------------------------- */
+
+HT_API void *malloc(size_t n)
+{
+    NEED(malloc);
+    if (ht_unlikely(!real.malloc))
+        return boot_alloc(n, 16);
+    void *p = real.malloc(n);
+    TRACK(p, n, HT_KIND_HEAP);
+    return p;
+}
+
+HT_API void free(void *p)
+{
+    if (ht_unlikely(p == NULL || is_boot(p)))
+        return;
+    UNTRACK(p);
+    NEED(free);
+    if (ht_likely(real.free != NULL))
+        real.free(p);
+}
+
+HT_API void *calloc(size_t k, size_t n)
+{
+    NEED(calloc);
+    if (ht_unlikely(!real.calloc)) {
+        size_t t;
+        if (__builtin_mul_overflow(k, n, &t))
+            return NULL;
+        return boot_alloc(t, 16);
+    }
+    void *p = real.calloc(k, n);
+    TRACK(p, k * n, HT_KIND_HEAP);
+    return p;
+}
+
+/* realloc's body, inlined into realloc and reallocarray so the capture's
+ * skip count stays 1. */
+static HT_ALWAYS_INLINE void *do_realloc(void *old, size_t n)
+{
+    NEED(realloc);
+    if (ht_unlikely(is_boot(old) || !real.realloc)) {
+        void *p = real.malloc ? real.malloc(n) : boot_alloc(n, 16);
+        if (p && old) {
+            size_t m = boot_size(old);
+            __builtin_memcpy(p, old, m < n ? m : n);
+        }
+        TRACK(p, n, HT_KIND_HEAP);
+        return p;
+    }
+    if (old == NULL) {
+        void *p = real.realloc(NULL, n);
+        TRACK(p, n, HT_KIND_HEAP);
+        return p;
+    }
+    if (ht_unlikely(ht__guard)) {
+        note_reentry();
+        return real.realloc(old, n);
+    }
+    /* forget the old block first: once realloc returns, its address may be
+     * handed to another thread */
+    uint64_t osize = 0;
+    uint32_t ostack = 0;
+    ht__guard = 1;
+    int had = ht__live_remove((uintptr_t)old, &osize, &ostack);
+    ht__guard = 0;
+    void *p = real.realloc(old, n);
+    if (p == NULL && n != 0) {
+        /* failed: the old block is still there */
+        if (had) {
+            ht__guard = 1;
+            uint32_t s2;
+            uint64_t z2;
+            ht__live_insert((uintptr_t)old, osize, ostack, &s2, &z2);
+            ht__guard = 0;
+        }
+        return NULL;
+    }
+    ht__guard = 1;
+    if (had) {
+        ht_site_t *s = ht__site_get(ostack, HT_KIND_HEAP);
+        if (s)
+            ht__site_free(s, osize);
+    } else {
+        ht_fetch_add(&ht__drops.unknown_frees, 1);
+    }
+    ht__guard = 0;
+    TRACK(p, n, HT_KIND_HEAP);
+    return p;
+}
+
+HT_API void *realloc(void *old, size_t n) { return do_realloc(old, n); }
+
+HT_API void *reallocarray(void *old, size_t k, size_t n)
+{
+    size_t t;
+    if (__builtin_mul_overflow(k, n, &t)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return do_realloc(old, t);
+}
+
+HT_API void *memalign(size_t align, size_t n)
+{
+    NEED(memalign);
+    if (ht_unlikely(!real.memalign))
+        return boot_alloc(n, align);
+    void *p = real.memalign(align, n);
+    TRACK(p, n, HT_KIND_HEAP);
+    return p;
+}
+
+HT_API int posix_memalign(void **out, size_t align, size_t n)
+{
+    NEED(posix_memalign);
+    if (ht_unlikely(!real.posix_memalign)) {
+        void *p = boot_alloc(n, align);
+        if (!p)
+            return ENOMEM;
+        *out = p;
+        return 0;
+    }
+    int rc = real.posix_memalign(out, align, n);
+    if (rc == 0)
+        TRACK(*out, n, HT_KIND_HEAP);
+    return rc;
+}
+
+HT_API void *aligned_alloc(size_t align, size_t n)
+{
+    NEED(aligned_alloc);
+    if (ht_unlikely(!real.aligned_alloc))
+        return boot_alloc(n, align);
+    void *p = real.aligned_alloc(align, n);
+    TRACK(p, n, HT_KIND_HEAP);
+    return p;
+}
+
+HT_API void *valloc(size_t n)
+{
+    NEED(valloc);
+    if (ht_unlikely(!real.valloc))
+        return boot_alloc(n, 4096);
+    void *p = real.valloc(n);
+    TRACK(p, n, HT_KIND_HEAP);
+    return p;
+}
+
+HT_API void *pvalloc(size_t n)
+{
+    NEED(pvalloc);
+    size_t r = n ? (n + 4095) & ~(size_t)4095 : 4096;
+    if (ht_unlikely(!real.pvalloc))
+        return boot_alloc(r, 4096);
+    void *p = real.pvalloc(n);
+    TRACK(p, r, HT_KIND_HEAP);
+    return p;
+}
+
+HT_API size_t malloc_usable_size(void *p)
+{
+    if (p && is_boot(p))
+        return boot_size(p);
+    NEED(malloc_usable_size);
+    return real.malloc_usable_size ? real.malloc_usable_size(p) : 0;
+}
+
+/* ---- C++ operator new / delete ------------------------------------------
+ * The common case allocates through the real malloc/memalign and records
+ * the caller's stack. When that fails, the real operator new takes over
+ * (new_handler loop, std::bad_alloc) -- its own malloc calls are recorded by
+ * the malloc hook -- so the language semantics are libstdc++'s own. */
+
+typedef void *(*new_fn)(size_t);
+typedef void *(*new_nt_fn)(size_t, const void *);
+typedef void *(*new_al_fn)(size_t, size_t);
+typedef void *(*new_al_nt_fn)(size_t, size_t, const void *);
+
+static void *next_sym(void **cache, const char *name)
+{
+    void *f = ht_load_acquire(cache);
+    if (!f) {
+        f = dlsym(RTLD_NEXT, name);
+        ht_store_release(cache, f);
+    }
+    return f;
+}
+
+#define NEW_PLAIN(sym) \
+    HT_API void *sym(size_t n) \
+    { \
+        NEED(malloc); \
+        void *p = real.malloc ? real.malloc(n) : NULL; \
+        if (ht_likely(p != NULL)) { \
+            TRACK(p, n, HT_KIND_HEAP); \
+            return p; \
+        } \
+        static void *next; \
+        new_fn f = (new_fn)next_sym(&next, #sym); \
+        if (!f) \
+            __builtin_trap(); \
+        return f(n); \
+    }
+
+#define NEW_NOTHROW(sym) \
+    HT_API void *sym(size_t n, const void *nt) \
+    { \
+        NEED(malloc); \
+        void *p = real.malloc ? real.malloc(n) : NULL; \
+        if (ht_likely(p != NULL)) { \
+            TRACK(p, n, HT_KIND_HEAP); \
+            return p; \
+        } \
+        static void *next; \
+        new_nt_fn f = (new_nt_fn)next_sym(&next, #sym); \
+        return f ? f(n, nt) : NULL; \
+    }
+
+#define NEW_ALIGNED(sym) \
+    HT_API void *sym(size_t n, size_t al) \
+    { \
+        NEED(memalign); \
+        void *p = real.memalign ? real.memalign(al, n) : NULL; \
+        if (ht_likely(p != NULL)) { \
+            TRACK(p, n, HT_KIND_HEAP); \
+            return p; \
+        } \
+        static void *next; \
+        new_al_fn f = (new_al_fn)next_sym(&next, #sym); \
+        if (!f) \
+            __builtin_trap(); \
+        return f(n, al); \
+    }
+
+#define NEW_ALIGNED_NOTHROW(sym) \
+    HT_API void *sym(size_t n, size_t al, const void *nt) \
+    { \
+        NEED(memalign); \
+        void *p = real.memalign ? real.memalign(al, n) : NULL; \
+        if (ht_likely(p != NULL)) { \
+            TRACK(p, n, HT_KIND_HEAP); \
+            return p; \
+        } \
+        static void *next; \
+        new_al_nt_fn f = (new_al_nt_fn)next_sym(&next, #sym); \
+        return f ? f(n, al, nt) : NULL; \
+    }
+
+NEW_PLAIN(_Znwm)
+NEW_PLAIN(_Znam)
+NEW_NOTHROW(_ZnwmRKSt9nothrow_t)
+NEW_NOTHROW(_ZnamRKSt9nothrow_t)
+NEW_ALIGNED(_ZnwmSt11align_val_t)
+NEW_ALIGNED(_ZnamSt11align_val_t)
+NEW_ALIGNED_NOTHROW(_ZnwmSt11align_val_tRKSt9nothrow_t)
+NEW_ALIGNED_NOTHROW(_ZnamSt11align_val_tRKSt9nothrow_t)
+
+#define DELETE1(sym) HT_API void sym(void *p) { free(p); }
+#define DELETE2(sym, T) HT_API void sym(void *p, T x) { (void)x; free(p); }
+#define DELETE3(sym, T, U) HT_API void sym(void *p, T x, U y) { (void)x; (void)y; free(p); }
+DELETE1(_ZdlPv)
+DELETE1(_ZdaPv)
+DELETE2(_ZdlPvm, size_t)
+DELETE2(_ZdaPvm, size_t)
+DELETE2(_ZdlPvRKSt9nothrow_t, const void *)
+DELETE2(_ZdaPvRKSt9nothrow_t, const void *)
+DELETE2(_ZdlPvSt11align_val_t, size_t)
+DELETE2(_ZdaPvSt11align_val_t, size_t)
+DELETE3(_ZdlPvmSt11align_val_t, size_t, size_t)
+DELETE3(_ZdaPvmSt11align_val_t, size_t, size_t)
+DELETE3(_ZdlPvSt11align_val_tRKSt9nothrow_t, size_t, const void *)
+DELETE3(_ZdaPvSt11align_val_tRKSt9nothrow_t, size_t, const void *)
+
+/* ---- anonymous mappings ------------------------------------------------ */
+
+static HT_ALWAYS_INLINE uint64_t page_round(size_t n) { return ((uint64_t)n + 4095) & ~4095ull; }
+
+static void *raw_mmap(void *a, size_t n, int prot, int flags, int fd, off_t off)
+{
+    long r = ht__syscall6(SYS_mmap, (long)a, (long)n, prot, flags, fd, (long)off);
+    if (r < 0 && r > -4096) {
+        errno = (int)-r;
+        return MAP_FAILED;
+    }
+    return (void *)r;
+}
+
+static HT_ALWAYS_INLINE void *mmap_body(void *a, size_t n, int prot, int flags, int fd, off_t off,
+                                        uint32_t stack)
+{
+    ht__mmap_lock();
+    void *p = real.mmap ? real.mmap(a, n, prot, flags, fd, off) : raw_mmap(a, n, prot, flags, fd, off);
+    if (p != MAP_FAILED) {
+        int e = errno;
+        if (flags & MAP_ANONYMOUS)
+            ht__mmap_record((uintptr_t)p, page_round(n), stack);
+        else
+            ht__mmap_forget((uintptr_t)p, page_round(n));
+        errno = e;
+    }
+    ht__mmap_unlock();
+    return p;
+}
+
+#define MMAP_HOOK(sym) \
+    HT_API void *sym(void *a, size_t n, int prot, int flags, int fd, off_t off) \
+    { \
+        NEED(mmap); \
+        if (ht_unlikely(ht__guard) || !ht__agent.on || \
+            !(flags & (MAP_ANONYMOUS | MAP_FIXED))) \
+            return real.mmap ? real.mmap(a, n, prot, flags, fd, off) \
+                             : raw_mmap(a, n, prot, flags, fd, off); \
+        void *frames[HT_MAX_FRAMES]; \
+        uint64_t hash; \
+        uint32_t id = 0; \
+        ht__guard = 1; \
+        if (flags & MAP_ANONYMOUS) { \
+            int nf = ht_capture(1, ht__agent.max_frames, frames, &hash); \
+            id = ht__stackdb_intern(frames, nf, hash); \
+            if (id == HT_STACK_ID_OVERFLOW) \
+                ht_fetch_add(&ht__drops.overflow_allocs, 1); \
+        } \
+        void *p = mmap_body(a, n, prot, flags, fd, off, id); \
+        ht__guard = 0; \
+        return p; \
+    }
+
+MMAP_HOOK(mmap)
+MMAP_HOOK(mmap64)
+
+HT_API int munmap(void *a, size_t n)
+{
+    NEED(munmap);
+    if (ht_unlikely(ht__guard) || !real.munmap) {
+        if (real.munmap)
+            return real.munmap(a, n);
+        long r = ht__sys2(SYS_munmap, a, n);
+        if (r < 0) {
+            errno = (int)-r;
+            return -1;
+        }
+        return 0;
+    }
+    ht__guard = 1;
+    ht__mmap_lock();
+    int r = real.munmap(a, n);
+    if (r == 0) {
+        int e = errno;
+        ht__mmap_forget((uintptr_t)a, page_round(n));
+        errno = e;
+    }
+    ht__mmap_unlock();
+    ht__guard = 0;
+    return r;
+}
+
+HT_API void *mremap(void *old, size_t olen, size_t nlen, int flags, ...)
+{
+    void *want = NULL;
+    if (flags & MREMAP_FIXED) {
+        va_list ap;
+        va_start(ap, flags);
+        want = va_arg(ap, void *);
+        va_end(ap);
+    }
+    NEED(mremap);
+    if (ht_unlikely(!real.mremap)) {
+        errno = ENOSYS;
+        return MAP_FAILED;
+    }
+    if (ht_unlikely(ht__guard) || !ht__agent.on)
+        return real.mremap(old, olen, nlen, flags, want);
+    void *frames[HT_MAX_FRAMES];
+    uint64_t hash;
+    ht__guard = 1;
+    int nf = ht_capture(1, ht__agent.max_frames, frames, &hash);
+    uint32_t id = ht__stackdb_intern(frames, nf, hash);
+    ht__mmap_lock();
+    void *p = real.mremap(old, olen, nlen, flags, want);
+    if (p != MAP_FAILED) {
+        int e = errno;
+        /* a tracked region moves or resizes: released at the old place,
+         * allocated anew (by this call) at the new one */
+        int had = (flags & MREMAP_DONTUNMAP) ? 0 : ht__mmap_forget((uintptr_t)old, page_round(olen));
+        if (had)
+            ht__mmap_record((uintptr_t)p, page_round(nlen), id);
+        else
+            ht__mmap_forget((uintptr_t)p, page_round(nlen));
+        errno = e;
+    }
+    ht__mmap_unlock();
+    ht__guard = 0;
+    return p;
+}
+
+/* ---- process exit without exit() ----------------------------------------- */
+
+HT_INTERNAL void ht__agent_exit_now(void);
+
+HT_API __attribute__((noreturn)) void _exit(int status)
+{
+    ht__agent_exit_now();
+    NEED(exit_);
+    if (real.exit_)
+        real.exit_(status);
+    for (;;)
+        ht__sys1(SYS_exit_group, status);
+}
+
+HT_API __attribute__((noreturn)) void _Exit(int status)
+{
+    ht__agent_exit_now();
+    NEED(Exit_);
+    if (real.Exit_)
+        real.Exit_(status);
+    for (;;)
+        ht__sys1(SYS_exit_group, status);
+}

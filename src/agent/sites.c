@@ -1,0 +1,197 @@
+/* sites.c -- per-allocation-site statistics: for every (stack id, kind)
+ * the live blocks and bytes, the total allocations and bytes since the
+ * start, and the highest live bytes; and the process-wide high-water marks.
+ *
+ * A site is found from its stack id through a two-level direct index
+ * (1M pointers to blocks of 4096 record numbers), so lookups are two
+ * dependent loads and take no lock; a missing block or record is installed
+ * with one compare-and-swap. Records are 64-byte lines bumped out of one
+ * reserved arena, so a snapshot walks them in creation order: O(sites).
+ * Each record has its own spin lock, held for a handful of stores; the
+ * agent's re-entry guard means a thread never waits for a lock it holds.
+ *
+ * Memory: 64 bytes per site, plus 4 bytes of index per stack-database node
+ * id below the highest id seen (a 16 KiB block per 4096 ids touched).
+ * Async-signal-safe, allocation-free. */
+#include "agent.h"
+#include "../format/trace.h"
+
+#define L2_BITS   12
+#define L2_SIZE   (1u << L2_BITS)
+#define L1_SIZE   (1u << (32 - L2_BITS))
+#define MAX_SITES (1u << 24)
+
+typedef struct { uint32_t *l1[L1_SIZE]; } site_index_t;
+
+static site_index_t *g_index[2];    /* per kind */
+static ht_site_t *g_sites;          /* reserved MAX_SITES records */
+static uint32_t g_nsites;           /* records handed out */
+static int g_init_state;            /* 0 no, 1 ready, -1 failed */
+static ht_spinlock_t g_init_lock;
+
+/* process-wide live counters and high-water marks */
+static struct {
+    uint64_t live_bytes __attribute__((aligned(64)));
+    uint64_t live_blocks;
+    uint64_t peak_bytes __attribute__((aligned(64)));
+    uint64_t peak_blocks;
+} g_proc;
+
+static HT_NOINLINE int sites_init(void)
+{
+    ht__spin_lock(&g_init_lock);
+    if (g_init_state == 0) {
+        site_index_t *a = ht__reserve(sizeof(site_index_t));
+        site_index_t *b = ht__reserve(sizeof(site_index_t));
+        ht_site_t *s = ht__reserve((size_t)MAX_SITES * sizeof(ht_site_t));
+        if (a && b && s) {
+            g_index[0] = a;
+            g_index[1] = b;
+            g_sites = s;
+            ht_store_release(&g_init_state, 1);
+        } else {
+            ht_store_release(&g_init_state, -1);
+        }
+    }
+    ht__spin_unlock(&g_init_lock);
+    return ht_load_acquire(&g_init_state);
+}
+
+static HT_NOINLINE ht_site_t *site_create(uint32_t **slot_l2p, uint32_t stack, int kind)
+{
+    uint32_t *l2 = ht_load_acquire(slot_l2p);
+    if (!l2) {
+        uint32_t *fresh = ht__map(L2_SIZE * sizeof(uint32_t));
+        if (!fresh) {
+            ht_fetch_add(&ht__drops.table_full, 1);
+            return NULL;
+        }
+        uint32_t *expect = NULL;
+        if (__atomic_compare_exchange_n(slot_l2p, &expect, fresh, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_ACQUIRE)) {
+            l2 = fresh;
+        } else {
+            ht__unmap(fresh, L2_SIZE * sizeof(uint32_t));
+            l2 = expect;
+        }
+    }
+    uint32_t *cell = &l2[stack & (L2_SIZE - 1)];
+    uint32_t v = ht_load_acquire(cell);
+    if (v)
+        return &g_sites[v - 1];
+    /* claim a record; initialise it before publishing its number */
+    uint32_t i = ht_fetch_add(&g_nsites, 1);
+    if (i >= MAX_SITES) {
+        ht_fetch_add(&ht__drops.table_full, 1);
+        return NULL;
+    }
+    ht_site_t *s = &g_sites[i];
+    s->stack = stack;
+    s->kind = (uint8_t)kind;
+    uint32_t expect = 0;
+    if (__atomic_compare_exchange_n(cell, &expect, i + 1, 0, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE)) {
+        ht_store_release(&s->used, 1);
+    } else {
+        s = &g_sites[expect - 1];   /* another thread won; record i stays unused */
+    }
+    return s;
+}
+
+ht_site_t *ht__site_get(uint32_t stack, int kind)
+{
+    if (ht_unlikely(ht_load_acquire(&g_init_state) != 1) && sites_init() != 1)
+        return NULL;
+    site_index_t *ix = g_index[kind & 1];
+    uint32_t **slot = &ix->l1[stack >> L2_BITS];
+    uint32_t *l2 = ht_load_acquire(slot);
+    if (ht_likely(l2 != NULL)) {
+        uint32_t v = ht_load_acquire(&l2[stack & (L2_SIZE - 1)]);
+        if (ht_likely(v != 0))
+            return &g_sites[v - 1];
+    }
+    return site_create(slot, stack, kind);
+}
+
+static HT_ALWAYS_INLINE void raise_peak(uint64_t *peak, uint64_t v)
+{
+    uint64_t p = ht_load_relaxed(peak);
+    while (v > p && !__atomic_compare_exchange_n(peak, &p, v, 1, __ATOMIC_RELAXED,
+                                                 __ATOMIC_RELAXED))
+        ;
+}
+
+void ht__site_alloc(ht_site_t *s, uint64_t size)
+{
+    ht__spin_lock(&s->lock);
+    uint64_t lb = s->live_bytes + size;
+    s->live_blocks++;
+    s->live_bytes = lb;
+    s->total_blocks++;
+    s->total_bytes += size;
+    if (lb > s->peak_bytes)
+        s->peak_bytes = lb;
+    ht__spin_unlock(&s->lock);
+    uint64_t pb = ht_fetch_add(&g_proc.live_bytes, size) + size;
+    uint64_t pk = ht_fetch_add(&g_proc.live_blocks, 1) + 1;
+    if (ht_unlikely(pb > ht_load_relaxed(&g_proc.peak_bytes)))
+        raise_peak(&g_proc.peak_bytes, pb);
+    if (ht_unlikely(pk > ht_load_relaxed(&g_proc.peak_blocks)))
+        raise_peak(&g_proc.peak_blocks, pk);
+}
+
+void ht__site_free(ht_site_t *s, uint64_t size) { ht__site_release(s, 1, size); }
+
+void ht__site_release(ht_site_t *s, uint64_t blocks, uint64_t bytes)
+{
+    ht__spin_lock(&s->lock);
+    s->live_blocks -= blocks;
+    s->live_bytes -= bytes;
+    ht__spin_unlock(&s->lock);
+    __atomic_fetch_sub(&g_proc.live_bytes, bytes, __ATOMIC_RELAXED);
+    __atomic_fetch_sub(&g_proc.live_blocks, blocks, __ATOMIC_RELAXED);
+}
+
+uint32_t ht__site_count(void)
+{
+    if (ht_load_acquire(&g_init_state) != 1)
+        return 0;
+    uint32_t n = ht_load_acquire(&g_nsites);
+    return n > MAX_SITES ? MAX_SITES : n;
+}
+
+ht_site_t *ht__site_at(uint32_t i)
+{
+    ht_site_t *s = &g_sites[i];
+    return ht_load_acquire(&s->used) ? s : NULL;
+}
+
+void ht__totals(ht_totals_t *t)
+{
+    __builtin_memset(t, 0, sizeof *t);
+    uint32_t n = ht__site_count();
+    for (uint32_t i = 0; i < n; i++) {
+        ht_site_t *s = ht__site_at(i);
+        if (!s)
+            continue;
+        uint64_t lk = ht_load_relaxed(&s->live_blocks), tk = ht_load_relaxed(&s->total_blocks);
+        t->live_blocks += lk;
+        t->live_bytes += ht_load_relaxed(&s->live_bytes);
+        t->total_blocks += tk;
+        t->total_bytes += ht_load_relaxed(&s->total_bytes);
+        t->total_frees += tk - lk;
+    }
+    t->peak_bytes = ht_load_relaxed(&g_proc.peak_bytes);
+    t->peak_blocks = ht_load_relaxed(&g_proc.peak_blocks);
+    if (t->peak_bytes < t->live_bytes)
+        t->peak_bytes = t->live_bytes;
+    if (t->peak_blocks < t->live_blocks)
+        t->peak_blocks = t->live_blocks;
+}
+
+void ht__sites_fork_child(void)
+{
+    uint32_t n = ht__site_count();
+    for (uint32_t i = 0; i < n; i++)
+        g_sites[i].lock.v = 0;
+}

@@ -1,0 +1,796 @@
+/* writer.c -- the trace file: naming and creating it, staging records,
+ * compressing blocks with a static zstd context, writing them with raw
+ * system calls; the module map; snapshots.
+ *
+ * No writer thread: records are staged and written by whoever takes a
+ * snapshot (exit, crash handler, control thread, ht_snapshot), under one
+ * spin lock that malloc hooks never take. The file is opened for each
+ * flush and closed again, so the traced program never sees a descriptor of
+ * ours; before writing, the descriptor's inode is checked against the file
+ * we created (O_EXCL|O_NOFOLLOW, 0600), so a replaced file is never
+ * written. A failed or partial write is cut back to the last whole block
+ * (the file stays readable) and counted; the stack nodes and modules it
+ * carried are sent again with the next block.
+ *
+ * Modules are discovered from the stack nodes themselves: each new node's
+ * address is looked up in the known modules and, if new, with glibc's
+ * lock-free _dl_find_object (never dl_iterate_phdr, which takes the loader
+ * lock), so the same code runs in the crash handler. dlclose (wrapped in
+ * src/platform/.../modules.c) calls in before and after the real call: the
+ * closing library's nodes and module record are staged before it goes, and
+ * its unload time is recorded after.
+ *
+ * Async-signal-safe except ht__writer_init. Never allocates. */
+#include "agent.h"
+#include "../format/trace.h"
+#include "../format/wire.h"
+#define ZSTD_STATIC_LINKING_ONLY
+#include <zstd.h>
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+
+#define RAW_CAP   (512u << 10)      /* staging buffer: one block's payload */
+#define REC_ROOM  (96u << 10)       /* room guaranteed before each record */
+#define PATH_MAX_ 4096
+#define MAX_MODULES 65536
+#define PATHS_CAP   (16u << 20)
+
+typedef struct {
+    uint64_t start, end, bias;
+    uint64_t load_ns, unload_ns;
+    uint32_t id;
+    uint32_t path_off;          /* in W.paths */
+    uint8_t loaded;             /* still mapped as far as we know */
+    uint8_t written;            /* MODULE record flushed */
+    uint8_t unload_written;     /* MODULE_UNLOAD record flushed */
+    uint8_t staged;             /* a record is in the staging buffer */
+} module_t;
+
+static struct {
+    ht_spinlock_t lock;
+    int owner;                  /* tid holding the lock */
+    int initialised;
+    int created;                /* the file exists and is ours */
+    int create_failed;
+    int finished;               /* END written: no more snapshots */
+    uint64_t dev, ino;
+    uint64_t size;              /* bytes in the file (whole blocks) */
+    uint32_t seq;
+    uint32_t node_mark;         /* nodes [1, node_mark) staged or written */
+    uint32_t node_mark_ok;      /* nodes [1, node_mark_ok) written */
+    uint8_t *raw;
+    size_t raw_len;
+    uint8_t *out;
+    size_t out_cap;
+    ZSTD_CCtx *cctx;
+    module_t *mods;
+    uint32_t nmods;
+    char *paths;                /* module paths, NUL-terminated, bumped */
+    uint32_t paths_len;
+    uint32_t last_mod;
+    char path[PATH_MAX_];
+    char exe[PATH_MAX_];
+    char prog[80];
+    char cmdline[4096];
+    size_t cmdline_len;
+    int ppid;
+} W;
+
+/* ---- small libc-free helpers ------------------------------------------ */
+
+size_t ht__strlen(const char *s)
+{
+    size_t n = 0;
+    while (s[n])
+        n++;
+    return n;
+}
+
+size_t ht__fmt_u64(char *buf, uint64_t v)
+{
+    char tmp[24];
+    size_t n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    for (size_t i = 0; i < n; i++)
+        buf[i] = tmp[n - 1 - i];
+    return n;
+}
+
+static size_t cat(char *dst, size_t pos, size_t cap, const char *s)
+{
+    while (*s && pos + 1 < cap)
+        dst[pos++] = *s++;
+    dst[pos] = 0;
+    return pos;
+}
+
+uint64_t ht__now_ns(void)
+{
+    struct timespec ts;
+    ht__sys2(SYS_clock_gettime, CLOCK_MONOTONIC, &ts);
+    uint64_t now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    return now > ht__agent.t0_ns ? now - ht__agent.t0_ns : 0;
+}
+
+/* ---- staging ----------------------------------------------------------- */
+
+static void put_varint(uint64_t v) { W.raw_len += ht_put_varint(W.raw + W.raw_len, v); }
+
+static void put_bytes(const void *p, size_t n)
+{
+    __builtin_memcpy(W.raw + W.raw_len, p, n);
+    W.raw_len += n;
+}
+
+static void put_str(const char *s, size_t n)
+{
+    put_varint(n);
+    put_bytes(s, n);
+}
+
+static int flush(void);
+
+/* Starts a record: makes room, writes the type and a 3-byte length
+ * placeholder. Returns the offset of the placeholder. */
+static size_t rec_begin(int type)
+{
+    if (W.raw_len + REC_ROOM > RAW_CAP)
+        flush();
+    W.raw[W.raw_len++] = (uint8_t)type;
+    size_t at = W.raw_len;
+    W.raw_len += 3;
+    return at;
+}
+
+static void rec_end(size_t at)
+{
+    size_t len = W.raw_len - at - 3;    /* < 2^21: a 3-byte LEB128 */
+    W.raw[at] = (uint8_t)(0x80 | (len & 0x7f));
+    W.raw[at + 1] = (uint8_t)(0x80 | ((len >> 7) & 0x7f));
+    W.raw[at + 2] = (uint8_t)((len >> 14) & 0x7f);
+}
+
+/* ---- file I/O ---------------------------------------------------------- */
+
+static int open_checked(void)
+{
+    int fd = (int)ht__sys3(SYS_open, W.path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    struct stat st;
+    if (ht__sys2(SYS_fstat, fd, &st) != 0 || (uint64_t)st.st_dev != W.dev ||
+        (uint64_t)st.st_ino != W.ino || !S_ISREG(st.st_mode)) {
+        ht__sys1(SYS_close, fd);
+        return -1;
+    }
+    return fd;
+}
+
+static int write_all(int fd, const uint8_t *p, size_t n, uint64_t off)
+{
+    while (n > 0) {
+        long r = ht__sys4(SYS_pwrite64, fd, p, n, off);
+        if (r == -EINTR)
+            continue;
+        if (r <= 0)
+            return -1;
+        p += r;
+        n -= (size_t)r;
+        off += (uint64_t)r;
+    }
+    return 0;
+}
+
+/* Appends bytes at W.size; on failure cuts the file back to W.size. */
+static int append(const uint8_t *p, size_t n)
+{
+    if (!W.created)
+        return -1;
+    struct rlimit rl;
+    /* never provoke SIGXFSZ: stay under RLIMIT_FSIZE */
+    if (ht__sys4(SYS_prlimit64, 0, RLIMIT_FSIZE, NULL, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+        W.size + n > rl.rlim_cur)
+        return -1;
+    int fd = open_checked();
+    if (fd < 0)
+        return -1;
+    int rc = write_all(fd, p, n, W.size);
+    if (rc != 0)
+        ht__sys2(SYS_ftruncate, fd, W.size);
+    else
+        W.size += n;
+    ht__sys1(SYS_close, fd);
+    return rc;
+}
+
+/* Compresses and writes the staged records as one block. */
+static int flush(void)
+{
+    if (W.raw_len == 0)
+        return 0;
+    uint8_t *hdr = W.out;
+    uint8_t *payload = W.out + HT_BLOCK_HEADER_LEN;
+    size_t cap = W.out_cap - HT_BLOCK_HEADER_LEN;
+    uint32_t codec = HT_CODEC_STORED;
+    size_t stored = W.raw_len;
+    if (W.cctx) {
+        size_t z = ZSTD_compressCCtx(W.cctx, payload, cap, W.raw, W.raw_len, 1);
+        if (!ZSTD_isError(z) && z < W.raw_len &&
+            W.raw_len <= (uint64_t)HT_BLOCK_MAX_RATIO * z + 4096) {
+            codec = HT_CODEC_ZSTD;
+            stored = z;
+        }
+    }
+    if (codec == HT_CODEC_STORED)
+        __builtin_memcpy(payload, W.raw, W.raw_len);
+    ht_wr_u32(hdr, HT_BLOCK_MAGIC);
+    ht_wr_u32(hdr + 4, codec);
+    ht_wr_u32(hdr + 8, (uint32_t)stored);
+    ht_wr_u32(hdr + 12, (uint32_t)W.raw_len);
+    ht_wr_u32(hdr + 16, ht_checksum(payload, stored));
+    ht_wr_u32(hdr + 20, ht_checksum(hdr, 20));
+    int rc = append(W.out, HT_BLOCK_HEADER_LEN + stored);
+    W.raw_len = 0;
+    if (rc == 0) {
+        W.node_mark_ok = W.node_mark;
+        for (uint32_t i = 0; i < W.nmods; i++) {
+            module_t *m = &W.mods[i];
+            if (m->staged & 1)
+                m->written = 1;
+            if (m->staged & 2)
+                m->unload_written = 1;
+            m->staged = 0;
+        }
+    } else {
+        ht_fetch_add(&ht__drops.write_errors, HT_BLOCK_HEADER_LEN + stored);
+        /* what the lost block carried goes out again with the next one */
+        W.node_mark = W.node_mark_ok;
+        for (uint32_t i = 0; i < W.nmods; i++)
+            W.mods[i].staged = 0;
+    }
+    return rc;
+}
+
+/* ---- modules ----------------------------------------------------------- */
+
+static void read_build_id(uint64_t start, uint64_t end, uint64_t bias, uint8_t *id, size_t *idlen)
+{
+    *idlen = 0;
+    const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)start;
+    if (end - start < 4096 || __builtin_memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 ||
+        eh->e_phentsize != sizeof(ElfW(Phdr)) ||
+        eh->e_phoff + (uint64_t)eh->e_phnum * sizeof(ElfW(Phdr)) > 4096)
+        return;
+    const ElfW(Phdr) *ph = (const ElfW(Phdr) *)(start + eh->e_phoff);
+    for (int i = 0; i < eh->e_phnum; i++) {
+        if (ph[i].p_type != PT_NOTE)
+            continue;
+        uint64_t p = bias + ph[i].p_vaddr, e = p + ph[i].p_memsz;
+        if (p < start || e > end || e < p)
+            continue;
+        while (p + sizeof(ElfW(Nhdr)) <= e) {
+            const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *)p;
+            uint64_t name = p + sizeof *nh, desc = name + ((nh->n_namesz + 3) & ~3u);
+            uint64_t next = desc + ((nh->n_descsz + 3) & ~3u);
+            if (next > e || next <= p)
+                break;
+            if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 &&
+                __builtin_memcmp((const void *)name, "GNU", 4) == 0 && nh->n_descsz <= 64) {
+                __builtin_memcpy(id, (const void *)desc, nh->n_descsz);
+                *idlen = nh->n_descsz;
+                return;
+            }
+            p = next;
+        }
+    }
+}
+
+static void stage_module(module_t *m)
+{
+    const char *path = W.paths + m->path_off;
+    uint8_t bid[64];
+    size_t bidlen;
+    read_build_id(m->start, m->end, m->bias, bid, &bidlen);
+    size_t at = rec_begin(HT_REC_MODULE);
+    put_varint(m->id);
+    put_varint(m->load_ns);
+    put_varint(m->start);
+    put_varint(m->end);
+    put_varint(m->bias);
+    size_t plen = ht__strlen(path);
+    put_str(path, plen < PATH_MAX_ ? plen : PATH_MAX_);
+    put_str((const char *)bid, bidlen);
+    rec_end(at);
+    m->staged |= 1;
+}
+
+static module_t *find_known(uint64_t addr)
+{
+    if (W.last_mod < W.nmods) {
+        module_t *m = &W.mods[W.last_mod];
+        if (m->loaded && addr >= m->start && addr < m->end)
+            return m;
+    }
+    for (uint32_t i = W.nmods; i-- > 0;) {
+        module_t *m = &W.mods[i];
+        if (m->loaded && addr >= m->start && addr < m->end) {
+            W.last_mod = i;
+            return m;
+        }
+    }
+    return NULL;
+}
+
+/* Makes sure the module holding `addr` is known and its record staged. */
+static void note_module(uint64_t addr)
+{
+    module_t *m = find_known(addr);
+    if (!m) {
+        struct dl_find_object fo;
+        if (_dl_find_object((void *)addr, &fo) != 0 || W.nmods >= MAX_MODULES)
+            return;
+        m = &W.mods[W.nmods];
+        __builtin_memset(m, 0, sizeof *m);
+        m->start = (uint64_t)fo.dlfo_map_start;
+        m->end = (uint64_t)fo.dlfo_map_end;
+        m->bias = fo.dlfo_link_map ? (uint64_t)fo.dlfo_link_map->l_addr : 0;
+        m->id = W.nmods;
+        m->loaded = 1;
+        m->load_ns = ht__now_ns();
+        const char *name = fo.dlfo_link_map && fo.dlfo_link_map->l_name ?
+                           fo.dlfo_link_map->l_name : "";
+        if (!name[0])
+            name = W.exe;       /* the main program */
+        size_t len = ht__strlen(name);
+        if (len >= PATH_MAX_)
+            len = PATH_MAX_ - 1;
+        if (W.paths_len + len + 1 <= PATHS_CAP) {
+            m->path_off = W.paths_len;
+            __builtin_memcpy(W.paths + W.paths_len, name, len);
+            W.paths[W.paths_len + len] = 0;
+            W.paths_len += (uint32_t)len + 1;
+        } else {
+            m->path_off = 0;    /* "" */
+        }
+        W.last_mod = W.nmods++;
+    }
+    if (!m->written && !(m->staged & 1))
+        stage_module(m);
+}
+
+/* Stages every stack node interned since the last call, and the modules
+ * their addresses fall in. */
+static void stage_nodes(void)
+{
+    uint32_t count = ht__stackdb_node_count();
+    if (W.node_mark == 0)
+        W.node_mark = W.node_mark_ok = 1;   /* node 0 is the root: never written */
+    while (W.node_mark < count) {
+        uint32_t first = W.node_mark, n = count - first;
+        if (n > 2048)
+            n = 2048;
+        /* modules first, so a reader knows them before the nodes */
+        for (uint32_t i = 0; i < n; i++) {
+            ht_stacknode_t nd;
+            if (ht__stackdb_node(first + i, &nd) == 0)
+                note_module(nd.addr ? nd.addr - 1 : 0);
+        }
+        size_t at = rec_begin(HT_REC_NODES);
+        put_varint(first);
+        put_varint(n);
+        for (uint32_t i = 0; i < n; i++) {
+            ht_stacknode_t nd = { 0, 0 };
+            ht__stackdb_node(first + i, &nd);
+            put_varint(first + i - nd.parent);
+            put_varint(nd.addr);
+        }
+        rec_end(at);
+        W.node_mark = first + n;
+    }
+}
+
+/* Marks modules that are no longer mapped as unloaded. */
+static void stage_unloads(void)
+{
+    for (uint32_t i = 0; i < W.nmods; i++) {
+        module_t *m = &W.mods[i];
+        if (!m->loaded)
+            continue;
+        struct dl_find_object fo;
+        if (_dl_find_object((void *)m->start, &fo) == 0 && (uint64_t)fo.dlfo_map_start == m->start &&
+            (uint64_t)fo.dlfo_map_end == m->end)
+            continue;
+        m->loaded = 0;
+        m->unload_ns = ht__now_ns();
+    }
+    for (uint32_t i = 0; i < W.nmods; i++) {
+        module_t *m = &W.mods[i];
+        if (m->loaded || m->unload_written || (m->staged & 2) || !(m->written || (m->staged & 1)))
+            continue;
+        size_t at = rec_begin(HT_REC_MODULE_UNLOAD);
+        put_varint(m->id);
+        put_varint(m->unload_ns);
+        rec_end(at);
+        m->staged |= 2;
+    }
+}
+
+/* ---- locking ----------------------------------------------------------- */
+
+static int wlock(int ctx)
+{
+    int tid = ht__gettid();
+    if (ht_load_relaxed(&W.owner) == tid)
+        return 0;               /* re-entered from a signal handler: give up */
+    if (ctx == HT_WCTX_CRASH) {
+        /* another thread may be stopped inside the writer: wait ~2 s at most */
+        int ok = 0;
+        for (unsigned i = 0; i < 20000 && !(ok = ht__spin_trylock(&W.lock)); i++) {
+            struct timespec ts = { 0, 100000 };
+            ht__sys2(SYS_nanosleep, &ts, NULL);
+        }
+        if (!ok)
+            return 0;
+    } else {
+        ht__spin_lock(&W.lock);
+    }
+    ht_store_relaxed(&W.owner, tid);
+    return 1;
+}
+
+static void wunlock(void)
+{
+    ht_store_relaxed(&W.owner, 0);
+    ht__spin_unlock(&W.lock);
+}
+
+/* ---- the file ---------------------------------------------------------- */
+
+static void sanitize_prog(const char *s)
+{
+    size_t n = 0;
+    for (; *s && n < sizeof W.prog - 1; s++) {
+        char c = *s;
+        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                 c == '.' || c == '_' || c == '-';
+        W.prog[n++] = ok ? c : '_';
+    }
+    if (n == 0)
+        W.prog[n++] = 'p';
+    W.prog[n] = 0;
+}
+
+/* dir + "/heaptrail.<prog>.<pid>[.<k>].ht" */
+static void default_name(char *out, const char *dir, int pid, int k)
+{
+    size_t n = 0;
+    char num[24];
+    n = cat(out, 0, PATH_MAX_, dir);
+    if (n && out[n - 1] != '/')
+        n = cat(out, n, PATH_MAX_, "/");
+    n = cat(out, n, PATH_MAX_, "heaptrail.");
+    n = cat(out, n, PATH_MAX_, W.prog);
+    n = cat(out, n, PATH_MAX_, ".");
+    num[ht__fmt_u64(num, (uint64_t)pid)] = 0;
+    n = cat(out, n, PATH_MAX_, num);
+    if (k) {
+        n = cat(out, n, PATH_MAX_, ".");
+        num[ht__fmt_u64(num, (uint64_t)k)] = 0;
+        n = cat(out, n, PATH_MAX_, num);
+    }
+    cat(out, n, PATH_MAX_, ".ht");
+}
+
+static uint64_t parse_u64(const char *s)
+{
+    uint64_t v = 0;
+    if (!s)
+        return 0;
+    for (; *s >= '0' && *s <= '9'; s++)
+        v = v * 10 + (uint64_t)(*s - '0');
+    return v;
+}
+
+static int try_create(const char *path)
+{
+    int fd = (int)ht__sys3(SYS_open, path,
+                           O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return fd;
+    struct stat st;
+    uint8_t hdr[HT_FILE_HEADER_LEN];
+    __builtin_memcpy(hdr, HT_FILE_MAGIC, 8);
+    ht_wr_u32(hdr + 8, HT_FORMAT_VERSION);
+    ht_wr_u32(hdr + 12, 0);
+    int ok = ht__sys2(SYS_fstat, fd, &st) == 0 && write_all(fd, hdr, sizeof hdr, 0) == 0;
+    ht__sys1(SYS_close, fd);
+    if (!ok)
+        return -EIO;
+    __builtin_memcpy(W.path, path, ht__strlen(path) + 1);
+    W.dev = (uint64_t)st.st_dev;
+    W.ino = (uint64_t)st.st_ino;
+    W.size = sizeof hdr;
+    W.created = 1;
+    return 0;
+}
+
+/* Picks the name and creates the file. HEAPTRAIL_OUTPUT names it for the
+ * process whose pid is HEAPTRAIL_OUTPUT_PID (heaptrail run sets both);
+ * other processes (forked or exec'd children) use the default name in the
+ * same directory. An existing name gets a numeric suffix. */
+static void create_file(void)
+{
+    if (W.created || W.create_failed)
+        return;
+    int pid = (int)ht__sys0(SYS_getpid);
+    const char *out = ht__env("HEAPTRAIL_OUTPUT");
+    uint64_t out_pid = parse_u64(ht__env("HEAPTRAIL_OUTPUT_PID"));
+    char dir[PATH_MAX_], path[PATH_MAX_];
+    size_t n = 0;
+    if (out && out[0] != '/') {
+        if (ht__sys2(SYS_getcwd, dir, sizeof dir) > 0)
+            n = ht__strlen(dir);
+        n = cat(dir, n, sizeof dir, "/");
+    }
+    dir[n] = 0;
+    if (out && *out) {
+        n = cat(dir, n, sizeof dir, out);
+        if (out_pid == (uint64_t)pid) {
+            int rc = try_create(dir);
+            if (rc == 0 || rc != -EEXIST) {
+                W.create_failed = rc != 0;
+                return;
+            }
+        }
+        /* the directory part of the given name */
+        while (n > 0 && dir[n - 1] != '/')
+            n--;
+        dir[n] = 0;
+    } else if (ht__sys2(SYS_getcwd, dir, sizeof dir) <= 0) {
+        W.create_failed = 1;
+        return;
+    }
+    for (int k = 0; k < 100; k++) {
+        default_name(path, dir, pid, k);
+        int rc = try_create(path);
+        if (rc == 0)
+            return;
+        if (rc != -EEXIST)
+            break;
+    }
+    W.create_failed = 1;
+}
+
+static void stage_process(void)
+{
+    size_t at = rec_begin(HT_REC_PROCESS);
+    put_varint((uint64_t)ht__sys0(SYS_getpid));
+    put_varint((uint64_t)(int64_t)ht__sys0(SYS_getppid));
+    put_varint(ht__agent.start_realtime_ns);
+    put_str(W.exe, ht__strlen(W.exe));
+    put_str(W.cmdline, W.cmdline_len);
+    rec_end(at);
+}
+
+static int ensure_file(void)
+{
+    if (!W.created) {
+        create_file();
+        if (!W.created)
+            return -1;
+        stage_process();
+        /* a forked child: modules unloaded before the fork still name
+         * the frames of old stacks */
+        for (uint32_t i = 0; i < W.nmods; i++) {
+            module_t *m = &W.mods[i];
+            if (m->loaded || m->written)
+                continue;
+            stage_module(m);
+            size_t at = rec_begin(HT_REC_MODULE_UNLOAD);
+            put_varint(m->id);
+            put_varint(m->unload_ns);
+            rec_end(at);
+            m->staged |= 2;
+        }
+    }
+    return 0;
+}
+
+static void read_self(void)
+{
+    long r = ht__sys3(SYS_readlink, "/proc/self/exe", W.exe, sizeof W.exe - 1);
+    W.exe[r > 0 ? r : 0] = 0;
+    int fd = (int)ht__sys3(SYS_open, "/proc/self/cmdline", O_RDONLY | O_CLOEXEC, 0);
+    W.cmdline_len = 0;
+    if (fd >= 0) {
+        for (;;) {
+            long k = ht__sys3(SYS_read, fd, W.cmdline + W.cmdline_len,
+                              sizeof W.cmdline - W.cmdline_len);
+            if (k <= 0)
+                break;
+            W.cmdline_len += (size_t)k;
+            if (W.cmdline_len == sizeof W.cmdline)
+                break;
+        }
+        ht__sys1(SYS_close, fd);
+    }
+    extern char *program_invocation_short_name;
+    const char *p = program_invocation_short_name;
+    if (!p || !*p) {
+        p = W.exe;
+        for (const char *q = W.exe; *q; q++)
+            if (*q == '/')
+                p = q + 1;
+    }
+    sanitize_prog(p);
+}
+
+void ht__writer_init(void)
+{
+    if (W.initialised)
+        return;
+    W.raw = ht__map(RAW_CAP);
+    W.out_cap = ZSTD_compressBound(RAW_CAP) + HT_BLOCK_HEADER_LEN;
+    if (W.out_cap < RAW_CAP + HT_BLOCK_HEADER_LEN)
+        W.out_cap = RAW_CAP + HT_BLOCK_HEADER_LEN;
+    W.out = ht__map(W.out_cap);
+    W.mods = ht__reserve(MAX_MODULES * sizeof(module_t));
+    W.paths = ht__reserve(PATHS_CAP);
+    W.paths_len = 1;            /* offset 0 is "" */
+    ZSTD_compressionParameters cp = ZSTD_getCParams(1, RAW_CAP, 0);
+    size_t ws = ZSTD_estimateCCtxSize_usingCParams(cp);
+    void *wsp = ht__map(ws);
+    if (wsp)
+        W.cctx = ZSTD_initStaticCCtx(wsp, ws);
+    if (!W.raw || !W.out || !W.mods || !W.paths) {
+        W.create_failed = 1;
+        return;
+    }
+    read_self();
+    W.initialised = 1;
+    wlock(HT_WCTX_NORMAL);
+    if (ensure_file() == 0)
+        flush();
+    wunlock();
+}
+
+const char *ht__writer_path(void) { return W.created ? W.path : NULL; }
+
+/* ---- snapshots --------------------------------------------------------- */
+
+static void stage_snapshot(int reason)
+{
+    ht_totals_t t;
+    ht__totals(&t);
+    uint32_t seq = W.seq++;
+    size_t at = rec_begin(HT_REC_SNAP_BEGIN);
+    put_varint(seq);
+    put_varint((uint64_t)reason);
+    put_varint(ht__now_ns());
+    put_varint(t.live_blocks);
+    put_varint(t.live_bytes);
+    put_varint(t.total_blocks);
+    put_varint(t.total_bytes);
+    put_varint(t.total_frees);
+    put_varint(t.peak_bytes);
+    put_varint(t.peak_blocks);
+    rec_end(at);
+
+    uint32_t n = ht__site_count(), nsites = 0, i = 0;
+    while (i < n) {
+        at = rec_begin(HT_REC_SITES);
+        put_varint(seq);
+        size_t cnt_at = W.raw_len;
+        W.raw_len += 3;         /* count placeholder, a 3-byte varint */
+        uint32_t cnt = 0;
+        for (; i < n && cnt < 1024; i++) {
+            ht_site_t *s = ht__site_at(i);
+            if (!s || ht_load_relaxed(&s->total_blocks) == 0)
+                continue;
+            put_varint(s->stack);
+            put_varint(s->kind);
+            put_varint(ht_load_relaxed(&s->live_blocks));
+            put_varint(ht_load_relaxed(&s->live_bytes));
+            put_varint(ht_load_relaxed(&s->total_blocks));
+            put_varint(ht_load_relaxed(&s->total_bytes));
+            put_varint(ht_load_relaxed(&s->peak_bytes));
+            cnt++;
+        }
+        W.raw[cnt_at] = (uint8_t)(0x80 | (cnt & 0x7f));
+        W.raw[cnt_at + 1] = (uint8_t)(0x80 | ((cnt >> 7) & 0x7f));
+        W.raw[cnt_at + 2] = (uint8_t)((cnt >> 14) & 0x7f);
+        rec_end(at);
+        nsites += cnt;
+    }
+    at = rec_begin(HT_REC_SNAP_END);
+    put_varint(seq);
+    put_varint(nsites);
+    rec_end(at);
+
+    ht_stackdb_stats_t st;
+    ht_stackdb_stats(&st);
+    at = rec_begin(HT_REC_DROPS);
+    put_varint(ht_load_relaxed(&ht__drops.overflow_allocs));
+    put_varint(ht_load_relaxed(&ht__drops.unknown_frees));
+    put_varint(ht_load_relaxed(&ht__drops.write_errors));
+    put_varint(ht_load_relaxed(&ht__drops.reentrant) + ht_load_relaxed(&ht__drops.table_full));
+    put_varint(ht_load_relaxed(&ht__drops.reentrant));
+    put_varint(ht_load_relaxed(&ht__drops.table_full));
+    put_varint(st.drops);
+    rec_end(at);
+}
+
+int ht__snapshot_write(int reason, int ctx)
+{
+    if (!W.initialised || !wlock(ctx))
+        return -1;
+    int seq = -1;
+    if (!W.finished && ensure_file() == 0) {
+        stage_nodes();
+        seq = (int)W.seq;
+        stage_snapshot(reason);
+        if (flush() != 0)
+            seq = -1;
+    } else if (!W.finished) {
+        ht_fetch_add(&ht__drops.write_errors, 1);
+    }
+    wunlock();
+    return seq;
+}
+
+void ht__trace_finish(void)
+{
+    if (!W.initialised || !wlock(HT_WCTX_CRASH))
+        return;
+    if (!W.finished && W.created) {
+        size_t at = rec_begin(HT_REC_END);
+        put_varint(ht__now_ns());
+        rec_end(at);
+        flush();
+    }
+    W.finished = 1;
+    wunlock();
+}
+
+void ht__modules_rescan(void)
+{
+    if (!W.initialised || !wlock(HT_WCTX_NORMAL))
+        return;
+    if (!W.finished && W.created) {
+        stage_nodes();
+        stage_unloads();
+    }
+    wunlock();
+}
+
+/* ---- fork -------------------------------------------------------------- */
+
+void ht__writer_fork_prepare(void) { wlock(HT_WCTX_NORMAL); }
+void ht__writer_fork_parent(void) { wunlock(); }
+
+void ht__writer_fork_child(void)
+{
+    /* a new process, a new trace (created at its first snapshot): every
+     * node and module goes out again */
+    W.created = W.create_failed = 0;
+    W.finished = 0;
+    W.size = 0;
+    W.seq = 0;
+    W.node_mark = W.node_mark_ok = 0;
+    W.raw_len = 0;
+    for (uint32_t i = 0; i < W.nmods; i++) {
+        W.mods[i].written = W.mods[i].unload_written = W.mods[i].staged = 0;
+    }
+    W.owner = 0;
+    W.lock.v = 0;
+}

@@ -1,0 +1,369 @@
+/* cmd_run.c -- `heaptrail run` (start a program under the agent, wait,
+ * print the leak summary) and `heaptrail snapshot PID` (ask a traced
+ * process for a snapshot through its control socket).
+ *
+ * Nothing read from a trace reaches a shell: the program is started with
+ * execvp on the user's own argv, and trace strings are printed with
+ * control characters replaced. */
+#include "commands.h"
+#include "../format/trace.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stddef.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define TOP_STACKS 5
+#define TOP_FRAMES 12
+
+static int run_usage(void)
+{
+    fprintf(stderr, "usage: heaptrail run [-o FILE] [--interval S] [--follow-exec] -- PROG ARGS...\n"
+                    "  -o FILE          trace file (default heaptrail.<prog>.<pid>.ht)\n"
+                    "  --interval S     also write a snapshot every S seconds\n"
+                    "  --follow-exec    trace programs it executes too (default: only this one)\n");
+    return 2;
+}
+
+/* 1234567 -> "1,234,567" */
+static const char *commas(uint64_t v, char *buf)
+{
+    char tmp[32];
+    int n = snprintf(tmp, sizeof tmp, "%llu", (unsigned long long)v), o = 0;
+    for (int i = 0; i < n; i++) {
+        if (i && (n - i) % 3 == 0)
+            buf[o++] = ',';
+        buf[o++] = tmp[i];
+    }
+    buf[o] = 0;
+    return buf;
+}
+
+/* Prints a string from a trace with control characters neutralised. */
+static void put_clean(FILE *f, const char *s)
+{
+    for (; s && *s; s++)
+        fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, f);
+}
+
+static const char *base_name(const char *p)
+{
+    const char *b = p;
+    for (; p && *p; p++)
+        if (*p == '/')
+            b = p + 1;
+    return b;
+}
+
+/* The agent library: $HEAPTRAIL_PRELOAD, else next to this binary. */
+static int find_preload(char *out, size_t cap)
+{
+    const char *env = getenv("HEAPTRAIL_PRELOAD");
+    if (env && *env) {
+        snprintf(out, cap, "%s", env);
+        return access(out, R_OK);
+    }
+    char self[PATH_MAX - 64];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0)
+        return -1;
+    self[n] = 0;
+    char *slash = strrchr(self, '/');
+    if (slash)
+        *slash = 0;
+    const char *cands[] = { "%s/libheaptrail-preload.so", "%s/../lib/heaptrail/libheaptrail-preload.so" };
+    for (size_t i = 0; i < 2; i++) {
+        if (snprintf(out, cap, cands[i], self) >= (int)cap)
+            continue;
+        if (access(out, R_OK) == 0)
+            return 0;
+    }
+    return -1;
+}
+
+static void sanitize(char *dst, size_t cap, const char *s)
+{
+    size_t n = 0;
+    for (; *s && n + 1 < cap; s++) {
+        char c = *s;
+        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                 c == '.' || c == '_' || c == '-';
+        dst[n++] = ok ? c : '_';
+    }
+    if (!n)
+        dst[n++] = 'p';
+    dst[n] = 0;
+}
+
+typedef struct { const ht_tsite_t *s; } leak_t;
+
+static int by_bytes(const void *a, const void *b)
+{
+    const ht_tsite_t *x = ((const leak_t *)a)->s, *y = ((const leak_t *)b)->s;
+    if (x->live_bytes != y->live_bytes)
+        return x->live_bytes > y->live_bytes ? -1 : 1;
+    return x->live_blocks > y->live_blocks ? -1 : x->live_blocks < y->live_blocks;
+}
+
+static void print_frame(const ht_trace_t *t, uint32_t node)
+{
+    const ht_tnode_t *nd = &t->nodes[node];
+    fprintf(stderr, "      ");
+    if (nd->module < t->nmodules) {
+        const ht_tmodule_t *m = &t->modules[nd->module];
+        put_clean(stderr, base_name(m->path));
+        fprintf(stderr, "+0x%llx\n", (unsigned long long)(nd->addr - m->bias));
+    } else {
+        fprintf(stderr, "0x%llx\n", (unsigned long long)nd->addr);
+    }
+}
+
+/* The end-of-run summary: one line, then the top leak stacks. Cheap: one
+ * pass over the last snapshot's sites, frames printed only for the few
+ * stacks shown. */
+static void summarize(const char *path)
+{
+    ht_trace_t t;
+    char err[512];
+    if (ht_trace_read(path, &t, err, sizeof err) != 0) {
+        fprintf(stderr, "heaptrail: no trace: %s\n", err);
+        return;
+    }
+    if (t.nsnaps == 0) {
+        fprintf(stderr, "heaptrail: trace %s holds no snapshot%s\n", path,
+                t.truncated ? " (damaged)" : t.complete ? "" : " (cut short)");
+        ht_trace_free(&t);
+        return;
+    }
+    const ht_tsnapshot_t *s = &t.snaps[t.nsnaps - 1];
+    leak_t *leaks = calloc(s->nsites ? s->nsites : 1, sizeof *leaks);
+    size_t nleaks = 0;
+    uint64_t bytes = 0, blocks = 0;
+    for (size_t i = 0; leaks && i < s->nsites; i++) {
+        if (s->sites[i].live_blocks == 0)
+            continue;
+        leaks[nleaks++].s = &s->sites[i];
+        bytes += s->sites[i].live_bytes;
+        blocks += s->sites[i].live_blocks;
+    }
+    char b1[32], b2[32], b3[32];
+    fprintf(stderr, "heaptrail: %s bytes leaked in %s blocks from %s allocation sites (unique stacks); trace: ",
+            commas(bytes, b1), commas(blocks, b2), commas(nleaks, b3));
+    put_clean(stderr, path);
+    fputc('\n', stderr);
+    if (!t.complete || t.truncated)
+        fprintf(stderr, "heaptrail: the trace was cut short%s; figures from its last snapshot\n",
+                t.truncated ? " (damaged tail)" : " (the program was killed?)");
+    else if (s->reason == HT_SNAP_CRASH)
+        fprintf(stderr, "heaptrail: the program crashed; figures from the crash snapshot\n");
+    if (t.drops.overflow_allocs || t.drops.unknown_frees || t.drops.write_errors || t.drops.other)
+        fprintf(stderr, "heaptrail: not recorded: %llu allocations without stack (database full), "
+                        "%llu frees of unknown pointers, %llu trace bytes lost, %llu other\n",
+                (unsigned long long)t.drops.overflow_allocs, (unsigned long long)t.drops.unknown_frees,
+                (unsigned long long)t.drops.write_errors, (unsigned long long)t.drops.other);
+    if (leaks)
+        qsort(leaks, nleaks, sizeof *leaks, by_bytes);
+    for (size_t i = 0; i < nleaks && i < TOP_STACKS; i++) {
+        const ht_tsite_t *x = leaks[i].s;
+        fprintf(stderr, "  %s bytes in %s blocks (%s)%s\n", commas(x->live_bytes, b1),
+                commas(x->live_blocks, b2), x->kind == HT_KIND_MMAP ? "mmap" : "heap",
+                x->stack == 0xffffffffu ? ": stack not recorded (database full)" : ":");
+        uint32_t id = x->stack;
+        for (int k = 0; id != 0 && id < t.nnodes && k < TOP_FRAMES; k++) {
+            print_frame(&t, id);
+            id = t.nodes[id].parent;
+        }
+        if (id != 0 && id < t.nnodes)
+            fprintf(stderr, "      ...\n");
+    }
+    free(leaks);
+    ht_trace_free(&t);
+}
+
+int ht_cmd_run(int argc, char **argv)
+{
+    const char *out = NULL, *interval = NULL;
+    int follow = 0, i = 1;
+    for (; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--")) {
+            i++;
+            break;
+        }
+        if (a[0] != '-')
+            break;
+        if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
+            if (++i >= argc)
+                return run_usage();
+            out = argv[i];
+        } else if (!strncmp(a, "-o", 2)) {
+            out = a + 2;
+        } else if (!strcmp(a, "--interval")) {
+            if (++i >= argc)
+                return run_usage();
+            interval = argv[i];
+            char *end;
+            double v = strtod(interval, &end);
+            if (*end || !(v > 0) || v > 86400) {
+                fprintf(stderr, "heaptrail: --interval: '%s' is not a number of seconds\n", interval);
+                return 2;
+            }
+        } else if (!strcmp(a, "--follow-exec")) {
+            follow = 1;
+        } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            run_usage();
+            return 0;
+        } else {
+            fprintf(stderr, "heaptrail: run: unknown option '%s'\n", a);
+            return run_usage();
+        }
+    }
+    if (i >= argc)
+        return run_usage();
+    char preload[PATH_MAX];
+    if (find_preload(preload, sizeof preload) != 0) {
+        fprintf(stderr, "heaptrail: cannot find libheaptrail-preload.so next to this program "
+                        "(set HEAPTRAIL_PRELOAD)\n");
+        return 2;
+    }
+    struct stat st;
+    if (out && lstat(out, &st) == 0) {
+        fprintf(stderr, "heaptrail: %s exists; heaptrail never overwrites a file\n", out);
+        return 2;
+    }
+    char prog[80];
+    sanitize(prog, sizeof prog, base_name(argv[i]));
+    int ready[2];
+    if (pipe2(ready, O_CLOEXEC) != 0) {
+        perror("heaptrail: pipe");
+        return 2;
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+        perror("heaptrail: fork");
+        return 2;
+    }
+    if (pid == 0) {
+        close(ready[0]);
+        char name[PATH_MAX], num[32];
+        if (!out)
+            snprintf(name, sizeof name, "heaptrail.%s.%d.ht", prog, (int)getpid());
+        else
+            snprintf(name, sizeof name, "%s", out);
+        snprintf(num, sizeof num, "%d", (int)getpid());
+        const char *old = getenv("LD_PRELOAD");
+        char *pre = malloc(strlen(preload) + (old ? strlen(old) : 0) + 2);
+        if (!pre)
+            _exit(127);
+        sprintf(pre, old && *old ? "%s:%s" : "%s", preload, old);
+        setenv("LD_PRELOAD", pre, 1);
+        setenv("HEAPTRAIL_OUTPUT", name, 1);
+        setenv("HEAPTRAIL_OUTPUT_PID", num, 1);
+        if (interval)
+            setenv("HEAPTRAIL_INTERVAL", interval, 1);
+        if (follow)
+            setenv("HEAPTRAIL_FOLLOW_EXEC", "1", 1);
+        else
+            unsetenv("HEAPTRAIL_FOLLOW_EXEC");
+        execvp(argv[i], argv + i);
+        int e = errno;
+        (void)!write(ready[1], &e, sizeof e);
+        _exit(127);
+    }
+    close(ready[1]);
+    int exec_errno = 0;
+    ssize_t got = read(ready[0], &exec_errno, sizeof exec_errno);
+    close(ready[0]);
+    /* the terminal's ^C and ^\ go to the program; we stay for the summary */
+    signal(SIGINT, SIG_IGN);
+    signal(SIGQUIT, SIG_IGN);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    if (got == (ssize_t)sizeof exec_errno) {
+        fprintf(stderr, "heaptrail: cannot run %s: %s\n", argv[i], strerror(exec_errno));
+        return 127;
+    }
+    char path[PATH_MAX];
+    if (out)
+        snprintf(path, sizeof path, "%s", out);
+    else
+        snprintf(path, sizeof path, "heaptrail.%s.%d.ht", prog, (int)pid);
+    summarize(path);
+    if (WIFEXITED(status))
+        return WEXITSTATUS(status);
+    if (WIFSIGNALED(status))
+        return 128 + WTERMSIG(status);
+    return 1;
+}
+
+int ht_cmd_snapshot(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: heaptrail snapshot PID\n");
+        return 2;
+    }
+    char *end;
+    long pid = strtol(argv[1], &end, 10);
+    if (*end || pid <= 0 || pid > INT_MAX) {
+        fprintf(stderr, "heaptrail: snapshot: '%s' is not a process id\n", argv[1]);
+        return 2;
+    }
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_un a;
+    memset(&a, 0, sizeof a);
+    a.sun_family = AF_UNIX;
+    int n = snprintf(a.sun_path + 1, sizeof a.sun_path - 1, "heaptrail.%ld", pid);
+    socklen_t al = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&a, al) != 0) {
+        fprintf(stderr, "heaptrail: process %ld is not traced by heaptrail (no control socket: %s)\n",
+                pid, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return 1;
+    }
+    static const char req[] = "snapshot\n";
+    if (send(fd, req, sizeof req - 1, MSG_NOSIGNAL) != (ssize_t)(sizeof req - 1)) {
+        fprintf(stderr, "heaptrail: process %ld: %s\n", pid, strerror(errno));
+        close(fd);
+        return 1;
+    }
+    char reply[4300];
+    size_t got = 0;
+    struct pollfd p = { .fd = fd, .events = POLLIN };
+    while (got < sizeof reply - 1 && poll(&p, 1, 30000) == 1) {
+        ssize_t k = read(fd, reply + got, sizeof reply - 1 - got);
+        if (k <= 0)
+            break;
+        got += (size_t)k;
+        if (memchr(reply, '\n', got))
+            break;
+    }
+    close(fd);
+    reply[got] = 0;
+    char *nl = strchr(reply, '\n');
+    if (nl)
+        *nl = 0;
+    if (strncmp(reply, "ok ", 3) != 0) {
+        fprintf(stderr, "heaptrail: process %ld: ", pid);
+        put_clean(stderr, got ? reply : "no answer");
+        fputc('\n', stderr);
+        return 1;
+    }
+    char *sp = strchr(reply + 3, ' ');
+    if (sp)
+        *sp++ = 0;
+    fprintf(stderr, "heaptrail: snapshot %s of process %ld written to ", reply + 3, pid);
+    put_clean(stderr, sp ? sp : "?");
+    fputc('\n', stderr);
+    return 0;
+}

@@ -1,0 +1,549 @@
+/* read.c -- ht_trace_read(): a trace file (docs/format.md) into the model
+ * of trace.h.
+ *
+ * Hostile input is the normal case here: every length is checked against
+ * what remains before it is used, every count against the bytes that would
+ * have to hold it, every id against what was read before it; a block must
+ * pass its header and payload checksums before it is decoded, and decoded
+ * sizes are capped (HT_BLOCK_MAX_RAW, HT_BLOCK_MAX_RATIO), so memory stays
+ * proportional to the file and the work to its size. The first damaged or
+ * incomplete block ends the read: everything before it is kept, and the
+ * trace is marked truncated at that block's offset. A snapshot is kept
+ * only once its end record has been read.
+ *
+ * CLI side only: uses malloc and stdio, never runs inside a traced process. */
+#include "trace.h"
+#include "wire.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#define MAX_FILE_BYTES (1ull << 36)     /* 64 GiB: larger files are refused */
+#define MAX_MODULE_ID  65536u
+
+typedef struct {
+    ht_trace_t *t;
+    const char *name;
+    char *err;
+    size_t errlen;
+    uint64_t block_off;         /* file offset of the block being decoded */
+    /* growable arrays' capacities */
+    size_t cap_modules, cap_nodes, cap_snaps;
+    int32_t *mod_index;         /* file module id -> index in t->modules, -1 */
+    uint32_t *loaded;           /* indices of loaded modules sorted by start */
+    size_t nloaded;
+    int loaded_dirty;
+    int have_process;
+    /* the snapshot being assembled */
+    int pending;
+    ht_tsnapshot_t snap;
+    size_t cap_sites;
+    uint64_t snap_seq;
+} rd_t;
+
+static void set_err(rd_t *r, uint64_t off, const char *fmt, ...)
+{
+    if (!r->err || !r->errlen)
+        return;
+    int n = snprintf(r->err, r->errlen, "%s: offset %llu: ", r->name, (unsigned long long)off);
+    if (n < 0 || (size_t)n >= r->errlen)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->err + n, r->errlen - (size_t)n, fmt, ap);
+    va_end(ap);
+}
+
+/* Grows *arr to hold at least `need` elements of `size` bytes. */
+static int grow(void **arr, size_t *cap, size_t need, size_t size)
+{
+    if (need <= *cap)
+        return 0;
+    size_t c = *cap ? *cap : 16;
+    while (c < need) {
+        if (c > SIZE_MAX / 2 / size)
+            return -1;
+        c *= 2;
+    }
+    void *p = realloc(*arr, c * size);
+    if (!p)
+        return -1;
+    *arr = p;
+    *cap = c;
+    return 0;
+}
+
+/* ---- record body cursor ---------------------------------------------- */
+
+typedef struct {
+    const uint8_t *p, *end;
+    int bad;
+} cur_t;
+
+static uint64_t get(cur_t *c)
+{
+    uint64_t v = 0;
+    if (c->bad || ht_get_varint(&c->p, c->end, &v) != 0) {
+        c->bad = 1;
+        return 0;
+    }
+    return v;
+}
+
+/* A length-prefixed string, copied and NUL-terminated (embedded NULs are
+ * kept as bytes but end the C string early). */
+static char *get_str(cur_t *c, size_t max, size_t *len_out)
+{
+    uint64_t n = get(c);
+    if (c->bad || n > max || n > (uint64_t)(c->end - c->p)) {
+        c->bad = 1;
+        return NULL;
+    }
+    char *s = malloc((size_t)n + 1);
+    if (!s) {
+        c->bad = 1;
+        return NULL;
+    }
+    memcpy(s, c->p, (size_t)n);
+    s[n] = 0;
+    c->p += n;
+    if (len_out)
+        *len_out = (size_t)n;
+    return s;
+}
+
+/* ---- records ----------------------------------------------------------- */
+
+static int rec_process(rd_t *r, cur_t *c)
+{
+    uint64_t pid = get(c);
+    (void)get(c);               /* ppid */
+    uint64_t rt = get(c);
+    size_t clen = 0;
+    char *exe = get_str(c, 1u << 16, NULL);
+    char *cmd = get_str(c, 1u << 20, &clen);
+    if (c->bad) {
+        free(exe);
+        free(cmd);
+        return -1;
+    }
+    if (r->have_process) {      /* only the first one counts */
+        free(exe);
+        free(cmd);
+        return 0;
+    }
+    for (size_t i = 0; i < clen; i++)
+        if (cmd[i] == 0)
+            cmd[i] = ' ';
+    while (clen > 0 && cmd[clen - 1] == ' ')
+        cmd[--clen] = 0;
+    r->t->pid = (int64_t)pid;
+    r->t->start_realtime_ns = rt;
+    r->t->exe = exe;
+    r->t->cmdline = cmd;
+    r->have_process = 1;
+    return 0;
+}
+
+static int rec_module(rd_t *r, cur_t *c)
+{
+    ht_tmodule_t m;
+    memset(&m, 0, sizeof m);
+    uint64_t id = get(c);
+    m.load_ns = get(c);
+    m.start = get(c);
+    m.end = get(c);
+    m.bias = get(c);
+    size_t bl = 0;
+    m.path = get_str(c, 1u << 16, NULL);
+    char *bid = get_str(c, 64, &bl);
+    if (c->bad || id >= MAX_MODULE_ID || m.end < m.start) {
+        free(m.path);
+        free(bid);
+        return -1;
+    }
+    memcpy(m.build_id, bid, bl);
+    m.build_id_len = (uint32_t)bl;
+    free(bid);
+    ht_trace_t *t = r->t;
+    if (grow((void **)&t->modules, &r->cap_modules, t->nmodules + 1, sizeof m) != 0) {
+        free(m.path);
+        return -1;
+    }
+    r->mod_index[id] = (int32_t)t->nmodules;
+    t->modules[t->nmodules++] = m;
+    r->loaded_dirty = 1;
+    return 0;
+}
+
+static int rec_unload(rd_t *r, cur_t *c)
+{
+    uint64_t id = get(c), ns = get(c);
+    if (c->bad || id >= MAX_MODULE_ID || r->mod_index[id] < 0)
+        return -1;
+    ht_tmodule_t *m = &r->t->modules[r->mod_index[id]];
+    m->unload_ns = ns ? ns : 1;
+    r->loaded_dirty = 1;
+    return 0;
+}
+
+static const ht_tmodule_t *g_sort_mods;
+static int by_start(const void *a, const void *b)
+{
+    uint64_t x = g_sort_mods[*(const uint32_t *)a].start, y = g_sort_mods[*(const uint32_t *)b].start;
+    return x < y ? -1 : x > y;
+}
+
+/* The module a node's address belongs to: a loaded one covering it (the
+ * latest loaded if several claim it), else the latest unloaded one. */
+static uint32_t module_of(rd_t *r, uint64_t addr)
+{
+    ht_trace_t *t = r->t;
+    if (r->loaded_dirty) {
+        uint32_t *l = realloc(r->loaded, (t->nmodules + 1) * sizeof *l);
+        if (!l)
+            return UINT32_MAX;
+        r->loaded = l;
+        r->nloaded = 0;
+        for (size_t i = 0; i < t->nmodules; i++)
+            if (!t->modules[i].unload_ns)
+                l[r->nloaded++] = (uint32_t)i;
+        g_sort_mods = t->modules;
+        qsort(l, r->nloaded, sizeof *l, by_start);
+        r->loaded_dirty = 0;
+    }
+    uint64_t a = addr ? addr - 1 : 0;
+    /* last loaded module with start <= a */
+    size_t lo = 0, hi = r->nloaded;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (t->modules[r->loaded[mid]].start <= a)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    uint32_t best = UINT32_MAX;
+    for (size_t k = lo; k-- > 0;) {
+        const ht_tmodule_t *m = &t->modules[r->loaded[k]];
+        if (a >= m->start && a < m->end && (best == UINT32_MAX || r->loaded[k] > best))
+            best = r->loaded[k];
+        if (k + 8 < lo)         /* overlapping spans are rare and near */
+            break;
+    }
+    if (best != UINT32_MAX)
+        return best;
+    for (size_t i = t->nmodules; i-- > 0;) {
+        const ht_tmodule_t *m = &t->modules[i];
+        if (m->unload_ns && a >= m->start && a < m->end)
+            return (uint32_t)i;
+    }
+    return UINT32_MAX;
+}
+
+static int rec_nodes(rd_t *r, cur_t *c)
+{
+    ht_trace_t *t = r->t;
+    uint64_t first = get(c), n = get(c);
+    if (c->bad || first > t->nnodes || n > (uint64_t)(c->end - c->p) / 2 ||
+        first + n > (uint64_t)UINT32_MAX)
+        return -1;
+    if (grow((void **)&t->nodes, &r->cap_nodes, (size_t)(first + n), sizeof(ht_tnode_t)) != 0)
+        return -1;
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t id = first + i, delta = get(c), addr = get(c);
+        if (c->bad || delta == 0 || delta > id)
+            return -1;
+        if (id < t->nnodes)
+            continue;           /* sent before: the first copy stands */
+        ht_tnode_t *nd = &t->nodes[id];
+        nd->parent = (uint32_t)(id - delta);
+        nd->addr = addr;
+        nd->module = module_of(r, addr);
+        t->nnodes = (size_t)id + 1;
+    }
+    return 0;
+}
+
+static void drop_pending(rd_t *r)
+{
+    free(r->snap.sites);
+    memset(&r->snap, 0, sizeof r->snap);
+    r->cap_sites = 0;
+    r->pending = 0;
+}
+
+static int rec_snap_begin(rd_t *r, cur_t *c)
+{
+    drop_pending(r);
+    ht_tsnapshot_t *s = &r->snap;
+    r->snap_seq = get(c);
+    uint64_t reason = get(c);
+    s->time_ns = get(c);
+    s->live_blocks = get(c);
+    s->live_bytes = get(c);
+    s->total_blocks = get(c);
+    s->total_bytes = get(c);
+    s->total_frees = get(c);
+    s->peak_bytes = get(c);
+    s->peak_blocks = get(c);
+    if (c->bad || reason > 255)
+        return -1;
+    s->reason = (uint8_t)reason;
+    r->pending = 1;
+    return 0;
+}
+
+static int rec_sites(rd_t *r, cur_t *c)
+{
+    ht_tsnapshot_t *s = &r->snap;
+    uint64_t seq = get(c), n = get(c);
+    if (c->bad || !r->pending || seq != r->snap_seq || n > (uint64_t)(c->end - c->p) / 7)
+        return -1;
+    if (grow((void **)&s->sites, &r->cap_sites, s->nsites + (size_t)n, sizeof(ht_tsite_t)) != 0)
+        return -1;
+    for (uint64_t i = 0; i < n; i++) {
+        ht_tsite_t *x = &s->sites[s->nsites];
+        uint64_t stack = get(c), kind = get(c);
+        x->live_blocks = get(c);
+        x->live_bytes = get(c);
+        x->total_blocks = get(c);
+        x->total_bytes = get(c);
+        x->peak_bytes = get(c);
+        if (c->bad || kind > 255 ||
+            (stack >= r->t->nnodes && stack != 0xffffffffu))
+            return -1;
+        x->stack = (uint32_t)stack;
+        x->kind = (uint8_t)kind;
+        s->nsites++;
+    }
+    return 0;
+}
+
+static int rec_snap_end(rd_t *r, cur_t *c)
+{
+    ht_trace_t *t = r->t;
+    uint64_t seq = get(c), n = get(c);
+    if (c->bad || !r->pending || seq != r->snap_seq || n != r->snap.nsites)
+        return -1;
+    if (grow((void **)&t->snaps, &r->cap_snaps, t->nsnaps + 1, sizeof(ht_tsnapshot_t)) != 0)
+        return -1;
+    r->snap.seq = (uint32_t)t->nsnaps;
+    t->snaps[t->nsnaps++] = r->snap;
+    memset(&r->snap, 0, sizeof r->snap);
+    r->cap_sites = 0;
+    r->pending = 0;
+    return 0;
+}
+
+static int rec_drops(rd_t *r, cur_t *c)
+{
+    ht_tdrops_t d;
+    d.overflow_allocs = get(c);
+    d.unknown_frees = get(c);
+    d.write_errors = get(c);
+    d.other = get(c);
+    if (c->bad)
+        return -1;
+    r->t->drops = d;            /* cumulative: the last one holds */
+    return 0;
+}
+
+/* Decodes one block's records. Returns 0, or -1 at the first bad one. */
+static int parse_payload(rd_t *r, const uint8_t *p, size_t len)
+{
+    const uint8_t *end = p + len;
+    while (p < end) {
+        uint8_t type = *p++;
+        uint64_t blen;
+        if (ht_get_varint(&p, end, &blen) != 0 || blen > (uint64_t)(end - p)) {
+            set_err(r, r->block_off, "record extends past its block");
+            return -1;
+        }
+        cur_t c = { p, p + blen, 0 };
+        int rc = 0;
+        switch (type) {
+        case HT_REC_PROCESS: rc = rec_process(r, &c); break;
+        case HT_REC_MODULE: rc = rec_module(r, &c); break;
+        case HT_REC_MODULE_UNLOAD: rc = rec_unload(r, &c); break;
+        case HT_REC_NODES: rc = rec_nodes(r, &c); break;
+        case HT_REC_SNAP_BEGIN: rc = rec_snap_begin(r, &c); break;
+        case HT_REC_SITES: rc = rec_sites(r, &c); break;
+        case HT_REC_SNAP_END: rc = rec_snap_end(r, &c); break;
+        case HT_REC_DROPS: rc = rec_drops(r, &c); break;
+        case HT_REC_END: r->t->complete = 1; break;
+        default: break;         /* unknown: skipped (newer writer) */
+        }
+        if (rc != 0) {
+            set_err(r, r->block_off, "malformed record of type %u", type);
+            return -1;
+        }
+        p += blen;
+    }
+    return 0;
+}
+
+int ht_trace_read_mem(const void *buf, size_t len, const char *name, ht_trace_t *t, char *err,
+                      size_t errlen)
+{
+    const uint8_t *b = buf;
+    rd_t r;
+    memset(&r, 0, sizeof r);
+    memset(t, 0, sizeof *t);
+    r.t = t;
+    r.name = name ? name : "trace";
+    r.err = err;
+    r.errlen = errlen;
+    if (err && errlen)
+        err[0] = 0;
+    if (len < HT_FILE_HEADER_LEN || memcmp(b, HT_FILE_MAGIC, 8) != 0) {
+        set_err(&r, 0, "not a heaptrail trace (bad magic)");
+        return -1;
+    }
+    t->version = ht_rd_u32(b + 8);
+    if (t->version != HT_FORMAT_VERSION) {
+        set_err(&r, 8, "unsupported trace version %u (this reader knows %u)", t->version,
+                HT_FORMAT_VERSION);
+        return -1;
+    }
+    r.mod_index = malloc(MAX_MODULE_ID * sizeof(int32_t));
+    t->nodes = malloc(16 * sizeof(ht_tnode_t));
+    if (!r.mod_index || !t->nodes) {
+        free(r.mod_index);
+        free(t->nodes);
+        t->nodes = NULL;
+        set_err(&r, 0, "out of memory");
+        return -1;
+    }
+    memset(r.mod_index, 0xff, MAX_MODULE_ID * sizeof(int32_t));
+    r.cap_nodes = 16;
+    t->nodes[0] = (ht_tnode_t){ .parent = 0, .addr = 0, .module = UINT32_MAX };
+    t->nnodes = 1;
+    t->pid = -1;
+
+    ZSTD_DCtx *dz = ZSTD_createDCtx();
+    if (dz)
+        ZSTD_DCtx_setParameter(dz, ZSTD_d_windowLogMax, 25);
+    uint8_t *raw = NULL;
+    size_t off = HT_FILE_HEADER_LEN;
+    while (off < len) {
+        r.block_off = off;
+        const uint8_t *h = b + off;
+        if (len - off < HT_BLOCK_HEADER_LEN) {
+            set_err(&r, off, "file ends inside a block header");
+            goto cut;
+        }
+        uint32_t codec = ht_rd_u32(h + 4), stored = ht_rd_u32(h + 8), rawlen = ht_rd_u32(h + 12);
+        if (ht_rd_u32(h) != HT_BLOCK_MAGIC || ht_rd_u32(h + 20) != ht_checksum(h, 20)) {
+            set_err(&r, off, "damaged block header");
+            goto cut;
+        }
+        if (stored > len - off - HT_BLOCK_HEADER_LEN) {
+            set_err(&r, off, "file ends inside a block (%u of %u bytes present)",
+                    (unsigned)(len - off - HT_BLOCK_HEADER_LEN), stored);
+            goto cut;
+        }
+        const uint8_t *payload = h + HT_BLOCK_HEADER_LEN;
+        if (ht_rd_u32(h + 16) != ht_checksum(payload, stored)) {
+            set_err(&r, off, "block checksum mismatch");
+            goto cut;
+        }
+        if (rawlen > HT_BLOCK_MAX_RAW || (uint64_t)rawlen > (uint64_t)HT_BLOCK_MAX_RATIO * stored + 4096 ||
+            codec > HT_CODEC_ZSTD || (codec == HT_CODEC_STORED && stored != rawlen)) {
+            set_err(&r, off, "block sizes out of range (codec %u, %u -> %u bytes)", codec, stored,
+                    rawlen);
+            goto cut;
+        }
+        const uint8_t *data = payload;
+        if (codec == HT_CODEC_ZSTD) {
+            free(raw);
+            raw = malloc(rawlen ? rawlen : 1);
+            if (!raw || !dz) {
+                set_err(&r, off, "out of memory");
+                goto cut;
+            }
+            size_t got = ZSTD_decompressDCtx(dz, raw, rawlen, payload, stored);
+            if (ZSTD_isError(got) || got != rawlen) {
+                set_err(&r, off, "block does not decompress");
+                goto cut;
+            }
+            data = raw;
+        }
+        if (parse_payload(&r, data, rawlen) != 0)
+            goto cut;
+        off += HT_BLOCK_HEADER_LEN + stored;
+    }
+    goto done;
+cut:
+    t->truncated = 1;
+    t->truncated_at = off;
+done:
+    drop_pending(&r);
+    free(raw);
+    ZSTD_freeDCtx(dz);
+    free(r.mod_index);
+    free(r.loaded);
+    return 0;
+}
+
+int ht_trace_read(const char *path, ht_trace_t *t, char *err, size_t errlen)
+{
+    memset(t, 0, sizeof *t);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        if (err && errlen)
+            snprintf(err, errlen, "%s: %s", path, fd < 0 ? strerror(errno) : "not a regular file");
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    if ((uint64_t)st.st_size > MAX_FILE_BYTES) {
+        if (err && errlen)
+            snprintf(err, errlen, "%s: too large (%llu bytes)", path, (unsigned long long)st.st_size);
+        close(fd);
+        return -1;
+    }
+    size_t size = (size_t)st.st_size, got = 0;
+    uint8_t *buf = malloc(size ? size : 1);
+    if (!buf) {
+        if (err && errlen)
+            snprintf(err, errlen, "%s: out of memory", path);
+        close(fd);
+        return -1;
+    }
+    while (got < size) {
+        ssize_t k = read(fd, buf + got, size - got);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            break;              /* shrank while we read: take what is there */
+        got += (size_t)k;
+    }
+    close(fd);
+    int rc = ht_trace_read_mem(buf, got, path, t, err, errlen);
+    free(buf);
+    return rc;
+}
+
+void ht_trace_free(ht_trace_t *t)
+{
+    for (size_t i = 0; i < t->nmodules; i++)
+        free(t->modules[i].path);
+    free(t->modules);
+    free(t->nodes);
+    for (size_t i = 0; i < t->nsnaps; i++)
+        free(t->snaps[i].sites);
+    free(t->snaps);
+    for (size_t i = 0; i < t->njit; i++)
+        free(t->jit[i].name);
+    free(t->jit);
+    free(t->exe);
+    free(t->cmdline);
+    memset(t, 0, sizeof *t);
+}

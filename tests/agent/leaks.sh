@@ -1,0 +1,59 @@
+# leaks.sh -- scripted leaks: heaptrail run's summary line equals the
+# program's own truth (bytes, blocks, distinct stacks), in C and C++,
+# from a dlclose'd library, and with a tiny stack-database budget.
+. tests/agent/lib.sh
+cd "$T"
+
+# C: every allocation family, mmap regions, realloc chain
+"$HT" run "$P/leaks" >out 2>err; rc=$?
+cat out err
+expect_eq "leaks exit status" "$rc" 0
+truth=$(sed -n 's/^TRUTH bytes=\([0-9]*\) blocks=\([0-9]*\) sites=\([0-9]*\)$/\1 \2 \3/p' out)
+expect_eq "summary (bytes blocks sites) vs truth" "$(summary_numbers err)" "$truth"
+trace=$(ls heaptrail.leaks.*.ht)
+expect_eq "trace mode" "$(stat -c %a "$trace")" 600
+"$DUMP" "$trace" >dump || fail "trace_dump"
+line=$(grep '^trace ' dump)
+expect_eq "trace complete" "$(field complete "$line")" 1
+expect_eq "realloc chain leak attributed to the last realloc" \
+    "$(grep -c 'live_bytes=999 .*frames=leak_realloc_chain' dump)" 1
+expect_eq "mmap site" "$(grep -c 'kind=mmap live_blocks=2 live_bytes=126976 total_blocks=3 total_bytes=196608 .*frames=leak_mmap' dump)" 1
+expect_eq "no false leak from no_leak" "$(grep 'frames=no_leak' dump | grep -vc 'live_blocks=0 live_bytes=0')" 0
+expect_eq "no_leak totals" "$("$DUMP" "$trace" --match no_leak | sed 's/.*total_bytes=\([0-9]*\) total_blocks=\([0-9]*\).*/\1 \2/')" "14950 100"
+expect_eq "unknown frees" "$(field unknown_frees "$(grep '^drops ' dump)")" 0
+
+# C++: every operator new/delete variant
+"$HT" run -o cxx.ht "$P/leaksxx" >outxx 2>errxx; rc=$?
+expect_eq "leaksxx exit status" "$rc" 0
+t=$(sed -n 's/^TRUTH bytes=\([0-9]*\) blocks=\([0-9]*\) sites=\([0-9]*\)$/\1 \2 \3/p' outxx)
+m=$("$DUMP" cxx.ht --match leak_)
+expect_eq "C++ leaks (bytes blocks sites)" "$(field live_bytes "$m") $(field live_blocks "$m") $(field sites "$m")" "$t"
+m=$("$DUMP" cxx.ht --match freed_all)
+expect_eq "C++ freed_all leaves nothing" "$(field live_blocks "$m")" 0
+expect_eq "C++ freed_all allocations" "$(field total_blocks "$m")" 350
+expect_eq "C++ unknown frees" "$(field unknown_frees "$("$DUMP" cxx.ht | grep '^drops ')")" 0
+
+# a library leaks, is dlclose'd, then opened and closed 50 times
+"$HT" run -o dl.ht "$P/dlopen_leak" "$B/tests/libs/libdlleak.so" >outdl 2>errdl; rc=$?
+expect_eq "dlopen_leak exit status" "$rc" 0
+m=$("$DUMP" dl.ht --match dl_leak_site)
+expect_eq "leak from the dlclose'd library (bytes blocks sites)" \
+    "$(field live_bytes "$m") $(field live_blocks "$m") $(field sites "$m")" "385 5 1"
+m=$("$DUMP" dl.ht --match dl_churn_site)
+expect_eq "churn allocations" "$(field total_blocks "$m") $(field live_blocks "$m")" "50 0"
+expect_eq "library recorded as unloaded" "$("$DUMP" dl.ht | grep -c 'libdlleak.so.*unloaded=1')" \
+    "$("$DUMP" dl.ht | grep -c 'libdlleak.so')"
+
+# a stack database too small for anything: counts stay exact, drops reported
+HEAPTRAIL_STACKDB_MAX=1 "$HT" run -o tiny.ht "$P/leaks" >outt 2>errt; rc=$?
+cat errt
+expect_eq "tiny budget exit status" "$rc" 0
+set -- $(summary_numbers errt)
+set -- $truth
+tb=$1 tk=$2
+set -- $(summary_numbers errt)
+expect_eq "tiny budget: leaked bytes and blocks still exact" "$1 $2" "$tb $tk"
+d=$("$DUMP" tiny.ht | grep '^drops ')
+[ "$(field overflow "$d")" -gt 0 ] && echo "ok: overflow counted" || fail "no overflow counted: $d"
+grep -q 'allocations without stack' errt && echo "ok: drops reported" || fail "drops not reported"
+done_

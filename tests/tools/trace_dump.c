@@ -1,0 +1,139 @@
+/* trace_dump.c -- test helper: reads a trace with ht_trace_read() and
+ * prints it in lines that shell tests can check with awk, frames
+ * symbolized with libdw (function names, else module+offset).
+ *
+ *   trace_dump FILE             header, drops, modules, every snapshot,
+ *                               the last snapshot's sites
+ *   trace_dump FILE --match S   one line: live/total sums over the last
+ *                               snapshot's sites whose frames name a
+ *                               function containing S
+ * Exit status 1 if the reader fails. */
+#include <elfutils/libdwfl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "format/trace.h"
+
+static Dwfl **g_dwfl;
+static Dwfl_Module **g_mod;
+
+static const char *sym(const ht_trace_t *t, uint32_t node, char *buf, size_t cap)
+{
+    const ht_tnode_t *nd = &t->nodes[node];
+    if (nd->module >= t->nmodules) {
+        snprintf(buf, cap, "0x%llx", (unsigned long long)nd->addr);
+        return buf;
+    }
+    const ht_tmodule_t *m = &t->modules[nd->module];
+    if (!g_dwfl[nd->module]) {
+        static char *dip;
+        static const Dwfl_Callbacks cb = {
+            .find_elf = dwfl_build_id_find_elf,
+            .find_debuginfo = dwfl_standard_find_debuginfo,
+            .section_address = dwfl_offline_section_address,
+            .debuginfo_path = &dip,
+        };
+        g_dwfl[nd->module] = dwfl_begin(&cb);
+        g_mod[nd->module] = dwfl_report_elf(g_dwfl[nd->module], m->path, m->path, -1, m->bias, false);
+        dwfl_report_end(g_dwfl[nd->module], NULL, NULL);
+    }
+    const char *name = g_mod[nd->module] ? dwfl_module_addrname(g_mod[nd->module], nd->addr - 1) : NULL;
+    const char *b = strrchr(m->path, '/');
+    if (name)
+        snprintf(buf, cap, "%s", name);
+    else
+        snprintf(buf, cap, "%s+0x%llx", b ? b + 1 : m->path, (unsigned long long)(nd->addr - m->bias));
+    return buf;
+}
+
+static void frames(const ht_trace_t *t, uint32_t id, char *out, size_t cap)
+{
+    size_t n = 0;
+    out[0] = 0;
+    if (id == 0xffffffffu) {
+        snprintf(out, cap, "<overflow>");
+        return;
+    }
+    for (int k = 0; id != 0 && id < t->nnodes && k < 200; k++) {
+        char b[512];
+        int w = snprintf(out + n, cap - n, "%s%s", n ? ";" : "", sym(t, id, b, sizeof b));
+        if (w < 0 || (size_t)w >= cap - n)
+            break;
+        n += (size_t)w;
+        id = t->nodes[id].parent;
+    }
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: trace_dump FILE [--match S]\n");
+        return 2;
+    }
+    ht_trace_t t;
+    char err[512];
+    if (ht_trace_read(argv[1], &t, err, sizeof err) != 0) {
+        fprintf(stderr, "trace_dump: %s\n", err);
+        return 1;
+    }
+    g_dwfl = calloc(t.nmodules + 1, sizeof *g_dwfl);
+    g_mod = calloc(t.nmodules + 1, sizeof *g_mod);
+    const char *match = argc >= 4 && !strcmp(argv[2], "--match") ? argv[3] : NULL;
+    static char buf[1 << 16];
+    if (match) {
+        unsigned long long lb = 0, lk = 0, tb = 0, tk = 0, sites = 0, all = 0;
+        if (t.nsnaps) {
+            const ht_tsnapshot_t *s = &t.snaps[t.nsnaps - 1];
+            for (size_t i = 0; i < s->nsites; i++) {
+                frames(&t, s->sites[i].stack, buf, sizeof buf);
+                if (!strstr(buf, match))
+                    continue;
+                lb += s->sites[i].live_bytes;
+                lk += s->sites[i].live_blocks;
+                tb += s->sites[i].total_bytes;
+                tk += s->sites[i].total_blocks;
+                sites += s->sites[i].live_blocks > 0;
+                all++;
+            }
+        }
+        printf("match live_bytes=%llu live_blocks=%llu sites=%llu total_bytes=%llu total_blocks=%llu allsites=%llu\n",
+               lb, lk, sites, tb, tk, all);
+        return 0;
+    }
+    printf("trace pid=%lld complete=%d truncated=%d truncated_at=%llu snaps=%zu nodes=%zu modules=%zu\n",
+           (long long)t.pid, t.complete, t.truncated, (unsigned long long)t.truncated_at, t.nsnaps,
+           t.nnodes, t.nmodules);
+    if (t.truncated)
+        printf("damage %s\n", err);
+    printf("drops overflow=%llu unknown_frees=%llu write_errors=%llu other=%llu\n",
+           (unsigned long long)t.drops.overflow_allocs, (unsigned long long)t.drops.unknown_frees,
+           (unsigned long long)t.drops.write_errors, (unsigned long long)t.drops.other);
+    for (size_t i = 0; i < t.nmodules; i++)
+        printf("module %zu path=%s start=0x%llx end=0x%llx bias=0x%llx buildid_len=%u unloaded=%d\n", i,
+               t.modules[i].path, (unsigned long long)t.modules[i].start,
+               (unsigned long long)t.modules[i].end, (unsigned long long)t.modules[i].bias,
+               t.modules[i].build_id_len, t.modules[i].unload_ns != 0);
+    for (size_t k = 0; k < t.nsnaps; k++) {
+        const ht_tsnapshot_t *s = &t.snaps[k];
+        printf("snap %u reason=%u live_blocks=%llu live_bytes=%llu total_blocks=%llu total_bytes=%llu "
+               "total_frees=%llu peak_bytes=%llu peak_blocks=%llu sites=%zu\n",
+               s->seq, s->reason, (unsigned long long)s->live_blocks, (unsigned long long)s->live_bytes,
+               (unsigned long long)s->total_blocks, (unsigned long long)s->total_bytes,
+               (unsigned long long)s->total_frees, (unsigned long long)s->peak_bytes,
+               (unsigned long long)s->peak_blocks, s->nsites);
+    }
+    if (t.nsnaps) {
+        const ht_tsnapshot_t *s = &t.snaps[t.nsnaps - 1];
+        for (size_t i = 0; i < s->nsites; i++) {
+            const ht_tsite_t *x = &s->sites[i];
+            frames(&t, x->stack, buf, sizeof buf);
+            printf("site kind=%s live_blocks=%llu live_bytes=%llu total_blocks=%llu total_bytes=%llu "
+                   "peak_bytes=%llu frames=%s\n",
+                   x->kind == HT_KIND_MMAP ? "mmap" : "heap", (unsigned long long)x->live_blocks,
+                   (unsigned long long)x->live_bytes, (unsigned long long)x->total_blocks,
+                   (unsigned long long)x->total_bytes, (unsigned long long)x->peak_bytes, buf);
+        }
+    }
+    ht_trace_free(&t);
+    return 0;
+}
