@@ -2,8 +2,9 @@
  * each module placed at address 0 so that dwfl addresses are the
  * link-time addresses the model hands us (runtime address - bias).
  *
- * Inline frames come from dwarf_getscopes(): the scopes enclosing the pc,
- * innermost first. The innermost function's line is the line table's; each
+ * Inline frames come from a per-CU index of function scopes (cu_index):
+ * the scopes enclosing the pc, innermost first. The innermost function's
+ * line is the line table's; each
  * inlined subroutine's DW_AT_call_file/DW_AT_call_line give the line in the
  * function it was inlined into, which is the next frame out. */
 #include <dwarf.h>
@@ -38,6 +39,8 @@ struct ht_sym_s {
     uint64_t hits, misses;
     ht_sloc_t empty;        /* n = 0 */
 };
+
+static void cu_index_free(ht_smod_t *m);
 
 ht_sym_t *ht__sym_new(const char *debug_dirs, FILE *warn)
 {
@@ -76,9 +79,11 @@ void ht__sym_free(ht_sym_t *s)
 {
     if (!s)
         return;
-    for (size_t i = 0; i < s->nmods; i++)
+    for (size_t i = 0; i < s->nmods; i++) {
+        cu_index_free(&s->mods[i]);
         if (s->mods[i].dwfl)
             dwfl_end(s->mods[i].dwfl);
+    }
     for (size_t i = 0; i < s->cache_cap; i++)
         if (s->cache[i].mod && s->cache[i].loc != &s->empty)
             free((void *)s->cache[i].loc);
@@ -258,6 +263,159 @@ static const char *symtab_name(ht_sym_t *s, Dwfl_Module *mod, uint64_t pc)
     return pooled_name(s, name);
 }
 
+/* A per-CU index of function scopes, built once per CU on its first
+ * lookup: every subprogram and inlined-subroutine DIE with code, its
+ * parent scope, and its address ranges sorted by start. dwarf_getscopes
+ * walks the CU's DIE tree on every call, which made symbolizing libc's
+ * code cost ~170 us an address; with the index a lookup is a binary
+ * search and a walk up the parents. Ranges of DWARF scopes nest (a
+ * scope's code lies inside its parent's), so the innermost scope holding
+ * pc is the last range starting at or before pc, or one of its parents. */
+typedef struct scope_s {
+    Dwarf_Die die;
+    int32_t parent;         /* enclosing scope (index), -1: none */
+    uint32_t rfirst, rn;    /* its ranges: cu_index.ranges[rfirst..+rn) */
+} scope_t;
+
+typedef struct srange_s {
+    uint64_t lo, hi;
+    uint32_t scope;
+} srange_t;
+
+typedef struct cu_index_s {
+    uint64_t key;           /* CU DIE offset + 1 */
+    scope_t *scopes;
+    size_t nscopes, scap;
+    srange_t *ranges;       /* in scope order, then sorted copy below */
+    size_t nranges, rcap;
+    uint32_t *sorted;       /* range indexes sorted by (lo, -hi) */
+} cu_index_t;
+
+static void index_walk(cu_index_t *x, Dwarf_Die *parent_die, int32_t parent, int depth)
+{
+    Dwarf_Die child;
+    if (depth > 64 || dwarf_child(parent_die, &child) != 0)
+        return;
+    do {
+        int tag = dwarf_tag(&child);
+        if (tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine ||
+            tag == DW_TAG_entry_point) {
+            uint32_t first = (uint32_t)x->nranges;
+            Dwarf_Addr base, lo, hi;
+            ptrdiff_t off = 0;
+            while ((off = dwarf_ranges(&child, off, &base, &lo, &hi)) > 0) {
+                if (hi <= lo)
+                    continue;
+                HT_GROW(x->ranges, x->rcap, x->nranges + 1);
+                x->ranges[x->nranges++] = (srange_t){ lo, hi, (uint32_t)x->nscopes };
+            }
+            if (x->nranges == first)
+                continue;       /* a declaration or an abstract instance: no code */
+            HT_GROW(x->scopes, x->scap, x->nscopes + 1);
+            int32_t me = (int32_t)x->nscopes++;
+            x->scopes[me] = (scope_t){ child, parent, first, (uint32_t)x->nranges - first };
+            index_walk(x, &child, me, depth + 1);
+        } else if (tag == DW_TAG_lexical_block || tag == DW_TAG_namespace ||
+                   tag == DW_TAG_module) {
+            index_walk(x, &child, parent, depth + 1);
+        }
+    } while (dwarf_siblingof(&child, &child) == 0);
+}
+
+static const srange_t *sort_base;
+static int cmp_range(const void *a, const void *b)
+{
+    const srange_t *x = &sort_base[*(const uint32_t *)a], *y = &sort_base[*(const uint32_t *)b];
+    if (x->lo != y->lo)
+        return x->lo < y->lo ? -1 : 1;
+    if (x->hi != y->hi)
+        return x->hi > y->hi ? -1 : 1;  /* the outer scope first */
+    return x->scope < y->scope ? -1 : x->scope > y->scope;
+}
+
+static int scope_holds(const cu_index_t *x, int32_t sc, uint64_t pc)
+{
+    const scope_t *s = &x->scopes[sc];
+    for (uint32_t i = 0; i < s->rn; i++) {
+        const srange_t *r = &x->ranges[s->rfirst + i];
+        if (r->lo <= pc && pc < r->hi)
+            return 1;
+    }
+    return 0;
+}
+
+/* The innermost scope holding pc, or -1. */
+static int32_t index_find(const cu_index_t *x, uint64_t pc)
+{
+    size_t lo = 0, hi = x->nranges;     /* first sorted range with lo > pc */
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (x->ranges[x->sorted[mid]].lo <= pc)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0)
+        return -1;
+    for (int32_t sc = (int32_t)x->ranges[x->sorted[lo - 1]].scope; sc >= 0; sc = x->scopes[sc].parent)
+        if (scope_holds(x, sc, pc))
+            return sc;
+    return -1;
+}
+
+static cu_index_t *cu_index(ht_smod_t *m, Dwarf_Die *cu)
+{
+    cu_index_t **tab = (cu_index_t **)m->cu_tab;
+    uint64_t key = dwarf_dieoffset(cu) + 1;
+    if (m->cu_n * 2 >= m->cu_cap) {
+        size_t nc = m->cu_cap ? m->cu_cap * 2 : 64;
+        cu_index_t **t = ht__xcalloc(nc, sizeof *t);
+        for (size_t i = 0; i < m->cu_cap; i++) {
+            if (!tab[i])
+                continue;
+            size_t j = ht__mix64(tab[i]->key) & (nc - 1);
+            while (t[j])
+                j = (j + 1) & (nc - 1);
+            t[j] = tab[i];
+        }
+        free(tab);
+        m->cu_tab = (void **)(tab = t);
+        m->cu_cap = nc;
+    }
+    size_t j = ht__mix64(key) & (m->cu_cap - 1);
+    while (tab[j]) {
+        if (tab[j]->key == key)
+            return tab[j];
+        j = (j + 1) & (m->cu_cap - 1);
+    }
+    cu_index_t *x = ht__xcalloc(1, sizeof *x);
+    x->key = key;
+    index_walk(x, cu, -1, 0);
+    x->sorted = ht__xmalloc((x->nranges + 1) * sizeof *x->sorted);
+    for (size_t i = 0; i < x->nranges; i++)
+        x->sorted[i] = (uint32_t)i;
+    sort_base = x->ranges;
+    qsort(x->sorted, x->nranges, sizeof *x->sorted, cmp_range);
+    tab[j] = x;
+    m->cu_n++;
+    return x;
+}
+
+static void cu_index_free(ht_smod_t *m)
+{
+    cu_index_t **tab = (cu_index_t **)m->cu_tab;
+    for (size_t i = 0; i < m->cu_cap; i++)
+        if (tab[i]) {
+            free(tab[i]->scopes);
+            free(tab[i]->ranges);
+            free(tab[i]->sorted);
+            free(tab[i]);
+        }
+    free(tab);
+    m->cu_tab = NULL;
+    m->cu_cap = m->cu_n = 0;
+}
+
 static const ht_sloc_t *resolve(ht_sym_t *s, ht_smod_t *m, uint64_t pc)
 {
     Dwfl_Module *mod = m->dwmod;
@@ -271,25 +429,14 @@ static const ht_sloc_t *resolve(ht_sym_t *s, ht_smod_t *m, uint64_t pc)
         l->f[0].function = name;
         return l;
     }
-    Dwarf_Die *scopes = NULL;
-    int nscopes = dwarf_getscopes(cu, pc - bias, &scopes);
-    /* dwarf_getscopes follows an inlined subroutine into its abstract
-     * definition; the physical nesting (inlined call -> the function it
-     * was inlined into) comes from the innermost DIE's own parents */
-    if (nscopes > 0) {
-        Dwarf_Die inner = scopes[0];
-        free(scopes);
-        scopes = NULL;
-        nscopes = dwarf_getscopes_die(&inner, &scopes);
-    }
+    /* the scopes holding pc, innermost first: inlined calls, then the
+     * function they were inlined into (physical nesting, not the abstract
+     * definitions dwarf_getscopes would follow) */
+    cu_index_t *x = cu_index(m, cu);
     Dwarf_Die *fn[MAX_INLINE];
     int nfn = 0;
-    for (int i = 0; i < nscopes && nfn < MAX_INLINE; i++) {
-        int tag = dwarf_tag(&scopes[i]);
-        if (tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine ||
-            tag == DW_TAG_entry_point)
-            fn[nfn++] = &scopes[i];
-    }
+    for (int32_t sc = index_find(x, pc - bias); sc >= 0 && nfn < MAX_INLINE; sc = x->scopes[sc].parent)
+        fn[nfn++] = &x->scopes[sc].die;
     /* the innermost line from the line table */
     const char *file = NULL;
     int line = 0;
@@ -303,7 +450,6 @@ static const ht_sloc_t *resolve(ht_sym_t *s, ht_smod_t *m, uint64_t pc)
         l->f[0].function = symtab_name(s, mod, pc);
         l->f[0].file = pooled(s, file);
         l->f[0].line = line > 0 ? (uint32_t)line : 0;
-        free(scopes);
         if (!l->f[0].function && !l->f[0].file) {
             free(l);
             return &s->empty;
@@ -341,7 +487,6 @@ static const ht_sloc_t *resolve(ht_sym_t *s, ht_smod_t *m, uint64_t pc)
     for (uint32_t i = 0; i < used; i++)
         if (!l->f[i].function && !l->f[i].inlined)
             l->f[i].function = symtab_name(s, mod, pc);
-    free(scopes);
     return l;
 }
 

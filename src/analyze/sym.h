@@ -45,6 +45,8 @@ typedef struct ht_smod_s {
     int state;              /* 0 not opened yet, 1 usable, 2 unusable */
     void *dwfl, *dwmod;
     int has_dwarf;
+    void **cu_tab;          /* CU offset -> scope index (sym.c) */
+    size_t cu_n, cu_cap;
 } ht_smod_t;
 
 typedef struct ht_sym_s ht_sym_t;
