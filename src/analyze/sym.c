@@ -81,6 +81,7 @@ void ht__sym_free(ht_sym_t *s)
         return;
     for (size_t i = 0; i < s->nmods; i++) {
         cu_index_free(&s->mods[i]);
+        free(s->mods[i].syms);
         if (s->mods[i].dwfl)
             dwfl_end(s->mods[i].dwfl);
     }
@@ -255,12 +256,71 @@ static ht_sloc_t *new_loc(uint32_t n)
     return l;
 }
 
-static const char *symtab_name(ht_sym_t *s, Dwfl_Module *mod, uint64_t pc)
+/* The module's function symbols sorted by address, built on first use:
+ * dwfl_module_addrinfo scans the whole symbol table on every call, which
+ * dominated symbolizing code that has no DWARF subprogram (assembly). */
+typedef struct fsym_s {
+    uint64_t addr, size;
+    const char *name;       /* in the ELF string table (lives with the dwfl) */
+    int global;
+} fsym_t;
+
+static int cmp_fsym(const void *a, const void *b)
 {
-    GElf_Off off;
-    GElf_Sym sym;
-    const char *name = dwfl_module_addrinfo(mod, pc, &off, &sym, NULL, NULL, NULL);
-    return pooled_name(s, name);
+    const fsym_t *x = a, *y = b;
+    if (x->addr != y->addr)
+        return x->addr < y->addr ? -1 : 1;
+    if (x->global != y->global)
+        return x->global ? -1 : 1;      /* at one address, prefer the global name */
+    return x->size > y->size ? -1 : x->size < y->size;
+}
+
+static void symtab_build(ht_smod_t *m)
+{
+    Dwfl_Module *mod = m->dwmod;
+    int n = dwfl_module_getsymtab(mod);
+    fsym_t *v = ht__xmalloc((size_t)(n > 0 ? n : 1) * sizeof *v);
+    size_t k = 0;
+    for (int i = 1; i < n; i++) {
+        GElf_Sym sym;
+        GElf_Addr addr;
+        const char *name = dwfl_module_getsym_info(mod, i, &sym, &addr, NULL, NULL, NULL);
+        int type = GELF_ST_TYPE(sym.st_info);
+        if (!name || !*name || sym.st_shndx == SHN_UNDEF ||
+            (type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_NOTYPE))
+            continue;
+        int bind = GELF_ST_BIND(sym.st_info);
+        v[k++] = (fsym_t){ addr, sym.st_size, name, bind == STB_GLOBAL || bind == STB_WEAK };
+    }
+    qsort(v, k, sizeof *v, cmp_fsym);
+    m->syms = v;
+    m->nsyms = k;
+    m->syms_built = 1;
+}
+
+static const char *symtab_name(ht_sym_t *s, ht_smod_t *m, uint64_t pc)
+{
+    if (!m->syms_built)
+        symtab_build(m);
+    const fsym_t *v = m->syms;
+    size_t lo = 0, hi = m->nsyms;       /* first symbol above pc */
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (v[mid].addr <= pc)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (!lo)
+        return NULL;
+    /* among the symbols at that address the first (global) one, unless a
+     * sized symbol ends before pc */
+    size_t i = lo - 1;
+    while (i > 0 && v[i - 1].addr == v[i].addr)
+        i--;
+    if (v[i].size && pc >= v[i].addr + v[i].size)
+        return NULL;
+    return pooled_name(s, v[i].name);
 }
 
 /* A per-CU index of function scopes, built once per CU on its first
@@ -422,7 +482,7 @@ static const ht_sloc_t *resolve(ht_sym_t *s, ht_smod_t *m, uint64_t pc)
     Dwarf_Addr bias = 0;
     Dwarf_Die *cu = m->has_dwarf ? dwfl_module_addrdie(mod, pc, &bias) : NULL;
     if (!cu) {
-        const char *name = symtab_name(s, mod, pc);
+        const char *name = symtab_name(s, m, pc);
         if (!name)
             return &s->empty;
         ht_sloc_t *l = new_loc(1);
@@ -447,7 +507,7 @@ static const ht_sloc_t *resolve(ht_sym_t *s, ht_smod_t *m, uint64_t pc)
     }
     ht_sloc_t *l = new_loc(nfn ? (uint32_t)nfn : 1);
     if (!nfn) {     /* code the DWARF has no subprogram for (assembly, say) */
-        l->f[0].function = symtab_name(s, mod, pc);
+        l->f[0].function = symtab_name(s, m, pc);
         l->f[0].file = pooled(s, file);
         l->f[0].line = line > 0 ? (uint32_t)line : 0;
         if (!l->f[0].function && !l->f[0].file) {
@@ -486,7 +546,7 @@ static const ht_sloc_t *resolve(ht_sym_t *s, ht_smod_t *m, uint64_t pc)
     l->n = used;
     for (uint32_t i = 0; i < used; i++)
         if (!l->f[i].function && !l->f[i].inlined)
-            l->f[i].function = symtab_name(s, mod, pc);
+            l->f[i].function = symtab_name(s, m, pc);
     return l;
 }
 

@@ -47,6 +47,9 @@ typedef struct ht_smod_s {
     int has_dwarf;
     void **cu_tab;          /* CU offset -> scope index (sym.c) */
     size_t cu_n, cu_cap;
+    void *syms;             /* sorted function symbols (sym.c) */
+    size_t nsyms;
+    int syms_built;
 } ht_smod_t;
 
 typedef struct ht_sym_s ht_sym_t;
