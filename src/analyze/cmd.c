@@ -5,6 +5,7 @@
  * passed to a shell or used as a format string. */
 #include <errno.h>
 #include <getopt.h>
+#include <sys/resource.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -128,6 +129,24 @@ static int load_trace(const char *cmd, const char *path, ht_trace_t *t, ht_loade
     return 0;
 }
 
+/* HEAPTRAIL_TIMING=1: each phase's time and the peak memory on stderr
+ * (for benchmarks; docs/BENCHMARKS.md). */
+static double phase_t0;
+static void phase(const char *what)
+{
+    static int on = -1;
+    if (on < 0)
+        on = getenv("HEAPTRAIL_TIMING") != NULL;
+    double now = ht__now();
+    if (on && what) {
+        struct rusage ru;
+        getrusage(RUSAGE_SELF, &ru);
+        fprintf(stderr, "heaptrail: timing: %-10s %7.3f s  (peak RSS %ld MiB)\n", what, now - phase_t0,
+                ru.ru_maxrss / 1024);
+    }
+    phase_t0 = now;
+}
+
 int ht__cmd_main(int cmd, int argc, char **argv, ht_loader_fn load, ht_unloader_fn unload)
 {
     static const struct option longopts[] = {
@@ -232,15 +251,20 @@ int ht__cmd_main(int cmd, int argc, char **argv, ht_loader_fn load, ht_unloader_
     } else {
         paths[0] = ht__xstrdup(ops[0]);
     }
+    phase(NULL);
     if (load_trace(cmd_names[cmd], paths[0], &traces[0], load))
         goto done;
     ntraces = 1;
+    phase("read");
     ht__session_add(&ses, paths[0], &traces[0]);
+    phase("normalize");
     if (cmd == HT_CMD_DIFF && strcmp(paths[0], paths[1]) != 0) {
         if (load_trace(cmd_names[cmd], paths[1], &traces[1], load))
             goto done;
         ntraces = 2;
+        phase("read");
         ht__session_add(&ses, paths[1], &traces[1]);
+        phase("normalize");
     }
     char err[600] = "";
     int brc = cmd == HT_CMD_REPORT ? ht__report_build(&ses, snapshot, in_use, &rep, err, sizeof err)
@@ -250,6 +274,7 @@ int ht__cmd_main(int cmd, int argc, char **argv, ht_loader_fn load, ht_unloader_
         fprintf(stderr, "heaptrail %s: %s\n", cmd_names[cmd], err);
         goto done;
     }
+    phase("build");
     f = out ? fopen(out, "wb") : stdout;
     if (!f) {
         fprintf(stderr, "heaptrail %s: cannot write %s: %s\n", cmd_names[cmd], out, strerror(errno));
@@ -260,6 +285,7 @@ int ht__cmd_main(int cmd, int argc, char **argv, ht_loader_fn load, ht_unloader_
                 out ? out : "standard output", strerror(errno));
         goto done;
     }
+    phase("render");
     rc = 0;
 done:
     if (f && f != stdout && fclose(f) != 0 && rc == 0) {

@@ -25,11 +25,30 @@
 typedef struct ht_input_s {
     const char *name;           /* the trace's path as given */
     const ht_trace_t *t;
-    uint32_t *node_mod;         /* per node: symbolizer module, or HT_NOMOD */
-    uint64_t *node_rel;         /* per node: link-time address (raw if HT_NOMOD) */
-    uint64_t *node_hash;        /* per node: hash of the normalized stack */
-    uint32_t *node_depth;       /* per node: frames from it to the root */
+    uint32_t *node_tmod;        /* per node: index of its module in t->modules,
+                                   or UINT32_MAX (none): 4 bytes a node */
+    uint32_t *tm_handle;        /* per trace module: symbolizer module */
+    uint64_t *tm_bias;          /* per trace module: its bias */
+    uint64_t *node_hash;        /* per node: hash of the normalized stack,
+                                   computed when first needed (ht__node_hashes) */
 } ht_input_t;
+
+/* A node's symbolizer module (HT_NOMOD: none) and link-time address
+ * (the raw address when HT_NOMOD). */
+static inline uint32_t ht__node_mod(const ht_input_t *in, uint32_t n)
+{
+    uint32_t m = in->node_tmod[n];
+    return m == UINT32_MAX ? HT_NOMOD : in->tm_handle[m];
+}
+static inline uint64_t ht__node_rel(const ht_input_t *in, uint32_t n)
+{
+    uint32_t m = in->node_tmod[n];
+    return m == UINT32_MAX ? in->t->nodes[n].addr : in->t->nodes[n].addr - in->tm_bias[m];
+}
+
+/* The HTML flame graph draws this many of the biggest rows (the rest are
+ * summed into one box), so reports hold at least this many rows for it. */
+#define HT_HTML_FLAME_ROWS 20000
 
 enum { HT_BY_STACK = 0, HT_BY_FUNCTION, HT_BY_MODULE };
 enum { HT_FMT_TEXT = 0, HT_FMT_JSON, HT_FMT_FOLDED, HT_FMT_PPROF, HT_FMT_HTML };
@@ -52,26 +71,31 @@ typedef struct ht_session_s {
     const ht_opts_t *opts;
 } ht_session_t;
 
-typedef struct ht_row_s {
-    uint32_t input, node;       /* the (representative) stack: trace, innermost node */
-    uint8_t kind;               /* HT_KIND_* */
-    int32_t max_nodes;          /* nodes of the stack to show: -1 all, 1, 0 */
-    const char *label;          /* by function/module: the group's name */
-    uint32_t nstacks;           /* stacks merged into this row */
-    int64_t bytes, blocks;      /* the value: live, or change (diff, growth) */
-    int64_t alloc_bytes, alloc_blocks;  /* allocated since the start (or its change) */
-    int64_t peak_bytes;
+/* What only diff and growth rows carry (kept apart: a report of a million
+ * stacks needs none of it). */
+typedef struct ht_rowx_s {
     int64_t a_bytes, a_blocks;  /* diff: before; growth: at the first snapshot */
     int64_t b_bytes, b_blocks;  /* diff: after; growth: at the last snapshot */
     uint32_t ups, downs;        /* growth: snapshot-to-snapshot moves up and down */
     uint32_t intervals;         /* growth: snapshots - 1 */
+    int32_t g_first;            /* growth: first snapshot with live bytes (private) */
     double steadiness;          /* growth: (ups - downs) / intervals */
     int64_t *series;            /* growth: live bytes per snapshot (shown rows) */
+    int64_t g_prev, g_cur;      /* growth: private */
+} ht_rowx_t;
+
+typedef struct ht_row_s {
+    uint32_t input, node;       /* the (representative) stack: trace, innermost node */
+    uint8_t kind;               /* HT_KIND_* */
+    int8_t max_nodes;           /* nodes of the stack to show: -1 all, 1, 0 */
+    uint32_t nstacks;           /* stacks merged into this row */
+    const char *label;          /* by function/module: the group's name */
+    int64_t bytes, blocks;      /* the value: live, or change (diff, growth) */
+    int64_t alloc_bytes, alloc_blocks;  /* allocated since the start (or its change) */
+    int64_t peak_bytes;
     int64_t best_bytes;         /* the largest merged stack's bytes (picks node) */
-    /* private */
-    uint64_t key;
-    int64_t g_prev, g_cur;
-    int32_t g_first;
+    uint64_t key;               /* private: the row's hash */
+    ht_rowx_t *x;               /* diff and growth only, else NULL */
 } ht_row_t;
 
 typedef struct ht_report_s {
@@ -82,7 +106,11 @@ typedef struct ht_report_s {
     uint32_t input_a, input_b;
     const ht_trace_t *timeline; /* the snapshots drawn over time (html) */
     ht_row_t *rows;             /* sorted; the first nshown are shown */
-    size_t nrows, nshown;
+    ht_rowx_t *xs;              /* the rows' extensions (diff, growth) */
+    size_t nrows, nshown;       /* rows held (the biggest), rows shown */
+    size_t row_count;           /* rows in the report (held or not) */
+    size_t stack_count;         /* stacks in them */
+    int64_t rest_bytes;         /* positive bytes of the rows not held */
     int64_t total_bytes, total_blocks;      /* over every row */
     int64_t total_a_bytes, total_a_blocks;  /* diff: before */
     int64_t total_b_bytes, total_b_blocks;  /* diff: after */

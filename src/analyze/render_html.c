@@ -11,7 +11,6 @@
 #include <string.h>
 #include "model.h"
 
-#define FLAME_MAX_ROWS 20000    /* biggest stacks drawn; the rest are summed */
 
 static void html_text(FILE *f, const char *s)
 {
@@ -144,7 +143,7 @@ static void flame_data(const ht_report_t *r, FILE *f)
         const ht_row_t *row = &r->rows[i];
         if (row->bytes <= 0)
             continue;
-        if (drawn >= FLAME_MAX_ROWS) {
+        if (drawn >= HT_HTML_FLAME_ROWS) {
             other += row->bytes;
             continue;
         }
@@ -167,6 +166,7 @@ static void flame_data(const ht_report_t *r, FILE *f)
         }
         fputc(']', f);
     }
+    other += r->rest_bytes;
     if (other) {
         uint32_t idx;
         ht__pool_intern(&names, "[other stacks]", 14, &idx);
@@ -185,9 +185,7 @@ static void flame_data(const ht_report_t *r, FILE *f)
 
 static void summary(const ht_report_t *r, FILE *f)
 {
-    size_t nst = 0;
-    for (size_t i = 0; i < r->nrows; i++)
-        nst += r->rows[i].nstacks;
+    size_t nst = r->stack_count;
     fputs("<p class=\"summary\" id=\"summary\">", f);
     switch (r->type) {
     case HT_REPORT_LEAKS:

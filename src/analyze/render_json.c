@@ -109,9 +109,7 @@ static const char *mode_name(int type)
 int ht__render_json(const ht_report_t *r, FILE *f)
 {
     ht_rframe_t *buf = NULL;
-    size_t cap = 0, nst = 0;
-    for (size_t i = 0; i < r->nrows; i++)
-        nst += r->rows[i].nstacks;
+    size_t cap = 0, nst = r->stack_count;
     const char *by = r->by == HT_BY_FUNCTION ? "function" : r->by == HT_BY_MODULE ? "module" : "stack";
     fprintf(f, "{\"heaptrail_json\":1,\"command\":\"%s\",\"mode\":\"%s\",\"by\":\"%s\",\"trace\":",
             r->type == HT_REPORT_DIFF ? "diff" : r->type == HT_REPORT_GROWTH ? "growth" : "report",
@@ -134,7 +132,7 @@ int ht__render_json(const ht_report_t *r, FILE *f)
         fprintf(f, ",\"bytes_before\":%lld,\"blocks_before\":%lld,\"bytes_after\":%lld,\"blocks_after\":%lld",
                 (long long)r->total_a_bytes, (long long)r->total_a_blocks,
                 (long long)r->total_b_bytes, (long long)r->total_b_blocks);
-    fprintf(f, ",\"site_count\":%zu,\"row_count\":%zu,\"shown\":%zu", nst, r->nrows, r->nshown);
+    fprintf(f, ",\"site_count\":%zu,\"row_count\":%zu,\"shown\":%zu", nst, r->row_count, r->nshown);
     const ht_trace_t *t = r->ses->in[r->input_b].t;
     fprintf(f, ",\"truncated\":%s,\"drops\":{\"overflow_allocs\":%llu,\"unknown_frees\":%llu,"
                "\"write_errors\":%llu,\"other\":%llu}",
@@ -159,13 +157,13 @@ int ht__render_json(const ht_report_t *r, FILE *f)
                 (long long)row->peak_bytes);
         if (r->type == HT_REPORT_DIFF || r->type == HT_REPORT_GROWTH)
             fprintf(f, ",\"bytes_before\":%lld,\"blocks_before\":%lld,\"bytes_after\":%lld,\"blocks_after\":%lld",
-                    (long long)row->a_bytes, (long long)row->a_blocks, (long long)row->b_bytes,
-                    (long long)row->b_blocks);
+                    (long long)row->x->a_bytes, (long long)row->x->a_blocks, (long long)row->x->b_bytes,
+                    (long long)row->x->b_blocks);
         if (r->type == HT_REPORT_GROWTH) {
             fprintf(f, ",\"steadiness\":%.4f,\"ups\":%u,\"downs\":%u,\"intervals\":%u,\"series\":[",
-                    row->steadiness, row->ups, row->downs, row->intervals);
-            for (uint32_t k = 0; row->series && k < r->nsnaps; k++)
-                fprintf(f, "%s%lld", k ? "," : "", (long long)row->series[k]);
+                    row->x->steadiness, row->x->ups, row->x->downs, row->x->intervals);
+            for (uint32_t k = 0; row->x->series && k < r->nsnaps; k++)
+                fprintf(f, "%s%lld", k ? "," : "", (long long)row->x->series[k]);
             fputc(']', f);
         }
         fputs(",\"frames\":", f);

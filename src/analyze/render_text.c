@@ -16,14 +16,6 @@ static const char *basename_of(const char *p)
     return s ? s + 1 : p;
 }
 
-static size_t total_stacks(const ht_report_t *r)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < r->nrows; i++)
-        n += r->rows[i].nstacks;
-    return n;
-}
-
 /* Prints the frames of a row, columns aligned within the row. */
 static void print_frames(const ht_report_t *r, const ht_row_t *row, FILE *f, ht_rframe_t **buf,
                          size_t *cap)
@@ -133,7 +125,7 @@ int ht__render_text(const ht_report_t *r, FILE *f)
     ht_rframe_t *buf = NULL;
     size_t cap = 0;
     const char *by = r->by == HT_BY_FUNCTION ? ", by function" : r->by == HT_BY_MODULE ? ", by module" : "";
-    size_t nst = total_stacks(r);
+    size_t nst = r->stack_count;
     const char *name = r->ses->in[r->input_b].name;
     switch (r->type) {
     case HT_REPORT_LEAKS:
@@ -178,24 +170,24 @@ int ht__render_text(const ht_report_t *r, FILE *f)
             break;
         case HT_REPORT_DIFF:
             fprintf(f, "#%zu  %+lld bytes (%lld - %lld), %+lld %s (%lld - %lld)", i + 1,
-                    (long long)row->bytes, (long long)row->b_bytes, (long long)row->a_bytes,
+                    (long long)row->bytes, (long long)row->x->b_bytes, (long long)row->x->a_bytes,
                     (long long)row->blocks, plural(row->blocks, "block", "blocks"),
-                    (long long)row->b_blocks, (long long)row->a_blocks);
+                    (long long)row->x->b_blocks, (long long)row->x->a_blocks);
             break;
         case HT_REPORT_GROWTH:
             fprintf(f, "#%zu  %+lld bytes, %+lld %s, steadiness %d%% (%u up, %u down in %u intervals)  ",
                     i + 1, (long long)row->bytes, (long long)row->blocks,
-                    plural(row->blocks, "block", "blocks"), (int)(row->steadiness * 100 + 0.5),
-                    row->ups, row->downs, row->intervals);
-            if (row->series)
-                sparkline(f, row->series, r->nsnaps);
+                    plural(row->blocks, "block", "blocks"), (int)(row->x->steadiness * 100 + 0.5),
+                    row->x->ups, row->x->downs, row->x->intervals);
+            if (row->x->series)
+                sparkline(f, row->x->series, r->nsnaps);
             break;
         }
         row_group(r, row, f);
         print_frames(r, row, f, &buf, &cap);
     }
-    if (r->nshown < r->nrows)
-        fprintf(f, "\nshown: %zu of %zu %s (--top, --min-bytes)\n", r->nshown, r->nrows,
+    if (r->nshown < r->row_count)
+        fprintf(f, "\nshown: %zu of %zu %s (--top, --min-bytes)\n", r->nshown, r->row_count,
                 row_unit(r->by));
     free(buf);
     return ferror(f) ? -1 : 0;
