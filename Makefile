@@ -173,9 +173,20 @@ demo: deps
 	@$(BUILD)/examples/stack_demo
 
 # ---- benchmarks ----------------------------------------------------------
-bench: deps-bench
+bench: deps-bench bench-analyzer
 	@$(MAKE) --no-print-directory all
-	@echo "no benchmarks yet"
+
+# The analyzer against heaptrack_print, and symbolization speed
+# (bench/analyzer/run.sh; results in build/bench/analyzer.md).
+.PHONY: bench-analyzer
+$(BUILD)/bench/symbench: bench/analyzer/symbench.c $(CLI_LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(TEST_CFLAGS) -Isrc -o $@ $< $(CLI_LIB_OBJ) $(FORMAT_OBJ) $(LIBA) $(LDLIBS_CLI) $(LDLIBS_CORE)
+$(BUILD)/bench/stackgen: bench/analyzer/stackgen.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -o $@ $<
+bench-analyzer: all $(BUILD)/bench/symbench $(BUILD)/bench/stackgen $(TOOL_BIN)
+	@sh bench/analyzer/run.sh
 
 clean:
 	rm -rf $(BUILD)
