@@ -16,13 +16,7 @@ const char *const ht__default_well_tested[] = {
 
 /*---------------------------------------------------------------- progress */
 
-typedef struct progress_s {
-    const char *what;
-    double last;
-    int shown, on;
-} progress_t;
-
-static void progress_init(progress_t *p, const ht_session_t *s, const char *what)
+void ht__progress_init(ht_progress_t *p, const ht_session_t *s, const char *what)
 {
     p->what = what;
     p->last = ht__now();
@@ -30,7 +24,7 @@ static void progress_init(progress_t *p, const ht_session_t *s, const char *what
     p->on = s->opts && s->opts->progress;
 }
 
-static void progress_step(progress_t *p, size_t done, size_t total)
+void ht__progress_step(ht_progress_t *p, size_t done, size_t total)
 {
     if (!p->on || (done & 4095))
         return;
@@ -43,10 +37,11 @@ static void progress_step(progress_t *p, size_t done, size_t total)
             total ? (int)(100.0 * (double)done / (double)total) : 100);
 }
 
-static void progress_end(progress_t *p)
+void ht__progress_end(ht_progress_t *p)
 {
     if (p->shown)
         fprintf(stderr, "\r%*s\r", 60, "");
+    p->shown = 0;
 }
 
 /*----------------------------------------------------------------- session */
@@ -598,8 +593,11 @@ static void report_from_sites(ht_session_t *s, const ht_tsnapshot_t *sn, ht_repo
     sortkey_t *k = ht__xmalloc((cap ? cap : 1) * sizeof *k);
     size_t n = 0, count = 0;
     const ht_input_t *in = &s->in[0];
+    ht_progress_t pr;
+    ht__progress_init(&pr, s, "ranking sites");
     for (size_t i = 0; i < sn->nsites; i++) {
         const ht_tsite_t *site = &sn->sites[i];
+        ht__progress_step(&pr, i, sn->nsites);
         if (!site->live_bytes && !site->live_blocks)
             continue;
         count++;
@@ -613,6 +611,7 @@ static void report_from_sites(ht_session_t *s, const ht_tsnapshot_t *sn, ht_repo
         else
             k[n++] = v;
     }
+    ht__progress_end(&pr);
     qsort(k, n, sizeof *k, cmp_sortkey);
     r->rows = ht__xmalloc((n ? n : 1) * sizeof *r->rows);
     int64_t held = 0;
@@ -678,11 +677,11 @@ int ht__report_build(ht_session_t *s, int64_t snapshot, int in_use, ht_report_t 
     }
     agg_t a;
     agg_init(&a, s, r->by, sn->nsites, 0);
-    progress_t pr;
-    progress_init(&pr, s, "grouping sites");
+    ht_progress_t pr;
+    ht__progress_init(&pr, s, "grouping sites");
     for (size_t i = 0; i < sn->nsites; i++) {
         const ht_tsite_t *site = &sn->sites[i];
-        progress_step(&pr, i, sn->nsites);
+        ht__progress_step(&pr, i, sn->nsites);
         if (!site->live_bytes && !site->live_blocks)
             continue;
         probe_t p;
@@ -697,7 +696,7 @@ int ht__report_build(ht_session_t *s, int64_t snapshot, int in_use, ht_report_t 
         r->total_bytes += (int64_t)site->live_bytes;
         r->total_blocks += (int64_t)site->live_blocks;
     }
-    progress_end(&pr);
+    ht__progress_end(&pr);
     free(a.slots);
     a.slots = NULL;
     sort_rows(&a, 0);
@@ -805,11 +804,11 @@ int ht__growth_build(ht_session_t *s, ht_report_t *r, char *err, size_t errlen)
      * rows beyond that would come from sites that vanished (not expected) */
     agg_t a;
     agg_init(&a, s, r->by, maxrows * 2, 1);
-    progress_t pr;
-    progress_init(&pr, s, "following snapshots");
+    ht_progress_t pr;
+    ht__progress_init(&pr, s, "following snapshots");
     for (size_t k = 0; k < t->nsnaps; k++) {
         const ht_tsnapshot_t *sn = &t->snaps[k];
-        progress_step(&pr, k * 4096, t->nsnaps * 4096);
+        ht__progress_step(&pr, k * 4096, t->nsnaps * 4096);
         for (size_t i = 0; i < sn->nsites; i++) {
             const ht_tsite_t *site = &sn->sites[i];
             if (!site->live_bytes && !site->live_blocks)
@@ -852,7 +851,7 @@ int ht__growth_build(ht_session_t *s, ht_report_t *r, char *err, size_t errlen)
             x->g_cur = 0;
         }
     }
-    progress_end(&pr);
+    ht__progress_end(&pr);
     size_t kept = 0;
     for (size_t i = 0; i < a.nrows; i++) {
         ht_row_t *row = &a.rows[i];

@@ -156,6 +156,17 @@ HT_INTERNAL const char *ht__frame_fallback(const ht_report_t *r, const ht_rframe
 HT_INTERNAL const ht_tsnapshot_t *ht__snapshot_pick(const ht_trace_t *t, int64_t n);
 HT_INTERNAL const char *ht__snap_reason(int reason);
 
+/* Progress on stderr for long loops, when opts->progress (the CLI sets it
+ * when stderr is a terminal): at most 4 lines a second, erased at the end. */
+typedef struct ht_progress_s {
+    const char *what;
+    double last;
+    int shown, on;
+} ht_progress_t;
+HT_INTERNAL void ht__progress_init(ht_progress_t *p, const ht_session_t *s, const char *what);
+HT_INTERNAL void ht__progress_step(ht_progress_t *p, size_t done, size_t total);
+HT_INTERNAL void ht__progress_end(ht_progress_t *p);
+
 /* JSON helpers shared by the JSON and HTML renderers: a string literal
  * (also escaping <, > and & so it can sit inside an HTML <script>), and a
  * row's "frames" array. */

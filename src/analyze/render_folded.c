@@ -17,8 +17,11 @@ int ht__render_folded(const ht_report_t *r, FILE *f)
 {
     ht_rframe_t *buf = NULL;
     size_t cap = 0;
+    ht_progress_t pr;
+    ht__progress_init(&pr, r->ses, "writing stacks");
     for (size_t i = 0; i < r->nshown; i++) {
         const ht_row_t *row = &r->rows[i];
+        ht__progress_step(&pr, i, r->nshown);
         if (row->bytes <= 0)
             continue;
         size_t n = ht__row_frames(r, row, &buf, &cap);
@@ -36,6 +39,7 @@ int ht__render_folded(const ht_report_t *r, FILE *f)
         }
         fprintf(f, " %lld\n", (long long)row->bytes);
     }
+    ht__progress_end(&pr);
     free(buf);
     return ferror(f) ? -1 : 0;
 }

@@ -139,8 +139,11 @@ static void flame_data(const ht_report_t *r, FILE *f)
     fputs("<script type=\"application/json\" id=\"data\">{\"root\":", f);
     ht__json_string(f, root);
     fputs(",\"stacks\":[", f);
+    ht_progress_t pr;
+    ht__progress_init(&pr, r->ses, "drawing the flame graph");
     for (size_t i = 0; i < r->nrows; i++) {
         const ht_row_t *row = &r->rows[i];
+        ht__progress_step(&pr, i, r->nrows);
         if (row->bytes <= 0)
             continue;
         if (drawn >= HT_HTML_FLAME_ROWS) {
@@ -167,6 +170,7 @@ static void flame_data(const ht_report_t *r, FILE *f)
         fputc(']', f);
     }
     other += r->rest_bytes;
+    ht__progress_end(&pr);
     if (other) {
         uint32_t idx;
         ht__pool_intern(&names, "[other stacks]", 14, &idx);

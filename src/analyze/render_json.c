@@ -140,8 +140,11 @@ int ht__render_json(const ht_report_t *r, FILE *f)
             (unsigned long long)t->drops.unknown_frees, (unsigned long long)t->drops.write_errors,
             (unsigned long long)t->drops.other);
     fputs(",\"sites\":[", f);
+    ht_progress_t pr;
+    ht__progress_init(&pr, r->ses, "writing JSON");
     for (size_t i = 0; i < r->nshown; i++) {
         const ht_row_t *row = &r->rows[i];
+        ht__progress_step(&pr, i, r->nshown);
         fprintf(f, "%s\n{\"bytes\":%lld,\"blocks\":%lld,\"kind\":\"%s\",\"stacks\":%u", i ? "," : "",
                 (long long)row->bytes, (long long)row->blocks,
                 row->kind == HT_KIND_MMAP ? "mmap" : "heap", row->nstacks);
@@ -170,6 +173,7 @@ int ht__render_json(const ht_report_t *r, FILE *f)
         ht__json_frames(r, row, f, &buf, &cap);
         fputc('}', f);
     }
+    ht__progress_end(&pr);
     fputs("\n]}\n", f);
     free(buf);
     return ferror(f) ? -1 : 0;

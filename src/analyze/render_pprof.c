@@ -245,8 +245,11 @@ int ht__render_pprof(const ht_report_t *r, FILE *f)
     value_type(&p, &prof, 1, "alloc_space", "bytes");
     ht_rframe_t *buf = NULL;
     size_t cap = 0;
+    ht_progress_t pr;
+    ht__progress_init(&pr, r->ses, "building the profile");
     for (size_t i = 0; i < r->nshown; i++) {
         const ht_row_t *row = &r->rows[i];
+        ht__progress_step(&pr, i, r->nshown);
         size_t n = ht__row_frames(r, row, &buf, &cap);
         ids.len = 0;
         if (r->by == HT_BY_MODULE)
@@ -278,6 +281,7 @@ int ht__render_pprof(const ht_report_t *r, FILE *f)
         }
         f_msg(&samples, 2, &t);
     }
+    ht__progress_end(&pr);
     ht__buf_add(&prof, samples.p ? samples.p : "", samples.len);
     ht__buf_add(&prof, p.mappings.p ? p.mappings.p : "", p.mappings.len);
     ht__buf_add(&prof, p.locations.p ? p.locations.p : "", p.locations.len);

@@ -60,6 +60,11 @@ int fixture_load(const char *path, ht_trace_t *t, char *err, size_t errlen)
             }
             char *p = strtok_r(NULL, "\n", &save);
             m->path = strdup(p ? p : "");
+        } else if (!strcmp(w, "drops")) {   /* drops OVERFLOW UNKNOWN_FREES WRITE_ERRORS OTHER */
+            t->drops.overflow_allocs = strtoull(strtok_r(NULL, " ", &save), NULL, 0);
+            t->drops.unknown_frees = strtoull(strtok_r(NULL, " ", &save), NULL, 0);
+            t->drops.write_errors = strtoull(strtok_r(NULL, " ", &save), NULL, 0);
+            t->drops.other = strtoull(strtok_r(NULL, " \n", &save), NULL, 0);
         } else if (!strcmp(w, "stack")) {
             unsigned id = (unsigned)atoi(strtok_r(NULL, " ", &save));
             int n = atoi(strtok_r(NULL, " ", &save));
@@ -86,7 +91,9 @@ int fixture_load(const char *path, ht_trace_t *t, char *err, size_t errlen)
                 s->sites = realloc(s->sites, (sitecap = sitecap ? sitecap * 2 : 16) * sizeof *s->sites);
             ht_tsite_t *x = &s->sites[s->nsites++];
             unsigned id = (unsigned)atoi(strtok_r(NULL, " ", &save));
-            x->stack = id < 1024 ? map[id] : 0;
+            /* an id beyond the fixture's stacks stands for
+             * HT_STACK_ID_OVERFLOW: the tracker's database was full */
+            x->stack = id < 1024 && map[id] ? map[id] : 0xffffffffu;
             x->kind = (uint8_t)atoi(strtok_r(NULL, " ", &save));
             x->live_blocks = strtoull(strtok_r(NULL, " ", &save), NULL, 0);
             x->live_bytes = strtoull(strtok_r(NULL, " ", &save), NULL, 0);

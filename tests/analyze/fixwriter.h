@@ -17,6 +17,8 @@
  *   snapshot SEQ REASON TIME_NS
  *   site STACK KIND LIVE_BLOCKS LIVE_BYTES TOTAL_BLOCKS TOTAL_BYTES PEAK_BYTES
  *   truth STACK FUNCTION LINE           (the innermost frame's truth)
+ *   drops OVERFLOW UNKNOWN_FREES WRITE_ERRORS OTHER   (tests add it)
+ * A site whose STACK names no stack line stands for HT_STACK_ID_OVERFLOW.
  */
 #ifndef HT_TEST_FIXWRITER_H
 #define HT_TEST_FIXWRITER_H
