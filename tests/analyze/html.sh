@@ -50,6 +50,14 @@ expect_re "$out/symfix-zoom.dom" 'left: 0%; width: 60%; top: 54px;[^>]*>plugin_b
 expect_re "$out/symfix-zoom.dom" 'left: 60%; width: 40%; top: 54px;[^>]*>plugin_a_alloc<' "zoomed: plugin_a_alloc 40%"
 chrome --screenshot="$out/symfix-zoom.png" "$(url "$out/symfix.html")#focus=use_plugin" >/dev/null
 
+# a diff: the summary, growth drawn, the shrinking row listed last
+$ADIR/htdrive diff --format html -o "$out/diff.html" $ADIR/symfix.fix:0 $ADIR/symfix.fix
+dom "$(url "$out/diff.html")" >"$out/diff.dom"
+expect "$out/diff.dom" '+3200 bytes, +6 blocks between the snapshots (8660 bytes before, 11860 after)' "diff summary"
+# root, main, grow_steady, plateau, use_plugin and its two plugins
+expect "$out/diff.dom" 'data-flame-nodes="7"' "diff flame graph: growth only"
+expect_re "$out/diff.dom" '<td class="n">5</td><td class="n">-2000</td><td class="n">-1</td>' "shrink listed last"
+
 # C++ names: < > & are text
 $ADIR/htdrive report --format html -o "$out/cxx.html" $ADIR/cxxfix.fix
 dom "$(url "$out/cxx.html")" >"$out/cxx.dom"
