@@ -161,20 +161,49 @@ test: deps-test
 	@tests/run.sh $(TEST_BIN) $(TEST_SCRIPTS)
 
 .PHONY: all-tests
-all-tests: all $(TEST_BIN) $(PROG_BIN) $(PROGXX_BIN) $(TESTLIB_BIN) $(TOOL_BIN) $(ANALYZE_DEPS)
+# The trace reader's fuzz target (libFuzzer; checksums off so mutations
+# reach the decoders). `make test` runs it for 30 s, `make fuzz` longer.
+FUZZ_BIN := $(BUILD)/fuzz/fuzz_reader
+$(FUZZ_BIN): tests/fuzz/fuzz_reader.c src/format/read.c src/format/trace.h src/format/wire.h
+	@mkdir -p $(dir $@)
+	$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+	    -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION -D_GNU_SOURCE -Isrc -Iinclude \
+	    -o $@ tests/fuzz/fuzz_reader.c src/format/read.c -lzstd
+
+FUZZ_TIME ?= 600
+.PHONY: fuzz
+fuzz: deps-test
+	@$(MAKE) --no-print-directory all-tests
+	@FUZZ_TIME=$(FUZZ_TIME) sh tests/fuzz/reader.sh
+
+all-tests: all $(TEST_BIN) $(PROG_BIN) $(PROGXX_BIN) $(TESTLIB_BIN) $(TOOL_BIN) $(FUZZ_BIN) $(ANALYZE_DEPS)
 
 # ---- demo ----------------------------------------------------------------
 $(BUILD)/examples/stack_demo: examples/stack_demo.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) -O1 -g -Wall -Werror -Iinclude -o $@ $< -L$(BUILD) -lheaptrail -ldw -Wl,-rpath,'$$ORIGIN/..'
 
+# leaky: a program with known leaks (see its header) run under heaptrail
+$(BUILD)/examples/leaky: examples/leaky.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -Wall -Werror -o $@ $<
+
 demo: deps
-	@$(MAKE) --no-print-directory all $(BUILD)/examples/stack_demo
+	@$(MAKE) --no-print-directory all $(BUILD)/examples/stack_demo $(BUILD)/examples/leaky
 	@$(BUILD)/examples/stack_demo
+	@echo
+	@echo '$$ heaptrail run ./leaky    (known truth: 5,456 bytes in 16 blocks from 3 sites)'
+	@cd $(BUILD)/examples && rm -f heaptrail.leaky.*.ht && ../heaptrail run ./leaky
 
 # ---- benchmarks ----------------------------------------------------------
-bench: deps-bench bench-analyzer
+bench: deps-bench bench-agent bench-analyzer
+
+# Allocation tracking overhead side by side with heaptrack, memcheck and
+# LSan on ../shared/workloads (docs/BENCHMARKS.md). BENCH_RUNS=N.
+.PHONY: bench-agent
+bench-agent: deps-bench
 	@$(MAKE) --no-print-directory all
+	@sh bench/agent.sh
 
 # The analyzer against heaptrack_print, and symbolization speed
 # (bench/analyzer/run.sh; results in build/bench/analyzer.md).

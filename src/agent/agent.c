@@ -8,6 +8,7 @@
  *   HEAPTRAIL_FOLLOW_EXEC=1                  keep LD_PRELOAD for exec'd programs
  *   HEAPTRAIL_CONTROL=0                      no control socket/thread
  *   HEAPTRAIL_MAX_FRAMES=N                   stack depth (1..128, default 128)
+ *   HEAPTRAIL_BENCH_MODE=hooks|capture|nocapture  benchmarks only: cost split
  *
  * The control thread: `heaptrail snapshot PID` connects to the abstract
  * unix socket "\0heaptrail.PID" and asks for a snapshot; a thread of ours,
@@ -53,6 +54,13 @@ static struct {
 } A = { .listen_fd = -1 };
 
 static const int crash_signals[] = { SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL };
+
+static int ht__strcmp(const char *a, const char *b)
+{
+    while (*a && *a == *b)
+        a++, b++;
+    return (unsigned char)*a - (unsigned char)*b;
+}
 
 static void set_clocks(void)
 {
@@ -412,6 +420,14 @@ __attribute__((constructor(101))) static void agent_start(void)
         uint64_t v = ht__parse_size(s, HT_MAX_FRAMES);
         ht__agent.max_frames = v < 1 ? 1 : v > HT_MAX_FRAMES ? HT_MAX_FRAMES : (int)v;
     }
+    /* benchmarks only: split the cost (docs/BENCHMARKS.md) */
+    s = ht__env("HEAPTRAIL_BENCH_MODE");
+    if (s && !ht__strcmp(s, "hooks"))
+        ht__agent.on = HT_ON_OFF;
+    else if (s && !ht__strcmp(s, "capture"))
+        ht__agent.on = HT_ON_CAPTURE_ONLY;
+    else if (s && !ht__strcmp(s, "nocapture"))
+        ht__agent.on = HT_ON_NO_CAPTURE;
     A.interval_ms = parse_seconds_ms(ht__env("HEAPTRAIL_INTERVAL"));
     s = ht__env("HEAPTRAIL_CONTROL");
     A.control = !(s && s[0] == '0');

@@ -21,8 +21,14 @@
 HT_INTERNAL extern HT_TLS int ht__guard;
 
 /* Process-wide state read on every hook. */
+enum {
+    HT_ON_OFF = 0,              /* hooks pass through */
+    HT_ON_FULL = 1,             /* the normal mode */
+    HT_ON_CAPTURE_ONLY = 2,     /* benchmarks: capture, record nothing */
+    HT_ON_NO_CAPTURE = 3        /* benchmarks: record with an empty stack */
+};
 typedef struct ht_agent_s {
-    int on;                     /* tracking enabled */
+    int on;                     /* HT_ON_* */
     int max_frames;
     uint64_t t0_ns;             /* CLOCK_MONOTONIC at start-up */
     uint64_t start_realtime_ns;
@@ -40,6 +46,15 @@ typedef struct ht_agent_drops_s {
 HT_INTERNAL extern ht_agent_drops_t ht__drops;
 
 HT_INTERNAL uint64_t ht__now_ns(void);          /* monotonic ns since start-up */
+
+/* The spin lock's fast path, inlined into the hooks (the slow path
+ * spins, then yields: src/core/util.h). */
+static HT_ALWAYS_INLINE void ht__lock(ht_spinlock_t *l)
+{
+    if (ht_unlikely(__atomic_exchange_n(&l->v, 1, __ATOMIC_ACQUIRE) != 0))
+        ht__spin_lock(l);
+}
+static HT_ALWAYS_INLINE void ht__unlock(ht_spinlock_t *l) { __atomic_store_n(&l->v, 0, __ATOMIC_RELEASE); }
 
 /* ---- sites.c: per-(stack, kind) statistics ----------------------------- */
 typedef struct ht_site_s {

@@ -164,19 +164,35 @@ static HT_NOINLINE void note_reentry(void)
         ht_fetch_add(&ht__drops.reentrant, 1);
 }
 
+/* Cost-split modes for the benchmarks only (HEAPTRAIL_BENCH_MODE, see
+ * agent.c): hooks only, capture only, bookkeeping without capture. */
+static HT_NOINLINE void bench_track(void *p, size_t n, int kind)
+{
+    void *frames[HT_MAX_FRAMES];
+    uint64_t hash;
+    ht__guard = 1;
+    if (ht__agent.on == HT_ON_CAPTURE_ONLY)
+        ht_capture(1, ht__agent.max_frames, frames, &hash);
+    else if (ht__agent.on == HT_ON_NO_CAPTURE)
+        record_alloc(p, n, kind, NULL, 0, ht_stack_hash(NULL, 0));
+    ht__guard = 0;
+}
+
 /* Records the block `p` of `n` bytes returned by the hook this expands in:
  * frames[0] would be the return address into the hook, so skip 1. */
 #define TRACK(p, n, kind) \
     do { \
         if (ht_likely((p) != NULL)) { \
             if (ht_likely(!ht__guard)) { \
-                if (ht_likely(ht__agent.on)) { \
+                if (ht_likely(ht__agent.on == HT_ON_FULL)) { \
                     void *frames_[HT_MAX_FRAMES]; \
                     uint64_t hash_; \
                     ht__guard = 1; \
                     int nf_ = ht_capture(1, ht__agent.max_frames, frames_, &hash_); \
                     record_alloc((p), (n), (kind), frames_, nf_, hash_); \
                     ht__guard = 0; \
+                } else if (ht__agent.on) { \
+                    bench_track((p), (n), (kind)); \
                 } \
             } else { \
                 note_reentry(); \
@@ -187,9 +203,11 @@ static HT_NOINLINE void note_reentry(void)
 #define UNTRACK(p) \
     do { \
         if (ht_likely(!ht__guard)) { \
-            ht__guard = 1; \
-            record_free(p); \
-            ht__guard = 0; \
+            if (ht_likely(ht__agent.on == HT_ON_FULL || ht__agent.on == HT_ON_NO_CAPTURE)) { \
+                ht__guard = 1; \
+                record_free(p); \
+                ht__guard = 0; \
+            } \
         } else { \
             note_reentry(); \
         } \
@@ -505,9 +523,12 @@ static HT_ALWAYS_INLINE void *mmap_body(void *a, size_t n, int prot, int flags, 
     { \
         NEED(mmap); \
         if (ht_unlikely(ht__guard) || !ht__agent.on || \
-            !(flags & (MAP_ANONYMOUS | MAP_FIXED))) \
+            !(flags & (MAP_ANONYMOUS | MAP_FIXED))) { \
+            if (ht__guard && (flags & MAP_ANONYMOUS)) \
+                note_reentry(); \
             return real.mmap ? real.mmap(a, n, prot, flags, fd, off) \
                              : raw_mmap(a, n, prot, flags, fd, off); \
+        } \
         void *frames[HT_MAX_FRAMES]; \
         uint64_t hash; \
         uint32_t id = 0; \

@@ -83,9 +83,9 @@ int ht__live_insert(uintptr_t addr, uint64_t size, uint32_t stack, uint32_t *old
     uint64_t key = addr | (uint64_t)(stack >> 16) << 48;
     uint64_t val = size | (uint64_t)(stack & 0xffff) << 48;
     int rc = 0;
-    ht__spin_lock(&s->lock);
+    ht__lock(&s->lock);
     if (ht_unlikely(!s->tab || (s->used + 1) * 8 > (s->mask + 1) * 5) && grow(s) != 0) {
-        ht__spin_unlock(&s->lock);
+        ht__unlock(&s->lock);
         ht_fetch_add(&ht__drops.table_full, 1);
         return -1;
     }
@@ -107,7 +107,7 @@ int ht__live_insert(uintptr_t addr, uint64_t size, uint32_t stack, uint32_t *old
     }
     t[i].key = key;
     t[i].val = val;
-    ht__spin_unlock(&s->lock);
+    ht__unlock(&s->lock);
     return rc;
 }
 
@@ -115,17 +115,17 @@ int ht__live_remove(uintptr_t addr, uint64_t *size, uint32_t *stack)
 {
     uint64_t h = mix(addr);
     shard_t *s = shard_of(h);
-    ht__spin_lock(&s->lock);
+    ht__lock(&s->lock);
     entry_t *t = s->tab;
     if (ht_unlikely(!t)) {
-        ht__spin_unlock(&s->lock);
+        ht__unlock(&s->lock);
         return 0;
     }
     uint64_t m = s->mask, i = h & m;
     for (;; i = (i + 1) & m) {
         uint64_t k = t[i].key;
         if (!k) {
-            ht__spin_unlock(&s->lock);
+            ht__unlock(&s->lock);
             return 0;
         }
         if ((k & LOW48) == addr)
@@ -151,7 +151,7 @@ int ht__live_remove(uintptr_t addr, uint64_t *size, uint32_t *stack)
     t[hole].key = 0;
     t[hole].val = 0;
     s->used--;
-    ht__spin_unlock(&s->lock);
+    ht__unlock(&s->lock);
     return 1;
 }
 

@@ -649,7 +649,8 @@ void ht__writer_init(void)
     W.paths_len = 1;            /* offset 0 is "" */
     ZSTD_compressionParameters cp = ZSTD_getCParams(1, RAW_CAP, 0);
     size_t ws = ZSTD_estimateCCtxSize_usingCParams(cp);
-    void *wsp = ht__map(ws);
+    const char *z = ht__env("HEAPTRAIL_COMPRESS");
+    void *wsp = z && z[0] == '0' ? NULL : ht__map(ws);   /* "0": stored blocks */
     if (wsp)
         W.cctx = ZSTD_initStaticCCtx(wsp, ws);
     if (!W.raw || !W.out || !W.mods || !W.paths) {
@@ -755,6 +756,8 @@ void ht__trace_finish(void)
     if (!W.finished && W.created) {
         size_t at = rec_begin(HT_REC_END);
         put_varint(ht__now_ns());
+        /* so a reader learns of lost blocks even when the last DROPS was lost */
+        put_varint(ht_load_relaxed(&ht__drops.write_errors));
         rec_end(at);
         flush();
     }

@@ -6,6 +6,7 @@
  * execvp on the user's own argv, and trace strings are printed with
  * control characters replaced. */
 #include "commands.h"
+#include <elfutils/libdwfl.h>
 #include "../format/trace.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -114,14 +115,56 @@ static int by_bytes(const void *a, const void *b)
     return x->live_blocks > y->live_blocks ? -1 : x->live_blocks < y->live_blocks;
 }
 
-static void print_frame(const ht_trace_t *t, uint32_t node)
+/* Function names for the few frames the summary prints: each module's
+ * ELF file is opened once, on first use, with libdw (offline, at the
+ * recorded bias). A module whose file is gone or changed prints as
+ * module+offset only. */
+typedef struct {
+    Dwfl *dwfl;
+    Dwfl_Module *mod;
+    int tried;
+} symmod_t;
+
+static const char *symbolize(const ht_trace_t *t, symmod_t *cache, const ht_tnode_t *nd)
+{
+    symmod_t *c = &cache[nd->module];
+    const ht_tmodule_t *m = &t->modules[nd->module];
+    if (!c->tried) {
+        static char *dip;
+        static const Dwfl_Callbacks cb = {
+            .find_elf = dwfl_build_id_find_elf,
+            .find_debuginfo = dwfl_standard_find_debuginfo,
+            .section_address = dwfl_offline_section_address,
+            .debuginfo_path = &dip,
+        };
+        c->tried = 1;
+        if (m->path && m->path[0] == '/' && (c->dwfl = dwfl_begin(&cb)) != NULL) {
+            c->mod = dwfl_report_elf(c->dwfl, base_name(m->path), m->path, -1, m->bias, false);
+            dwfl_report_end(c->dwfl, NULL, NULL);
+            const unsigned char *bid;
+            GElf_Addr va;
+            int n = c->mod ? dwfl_module_build_id(c->mod, &bid, &va) : -1;
+            /* a rebuilt file would name the wrong functions */
+            if (c->mod && m->build_id_len && (n != (int)m->build_id_len || memcmp(bid, m->build_id, (size_t)n)))
+                c->mod = NULL;
+        }
+    }
+    return c->mod ? dwfl_module_addrname(c->mod, nd->addr - 1) : NULL;
+}
+
+static void print_frame(const ht_trace_t *t, symmod_t *cache, uint32_t node)
 {
     const ht_tnode_t *nd = &t->nodes[node];
     fprintf(stderr, "      ");
     if (nd->module < t->nmodules) {
         const ht_tmodule_t *m = &t->modules[nd->module];
+        const char *fn = symbolize(t, cache, nd);
+        if (fn) {
+            put_clean(stderr, fn);
+            fputs(" (", stderr);
+        }
         put_clean(stderr, base_name(m->path));
-        fprintf(stderr, "+0x%llx\n", (unsigned long long)(nd->addr - m->bias));
+        fprintf(stderr, "+0x%llx%s\n", (unsigned long long)(nd->addr - m->bias), fn ? ")" : "");
     } else {
         fprintf(stderr, "0x%llx\n", (unsigned long long)nd->addr);
     }
@@ -139,8 +182,13 @@ static void summarize(const char *path)
         return;
     }
     if (t.nsnaps == 0) {
-        fprintf(stderr, "heaptrail: trace %s holds no snapshot%s\n", path,
-                t.truncated ? " (damaged)" : t.complete ? "" : " (cut short)");
+        fprintf(stderr, "heaptrail: trace ");
+        put_clean(stderr, path);
+        fprintf(stderr, " holds no snapshot%s", t.truncated ? " (damaged)" : t.complete ? "" : " (cut short)");
+        if (t.drops.write_errors)
+            fprintf(stderr, "; %llu trace bytes could not be written (disk full?)",
+                    (unsigned long long)t.drops.write_errors);
+        fputc('\n', stderr);
         ht_trace_free(&t);
         return;
     }
@@ -172,6 +220,7 @@ static void summarize(const char *path)
                 (unsigned long long)t.drops.write_errors, (unsigned long long)t.drops.other);
     if (leaks)
         qsort(leaks, nleaks, sizeof *leaks, by_bytes);
+    symmod_t *cache = calloc(t.nmodules + 1, sizeof *cache);
     for (size_t i = 0; i < nleaks && i < TOP_STACKS; i++) {
         const ht_tsite_t *x = leaks[i].s;
         fprintf(stderr, "  %s bytes in %s blocks (%s)%s\n", commas(x->live_bytes, b1),
@@ -179,12 +228,17 @@ static void summarize(const char *path)
                 x->stack == 0xffffffffu ? ": stack not recorded (database full)" : ":");
         uint32_t id = x->stack;
         for (int k = 0; id != 0 && id < t.nnodes && k < TOP_FRAMES; k++) {
-            print_frame(&t, id);
+            if (cache)
+                print_frame(&t, cache, id);
             id = t.nodes[id].parent;
         }
         if (id != 0 && id < t.nnodes)
             fprintf(stderr, "      ...\n");
     }
+    for (size_t i = 0; cache && i < t.nmodules; i++)
+        if (cache[i].dwfl)
+            dwfl_end(cache[i].dwfl);
+    free(cache);
     free(leaks);
     ht_trace_free(&t);
 }

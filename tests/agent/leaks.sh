@@ -1,7 +1,7 @@
 # leaks.sh -- scripted leaks: heaptrail run's summary line equals the
 # program's own truth (bytes, blocks, distinct stacks), in C and C++,
 # from a dlclose'd library, and with a tiny stack-database budget.
-. tests/agent/lib.sh
+. tests/agent/common.inc
 cd "$T"
 
 # C: every allocation family, mmap regions, realloc chain

@@ -2,12 +2,13 @@
  * to the next thread, which frees it (cross-thread frees); each thread also
  * leaks 10 blocks of 40 bytes from stress_leak. Prints the truth. */
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #define THREADS 16
-#define PER_THREAD 20000
+#define PER_THREAD 10000
 #define QCAP 256
 
 typedef struct {
@@ -18,6 +19,7 @@ typedef struct {
 
 static queue_t queues[THREADS];
 static void *volatile sink;
+static unsigned finished;
 
 __attribute__((noinline)) static void *stress_alloc(size_t n) { return malloc(n); }
 __attribute__((noinline)) static void stress_leak(void) { sink = malloc(40); }
@@ -46,12 +48,20 @@ static void *worker(void *arg)
             pthread_mutex_unlock(&next->m);
             if (ok)
                 break;
-            drain(mine, 0);
+            drain(mine, 1);
+            sched_yield();
         }
         drain(mine, 0);
     }
     for (int k = 0; k < 10; k++)
         stress_leak();
+    /* keep draining until every producer is done, or a neighbour waiting
+     * on a full queue would wait forever */
+    __atomic_fetch_add(&finished, 1, __ATOMIC_SEQ_CST);
+    while (__atomic_load_n(&finished, __ATOMIC_SEQ_CST) < THREADS) {
+        drain(mine, 1);
+        sched_yield();
+    }
     return NULL;
 }
 

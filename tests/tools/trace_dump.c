@@ -5,8 +5,8 @@
  *   trace_dump FILE             header, drops, modules, every snapshot,
  *                               the last snapshot's sites
  *   trace_dump FILE --match S   one line: live/total sums over the last
- *                               snapshot's sites whose frames name a
- *                               function containing S
+ *                               snapshot's sites whose innermost frame
+ *                               (the allocation's caller) contains S
  * Exit status 1 if the reader fails. */
 #include <elfutils/libdwfl.h>
 #include <stdio.h>
@@ -86,6 +86,9 @@ int main(int argc, char **argv)
             const ht_tsnapshot_t *s = &t.snaps[t.nsnaps - 1];
             for (size_t i = 0; i < s->nsites; i++) {
                 frames(&t, s->sites[i].stack, buf, sizeof buf);
+                char *semi = strchr(buf, ';');
+                if (semi)
+                    *semi = 0;
                 if (!strstr(buf, match))
                     continue;
                 lb += s->sites[i].live_bytes;

@@ -1,0 +1,56 @@
+# control.sh -- snapshots on demand (heaptrail snapshot PID) without
+# disturbing a program's own signals, periodic snapshots (--interval),
+# snapshots and allocations from signal handlers, thread churn.
+. tests/agent/common.inc
+cd "$T"
+C=$P/control
+last_snap() { "$DUMP" "$1" | grep '^snap ' | tail -n1; }
+
+"$HT" run -o w.ht "$C" wait go >w.out 2>w.err &
+runner=$!
+for i in $(seq 100); do grep -q READY w.out 2>/dev/null && break; sleep 0.1; done
+pid=$(sed -n 's/^READY //p' w.out)
+"$HT" snapshot "$pid" >snap.out 2>&1; rc=$?
+cat snap.out
+expect_eq "snapshot: exit status" "$rc" 0
+grep -q "snapshot 0 of process $pid written to .*w.ht" snap.out && echo "ok: reply" || fail "reply: $(cat snap.out)"
+expect_eq "snapshot: on-demand snapshot in the trace" "$(field reason "$(last_snap w.ht)")" 1
+m=$("$DUMP" w.ht --match leak_waiting)
+expect_eq "snapshot: leak seen" "$(field live_bytes "$m")" 99
+touch go
+wait $runner; rc=$?
+expect_eq "wait: exit status" "$rc" 0
+expect_eq "wait: no system call interrupted" "$(sed -n 's/^EINTR=//p' w.out)" 0
+expect_eq "wait: snapshots (request, exit)" "$("$DUMP" w.ht | grep '^snap ' | sed 's/.*reason=\([0-9]*\).*/\1/' | tr '\n' ' ')" "1 0 "
+
+"$HT" snapshot 1 >n.out 2>&1; rc=$?
+expect_eq "snapshot of an untraced process fails" "$rc" 1
+grep -q "not traced" n.out && echo "ok: says not traced" || fail "untraced: $(cat n.out)"
+
+( sleep 1; touch go2 ) &
+"$HT" run --interval 0.1 -o i.ht "$C" wait go2 >i.out 2>i.err; rc=$?
+expect_eq "interval: exit status" "$rc" 0
+expect_eq "interval: no system call interrupted" "$(sed -n 's/^EINTR=//p' i.out)" 0
+n=$("$DUMP" i.ht | grep -c '^snap .*reason=2')
+[ "$n" -ge 4 ] && echo "ok: $n interval snapshots" || fail "interval snapshots: $n"
+
+"$HT" run -o s.ht "$C" signals >s.out 2>s.err; rc=$?
+expect_eq "signals: exit status" "$rc" 0
+h=$(cat s.out)
+m=$("$DUMP" s.ht --match leak_sig)
+expect_eq "signals: leak" "$(field live_bytes "$m") $(field live_blocks "$m")" "50 5"
+m=$("$DUMP" s.ht --match churn_site)
+expect_eq "signals: churn" "$(field total_blocks "$m") $(field live_blocks "$m")" "200000 0"
+m=$("$DUMP" s.ht --match sig_map)
+other=$(field other "$("$DUMP" s.ht | grep '^drops ')")
+expect_eq "signals: handler mappings tracked + untracked (inside a hook) = calls" \
+    "$(( $(field total_blocks "$m") + other )) $(field live_blocks "$m")" "$(field calls "$h") 0"
+n=$("$DUMP" s.ht | grep -c '^snap .*reason=3')
+expect_eq "signals: snapshots from the handler" "$n" "$(field snaps "$h")"
+echo "$h"
+
+"$HT" run -o t.ht "$C" threads >t.out 2>t.err; rc=$?
+expect_eq "threads: exit status" "$rc" 0
+m=$("$DUMP" t.ht --match leak_thread)
+expect_eq "threads: leaks" "$(field live_bytes "$m") $(field live_blocks "$m")" "9600 300"
+done_

@@ -1,0 +1,65 @@
+# failure.sh -- the tracker failing never changes the program: an
+# unwritable output, a full disk (RLIMIT_FSIZE: no SIGXFSZ, the file stays
+# readable), a name that exists; and a damaged or truncated trace is read
+# up to the damage with a clear message, never a crash.
+. tests/agent/common.inc
+cd "$T"
+
+"$P/leaks" >plain.out; plain_rc=$?
+
+"$HT" run -o /proc/self/nonexistent/x.ht "$P/leaks" >u.out 2>u.err; rc=$?
+cat u.err
+expect_eq "unwritable: exit status unchanged" "$rc" "$plain_rc"
+cmp -s plain.out u.out && echo "ok: output unchanged" || fail "output changed"
+grep -q '^heaptrail: no trace: ' u.err && echo "ok: says no trace" || fail "no 'no trace' message"
+
+# a full disk: the agent never writes past RLIMIT_FSIZE (SIGXFSZ would kill)
+( ulimit -f 1; exec "$HT" run -o full.ht "$P/leaks" >f.out 2>f.err ); rc=$?
+cat f.err
+expect_eq "full disk: exit status unchanged" "$rc" "$plain_rc"
+cmp -s plain.out f.out && echo "ok: output unchanged" || fail "output changed"
+size=$(stat -c %s full.ht)
+[ "$size" -le 1024 ] && echo "ok: file within the limit ($size bytes)" || fail "file has $size bytes"
+"$DUMP" full.ht >f.dump; rc=$?
+expect_eq "full disk: the partial trace reads" "$rc" 0
+expect_eq "full disk: not damaged" "$(field truncated "$(grep '^trace ' f.dump)")" 0
+[ "$(field write_errors "$(grep '^drops ' f.dump)")" -gt 0 ] && echo "ok: lost bytes counted" || fail "lost bytes not counted"
+grep -q 'could not be written' f.err && echo "ok: loss reported" || fail "loss not reported"
+
+touch exists.ht
+"$HT" run -o exists.ht "$P/leaks" >e.out 2>e.err; rc=$?
+expect_eq "existing output refused" "$rc" 2
+expect_eq "existing file untouched" "$(stat -c %s exists.ht)" 0
+
+# damaged traces: every truncation point, and flipped bytes
+"$HT" run -o good.ht "$P/leaks" >/dev/null 2>&1
+size=$(stat -c %s good.ht)
+bad=0 cut=0
+k=0
+while [ $k -lt "$size" ]; do
+    head -c $k good.ht >cut.ht
+    "$DUMP" cut.ht >cut.dump 2>&1; rc=$?
+    if [ $rc -ge 2 ]; then bad=$((bad + 1)); echo "crash at cut $k: $rc"; fi
+    if [ $k -ge 16 ] && [ $rc -ne 0 ]; then bad=$((bad + 1)); echo "cut $k: reader failed"; fi
+    if [ $k -ge 16 ] && ! grep -q '^trace .*complete=0' cut.dump; then bad=$((bad + 1)); echo "cut $k: claims complete"; fi
+    cut=$((cut + 1))
+    k=$((k + 7))
+done
+expect_eq "truncations read without crash ($cut tried)" "$bad" 0
+bad=0
+for off in 17 20 30 40 44 60 100 150 200 300 $((size - 3)); do
+    cp good.ht flip.ht
+    printf '\377' | dd of=flip.ht bs=1 seek=$off conv=notrunc 2>/dev/null
+    "$DUMP" flip.ht >flip.dump 2>&1; rc=$?
+    [ $rc -le 1 ] || { bad=$((bad + 1)); echo "flip at $off: exit $rc"; }
+    if [ $rc -eq 0 ] && ! grep -q 'truncated=1' flip.dump && ! cmp -s good.ht flip.ht; then
+        bad=$((bad + 1)); echo "flip at $off: damage not detected"
+    fi
+done
+expect_eq "flipped bytes detected without crash" "$bad" 0
+printf 'not a trace at all' >junk.ht
+"$HT" run -o junk2.ht true >/dev/null 2>&1
+"$DUMP" junk.ht >junk.out 2>&1; rc=$?
+expect_eq "junk: reader refuses" "$rc" 1
+grep -q 'junk.ht: offset 0: not a heaptrail trace' junk.out && echo "ok: message names file and offset" || fail "junk message: $(cat junk.out)"
+done_

@@ -1,0 +1,83 @@
+# lifecycle.sh -- how a traced process ends or multiplies: exit, _exit,
+# crash (SIGSEGV, SIGABRT), SIGKILL after a flush, fork (the child writes
+# its own trace), fork while another thread allocates, exec with and
+# without --follow-exec; 16 threads with cross-thread frees.
+. tests/agent/common.inc
+cd "$T"
+L=$P/lifecycle
+
+# run MODE WANT_RC -> runs, checks the status, leaves the trace in MODE.ht
+run() {
+    "$HT" run -o "$1.ht" "$L" "$1" >"$1.out" 2>"$1.err"; rc=$?
+    expect_eq "$1: exit status" "$rc" "$2"
+}
+leak_of() { m=$("$DUMP" "$1" --match "$2"); echo "$(field live_bytes "$m") $(field live_blocks "$m")"; }
+last_snap() { "$DUMP" "$1" | grep '^snap ' | tail -n1; }
+
+run exit 5
+expect_eq "exit: leak" "$(leak_of exit.ht leak_before_end)" "150 3"
+expect_eq "exit: complete" "$(field complete "$("$DUMP" exit.ht | grep '^trace ')")" 1
+expect_eq "exit: reason" "$(field reason "$(last_snap exit.ht)")" 0
+
+run _exit 7
+expect_eq "_exit: leak" "$(leak_of _exit.ht leak_before_end)" "150 3"
+expect_eq "_exit: complete" "$(field complete "$("$DUMP" _exit.ht | grep '^trace ')")" 1
+
+run segv 139
+expect_eq "segv: leak" "$(leak_of segv.ht leak_before_end)" "150 3"
+expect_eq "segv: crash snapshot" "$(field reason "$(last_snap segv.ht)")" 4
+grep -q 'crashed' segv.err && echo "ok: crash reported" || fail "crash not reported"
+
+run abort 134
+expect_eq "abort: leak" "$(leak_of abort.ht leak_before_end)" "150 3"
+expect_eq "abort: crash snapshot" "$(field reason "$(last_snap abort.ht)")" 4
+
+run kill 137
+expect_eq "kill: leak as of the last flush" "$(leak_of kill.ht leak_before_end)" "150 3"
+expect_eq "kill: the later leak is not in it" "$(leak_of kill.ht leak_late)" "0 0"
+l=$("$DUMP" kill.ht | grep '^trace ')
+expect_eq "kill: cut short" "$(field complete "$l") $(field truncated "$l")" "0 0"
+expect_eq "kill: API snapshot" "$(field reason "$(last_snap kill.ht)")" 3
+grep -q 'cut short' kill.err && echo "ok: cut short reported" || fail "cut short not reported"
+
+run fork 0
+child=$(sed -n 's/^CHILD //p' fork.out)
+expect_eq "fork: parent leak" "$(leak_of fork.ht leak_parent)" "111 1"
+expect_eq "fork: parent has no child leak" "$(leak_of fork.ht leak_child)" "0 0"
+ct=heaptrail.lifecycle.$child.ht
+[ -f "$ct" ] && echo "ok: child trace $ct" || fail "no child trace $ct"
+expect_eq "fork: child leak" "$(leak_of "$ct" leak_child)" "444 2"
+expect_eq "fork: child inherits the parent's live block" "$(leak_of "$ct" leak_parent)" "111 1"
+expect_eq "fork: child trace pid" "$(field pid "$("$DUMP" "$ct" | grep '^trace ')")" "$child"
+rm -f heaptrail.lifecycle.*.ht
+
+run forkstorm 0
+n=0
+for f in heaptrail.lifecycle.*.ht; do
+    [ -f "$f" ] || continue
+    "$DUMP" "$f" >/dev/null && n=$((n + 1))
+done
+expect_eq "forkstorm: readable child traces" "$n" 20
+rm -f heaptrail.lifecycle.*.ht
+
+run exec 0
+expect_eq "exec without --follow-exec: no trace of the exec'd program" "$(ls heaptrail.lifecycle.*.ht 2>/dev/null | wc -l)" 0
+"$HT" run --follow-exec -o execf.ht "$L" exec >execf.out 2>execf.err; rc=$?
+expect_eq "exec --follow-exec: exit status" "$rc" 0
+child=$(sed -n 's/^CHILD //p' execf.out)
+ct=heaptrail.lifecycle.$child.ht
+expect_eq "exec --follow-exec: the exec'd program's leak" "$(leak_of "$ct" leak_child)" "444 1"
+expect_eq "exec --follow-exec: parent's leak" "$(leak_of execf.ht leak_parent)" "333 1"
+
+# 16 threads, cross-thread frees: exact per-site totals
+"$HT" run -o stress.ht "$P/stress16" >stress.out 2>stress.err; rc=$?
+expect_eq "stress16: exit status" "$rc" 0
+truth=$(cat stress.out)
+m=$("$DUMP" stress.ht --match stress_alloc)
+expect_eq "stress16: allocations" "$(field total_blocks "$m") $(field total_bytes "$m") $(field live_blocks "$m")" \
+    "$(field alloc_blocks "$truth") $(field alloc_bytes "$truth") 0"
+m=$("$DUMP" stress.ht --match stress_leak)
+expect_eq "stress16: leaks" "$(field live_blocks "$m") $(field live_bytes "$m")" \
+    "$(field leak_blocks "$truth") $(field leak_bytes "$truth")"
+expect_eq "stress16: unknown frees" "$(field unknown_frees "$("$DUMP" stress.ht | grep '^drops ')")" 0
+done_

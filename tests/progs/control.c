@@ -1,0 +1,105 @@
+/* control.c MODE -- programs for snapshots on demand, at intervals and
+ * from signal handlers.
+ *   wait FILE  has handlers of its own for SIGUSR1 and SIGRTMIN, leaks
+ *              1x99 from leak_waiting, prints "READY pid", then sleeps in
+ *              10 ms steps until FILE exists; prints "EINTR=n" (system
+ *              calls interrupted: must stay 0 under the agent)
+ *   signals    a SIGALRM every 100 us whose handler maps and unmaps a page
+ *              (from sig_map) and every 50th time calls ht_snapshot(), while
+ *              main allocates and frees 200,000 blocks (churn_site) and
+ *              leaks 5x10 (leak_sig); prints "HANDLER calls=n snaps=m"
+ *   threads    300 threads created and joined one after another, each
+ *              leaking 1x32 from leak_thread */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+#include "heaptrail.h"
+
+static void *volatile sink;
+static volatile sig_atomic_t usr;
+static volatile unsigned calls, snaps;
+
+static void on_usr(int sig) { (void)sig; usr++; }
+__attribute__((noinline)) static void leak_waiting(void) { sink = malloc(99); }
+__attribute__((noinline)) static void leak_sig(void) { sink = malloc(10); }
+__attribute__((noinline)) static void churn_site(unsigned i) { sink = malloc(i % 500 + 1); free(sink); }
+__attribute__((noinline)) static void *sig_map(void)
+{
+    return mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+}
+__attribute__((noinline)) static void leak_thread(void) { sink = malloc(32); }
+
+static void on_alarm(int sig)
+{
+    (void)sig;
+    int e = errno;
+    void *p = sig_map();
+    if (p != MAP_FAILED)
+        munmap(p, 4096);
+    if (++calls % 50 == 0 && ht_snapshot() >= 0)
+        snaps++;
+    errno = e;
+}
+
+static void *thread_main(void *arg)
+{
+    (void)arg;
+    leak_thread();
+    sink = malloc(100);
+    free(sink);
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "";
+    if (!strcmp(mode, "wait") && argc > 2) {
+        signal(SIGUSR1, on_usr);
+        signal(SIGRTMIN, on_usr);
+        leak_waiting();
+        printf("READY %d\n", (int)getpid());
+        fflush(stdout);
+        int eintr = 0;
+        for (int i = 0; i < 3000 && access(argv[2], F_OK) != 0; i++) {
+            struct timespec ts = { 0, 10000000 };
+            if (nanosleep(&ts, NULL) != 0 && errno == EINTR)
+                eintr++;
+        }
+        printf("EINTR=%d\n", eintr);
+        return 0;
+    }
+    if (!strcmp(mode, "signals")) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_alarm;
+        sa.sa_flags = SA_RESTART;
+        sigaction(SIGALRM, &sa, NULL);
+        struct itimerval it = { { 0, 100 }, { 0, 100 } };
+        setitimer(ITIMER_REAL, &it, NULL);
+        for (unsigned i = 0; i < 200000; i++)
+            churn_site(i);
+        for (int i = 0; i < 5; i++)
+            leak_sig();
+        struct itimerval off = { { 0, 0 }, { 0, 0 } };
+        setitimer(ITIMER_REAL, &off, NULL);
+        printf("HANDLER calls=%u snaps=%u\n", calls, snaps);
+        return 0;
+    }
+    if (!strcmp(mode, "threads")) {
+        for (int i = 0; i < 300; i++) {
+            pthread_t t;
+            if (pthread_create(&t, NULL, thread_main, NULL) != 0)
+                return 1;
+            pthread_join(t, NULL);
+        }
+        return 0;
+    }
+    return 2;
+}
