@@ -7,7 +7,7 @@ what=${1:-test}
 
 build="gcc make libc6-dev libdw-dev libelf-dev libzstd-dev zlib1g-dev pkg-config"
 test="$build g++ clang libunwind-dev gdb sqlite3 python3 binutils nodejs npm chromium"
-bench="$test heaptrack valgrind hyperfine liblsan0"
+bench="$test heaptrack valgrind hyperfine liblsan0 time"
 
 case $what in
 build) want=$build ;;
