@@ -33,7 +33,7 @@ FORMAT_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard src/format/*.c))
 AGENT_OBJ  := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard src/agent/*.c))
 CLI_OBJ    := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard src/analyze/*.c))
 LDLIBS_AGENT := -lzstd
-LDLIBS_CLI   := -ldw -lelf -lzstd -lz
+LDLIBS_CLI   := -ldw -lelf -lzstd -lz -lstdc++
 
 .PHONY: all deps deps-test deps-bench test demo bench clean windows
 .SECONDARY:
@@ -145,7 +145,45 @@ $(BUILD)/tests/capture_plt: tests/capture/plt.c tests/check.h $(LIB)
 	    -Wl,-rpath,'$$ORIGIN/..'
 CAPTURE_BIN += $(BUILD)/tests/capture_plt
 
-TEST_BIN := $(UNIT_BIN) $(CAPTURE_BIN)
+
+# Analyzer tests (tests/analyze): unit tests t_X.c -> build/tests/analyze_X,
+# linked with the CLI's objects minus main.c; htdrive runs the CLI commands
+# on fixture traces written by real test programs (see fixwriter.h).
+CLI_LIB_OBJ := $(filter-out $(BUILD)/obj/src/analyze/main.o,$(CLI_OBJ))
+ADIR := $(BUILD)/tests/analyze
+ANALYZE_BIN := $(patsubst tests/analyze/t_%.c,$(BUILD)/tests/analyze_%,$(wildcard tests/analyze/t_*.c))
+ANALYZE_DEPS := $(ADIR)/htdrive $(ADIR)/symfix.fix $(ADIR)/symfix2.fix $(ADIR)/cxxfix.fix \
+    $(ADIR)/stripped/symfix
+$(ADIR)/fixture.o: tests/analyze/fixture.c tests/analyze/fixture.h src/format/trace.h
+	@mkdir -p $(dir $@)
+	$(CC) $(TEST_CFLAGS) -Isrc -c -o $@ $<
+$(ADIR)/htdrive: tests/analyze/driver.c $(ADIR)/fixture.o $(CLI_LIB_OBJ) $(FORMAT_OBJ) $(LIBA)
+	$(CC) $(TEST_CFLAGS) -Isrc -Itests -o $@ $< $(ADIR)/fixture.o $(CLI_LIB_OBJ) $(FORMAT_OBJ) $(LIBA) $(LDLIBS_CLI) $(LDLIBS_CORE)
+$(BUILD)/tests/analyze_%: tests/analyze/t_%.c tests/check.h $(ADIR)/fixture.o $(CLI_LIB_OBJ) $(FORMAT_OBJ) $(LIBA) $(ANALYZE_DEPS)
+	$(CC) $(TEST_CFLAGS) -Isrc -Itests -o $@ $< $(ADIR)/fixture.o $(CLI_LIB_OBJ) $(FORMAT_OBJ) $(LIBA) $(LDLIBS_CLI) $(LDLIBS_CORE)
+$(ADIR)/libplugin_%.so: tests/analyze/plugin.c
+	@mkdir -p $(dir $@)
+	$(CC) -O1 -g -fPIC -shared -Wall -Werror -DPLUGIN_FN=plugin_$*_alloc -o $@ $<
+$(ADIR)/cxxfix: tests/analyze/cxxfix.cc tests/analyze/fixwriter.h $(LIB)
+	@mkdir -p $(dir $@)
+	$(CXX) -O1 -g -Wall -Werror -Wno-unused-parameter -Iinclude -Itests -o $@ $< \
+	    -L$(BUILD) -lheaptrail -ldl -Wl,-rpath,'$$ORIGIN/../..'
+$(BUILD)/tests/progs/symfix: tests/analyze/fixwriter.h
+$(ADIR)/symfix.fix: $(BUILD)/tests/progs/symfix $(ADIR)/libplugin_a.so $(ADIR)/libplugin_b.so
+	$< >$@.tmp && mv $@.tmp $@
+$(ADIR)/symfix2.fix: $(ADIR)/symfix.fix
+	$(BUILD)/tests/progs/symfix >$@.tmp && mv $@.tmp $@
+$(ADIR)/cxxfix.fix: $(ADIR)/cxxfix
+	$< >$@.tmp && mv $@.tmp $@
+# symfix stripped of everything, its debug info under debug/.build-id/
+$(ADIR)/stripped/symfix: $(BUILD)/tests/progs/symfix
+	@mkdir -p $(dir $@)
+	bid=$$(readelf -n $< | sed -n 's/.*Build ID: *//p'); \
+	d=$(ADIR)/debug/.build-id/$$(echo $$bid | cut -c1-2); mkdir -p $$d; \
+	objcopy --only-keep-debug $< $$d/$$(echo $$bid | cut -c3-).debug && \
+	strip --strip-all -o $@ $<
+
+TEST_BIN := $(UNIT_BIN) $(CAPTURE_BIN) $(ANALYZE_BIN)
 TEST_SCRIPTS := $(sort $(wildcard tests/*/*.sh))
 
 test: deps-test
@@ -260,7 +298,7 @@ fuzz: deps-test
 	@FUZZ_TIME=$(FUZZ_TIME) sh tests/fuzz/reader.sh
 
 all-tests: all $(TEST_BIN) $(PROG_BIN) $(PROGXX_BIN) $(TESTLIB_BIN) $(TOOL_BIN) $(FUZZ_BIN) $(AGREE_LIB) \
-	    windows-tests
+	    $(ANALYZE_DEPS) windows-tests
 
 # ---- demo ----------------------------------------------------------------
 $(BUILD)/examples/stack_demo: examples/stack_demo.c $(LIB)
@@ -280,9 +318,9 @@ demo: deps
 	@cd $(BUILD)/examples && rm -f heaptrail.leaky.*.ht && ../heaptrail run ./leaky
 
 # ---- benchmarks ----------------------------------------------------------
-.PHONY: bench-capture bench-stackdb bench-agent
+.PHONY: bench-capture bench-stackdb bench-agent bench-analyzer
 bench: deps-bench
-	@$(MAKE) --no-print-directory bench-capture bench-stackdb bench-agent bench-windows
+	@$(MAKE) --no-print-directory bench-capture bench-stackdb bench-agent bench-analyzer bench-windows
 
 CAPTURE_BENCH := $(BUILD)/bench/capture_bench_nofp $(BUILD)/bench/capture_bench_fp
 $(BUILD)/bench/capture_bench_%: bench/capture_bench.c $(LIB)
@@ -325,6 +363,18 @@ $(WIN_BUILD)/bench/capture_bench.exe: bench/windows/capture_bench.c $(WIN_TBUILD
 bench-agent: deps-bench
 	@$(MAKE) --no-print-directory all
 	@sh bench/agent.sh
+
+# The analyzer against heaptrack_print, and symbolization speed
+# (bench/analyzer/run.sh; results in build/bench/analyzer.md).
+.PHONY: bench-analyzer
+$(BUILD)/bench/symbench: bench/analyzer/symbench.c $(CLI_LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(TEST_CFLAGS) -Isrc -o $@ $< $(CLI_LIB_OBJ) $(FORMAT_OBJ) $(LIBA) $(LDLIBS_CLI) $(LDLIBS_CORE)
+$(BUILD)/bench/stackgen: bench/analyzer/stackgen.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -o $@ $<
+bench-analyzer: all $(BUILD)/bench/symbench $(BUILD)/bench/stackgen $(TOOL_BIN)
+	@sh bench/analyzer/run.sh
 
 clean:
 	rm -rf $(BUILD)

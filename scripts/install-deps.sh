@@ -6,8 +6,8 @@ set -eu
 what=${1:-test}
 
 build="gcc make libc6-dev libdw-dev libelf-dev libzstd-dev zlib1g-dev pkg-config"
-test="$build clang libunwind-dev gdb sqlite3 python3 binutils wine wine64 gcc-mingw-w64-x86-64"
-bench="$test heaptrack valgrind hyperfine liblsan0"
+test="$build g++ clang libunwind-dev gdb sqlite3 python3 binutils nodejs npm chromium wine wine64 gcc-mingw-w64-x86-64"
+bench="$test heaptrack valgrind hyperfine liblsan0 time"
 
 case $what in
 build) want=$build ;;
@@ -18,6 +18,9 @@ esac
 
 missing=""
 for p in $want; do
+    # some nodejs builds (nodesource's) carry npm themselves and conflict
+    # with Debian's npm package: what matters is the command
+    [ "$p" = npm ] && command -v npm >/dev/null 2>&1 && continue
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
         missing="$missing $p"
 done

@@ -1,0 +1,943 @@
+/* model.c -- the trace -> report layer (see model.h): normalizes stacks,
+ * aggregates sites into rows (by stack, function or module), and builds
+ * the leak/in-use report, snapshot diffs and growth rankings. Pure: reads
+ * only the ht_trace_t values it is given, prints nothing but progress. */
+#include <fnmatch.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "model.h"
+
+const char *const ht__default_well_tested[] = {
+    "libc.so*", "libc-*.so", "libm.so*", "libstdc++.so*", "libgcc_s.so*",
+    "ld-linux*.so*", "ld-*.so*", "libpthread.so*", "libdl.so*",
+    "libheaptrail*.so*", NULL
+};
+
+/*---------------------------------------------------------------- progress */
+
+void ht__progress_init(ht_progress_t *p, const ht_session_t *s, const char *what)
+{
+    p->what = what;
+    p->last = ht__now();
+    p->shown = 0;
+    p->on = s->opts && s->opts->progress;
+}
+
+void ht__progress_step(ht_progress_t *p, size_t done, size_t total)
+{
+    if (!p->on || (done & 4095))
+        return;
+    double now = ht__now();
+    if (now - p->last < 0.25)
+        return;
+    p->last = now;
+    p->shown = 1;
+    fprintf(stderr, "\r%s: %zu/%zu (%d%%)  ", p->what, done, total,
+            total ? (int)(100.0 * (double)done / (double)total) : 100);
+}
+
+void ht__progress_end(ht_progress_t *p)
+{
+    if (p->shown)
+        fprintf(stderr, "\r%*s\r", 60, "");
+    p->shown = 0;
+}
+
+/*----------------------------------------------------------------- session */
+
+void ht__session_init(ht_session_t *s, const ht_opts_t *o, const char *debug_dirs, FILE *warn)
+{
+    memset(s, 0, sizeof *s);
+    s->opts = o;
+    s->sym = ht__sym_new(debug_dirs, warn);
+}
+
+void ht__session_free(ht_session_t *s)
+{
+    for (int i = 0; i < s->nin; i++) {
+        free(s->in[i].node_tmod);
+        free(s->in[i].tm_handle);
+        free(s->in[i].tm_bias);
+        free(s->in[i].node_hash);
+    }
+    ht__sym_free(s->sym);
+    memset(s, 0, sizeof *s);
+}
+
+static int well_tested(const ht_opts_t *o, const char *name)
+{
+    if (!o || !o->well_tested) {
+        for (int i = 0; ht__default_well_tested[i]; i++)
+            if (fnmatch(ht__default_well_tested[i], name, 0) == 0)
+                return 1;
+        return 0;
+    }
+    for (size_t i = 0; i < o->nwell_tested; i++)
+        if (fnmatch(o->well_tested[i], name, 0) == 0)
+            return 1;
+    return 0;
+}
+
+typedef struct modspan_s {
+    uint64_t start, end, max_end;   /* max_end: max of end over [0..i] */
+    uint64_t bias, load_ns;
+    uint32_t handle, tidx;      /* symbolizer module, index in t->modules */
+} modspan_t;
+
+static int cmp_span(const void *a, const void *b)
+{
+    const modspan_t *x = a, *y = b;
+    if (x->start != y->start)
+        return x->start < y->start ? -1 : 1;
+    return x->load_ns < y->load_ns ? -1 : x->load_ns > y->load_ns;
+}
+
+/* The module holding `addr`. When several recorded modules covered it at
+ * different times (a library dlclose'd and another loaded in its place),
+ * the one loaded most recently before the stack was first seen wins: the
+ * code that made the call must have been loaded when the stack was
+ * captured, which was before the first snapshot that holds it. */
+static const modspan_t *find_span(const modspan_t *sp, size_t n, uint64_t addr, uint64_t seen)
+{
+    size_t lo = 0, hi = n;          /* first span with start > addr */
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (sp[mid].start <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    const modspan_t *best = NULL, *any = NULL;
+    for (size_t i = lo; i-- > 0 && sp[i].max_end > addr;) {
+        if (addr >= sp[i].end)
+            continue;
+        if (!any)
+            any = &sp[i];
+        if (sp[i].load_ns <= seen && (!best || sp[i].load_ns > best->load_ns))
+            best = &sp[i];
+    }
+    return best ? best : any;
+}
+
+int ht__session_add(ht_session_t *s, const char *name, const ht_trace_t *t)
+{
+    int idx = s->nin++;
+    ht_input_t *in = &s->in[idx];
+    memset(in, 0, sizeof *in);
+    in->name = name;
+    in->t = t;
+    size_t nn = t->nnodes ? t->nnodes : 1;
+    in->node_tmod = ht__xmalloc(nn * sizeof *in->node_tmod);
+    in->tm_handle = ht__xcalloc(t->nmodules + 1, sizeof *in->tm_handle);
+    in->tm_bias = ht__xcalloc(t->nmodules + 1, sizeof *in->tm_bias);
+    in->node_hash = NULL;
+
+    modspan_t *sp = ht__xcalloc(t->nmodules + 1, sizeof *sp);
+    modspan_t *tm = ht__xcalloc(t->nmodules + 1, sizeof *tm);  /* by trace index */
+    size_t nsp = 0;
+    for (size_t i = 0; i < t->nmodules; i++) {
+        const ht_tmodule_t *m = &t->modules[i];
+        if (m->end <= m->start)
+            continue;
+        uint32_t h = ht__sym_module(s->sym, m->path ? m->path : "", m->build_id, m->build_id_len);
+        ht_smod_t *sm = ht__sym_mod(s->sym, h);
+        if (!sm->end) {
+            sm->start = m->start;
+            sm->end = m->end;
+            sm->bias = m->bias;
+            sm->well_tested = well_tested(s->opts, sm->name);
+        }
+        sp[nsp++] = (modspan_t){ m->start, m->end, 0, m->bias, m->load_ns, h, (uint32_t)i };
+        tm[i] = sp[nsp - 1];
+        in->tm_handle[i] = h;
+        in->tm_bias[i] = m->bias;
+    }
+    qsort(sp, nsp, sizeof *sp, cmp_span);
+    for (size_t i = 0; i < nsp; i++)
+        sp[i].max_end = i && sp[i - 1].max_end > sp[i].end ? sp[i - 1].max_end : sp[i].end;
+
+    /* first time each node was seen: parents of a site's stack were
+     * captured no later than the site. Only needed to choose between
+     * modules that shared addresses over time, and only for nodes whose
+     * module the trace does not name. */
+    int overlap = 0;
+    for (size_t i = 1; i < nsp; i++)
+        overlap |= sp[i].start < sp[i - 1].max_end;
+    uint64_t *seen = overlap ? ht__xmalloc(nn * sizeof *seen) : NULL;
+    for (size_t i = 0; seen && i < nn; i++)
+        seen[i] = UINT64_MAX;
+    for (size_t k = 0; seen && k < t->nsnaps; k++) {
+        const ht_tsnapshot_t *sn = &t->snaps[k];
+        for (size_t j = 0; j < sn->nsites; j++) {
+            uint32_t n = sn->sites[j].stack;
+            while (n != 0 && n < t->nnodes && seen[n] == UINT64_MAX) {
+                seen[n] = sn->time_ns;
+                uint32_t p = t->nodes[n].parent;
+                n = p < n ? p : 0;
+            }
+        }
+    }
+    in->node_tmod[0] = UINT32_MAX;
+    for (size_t i = 1; i < t->nnodes; i++) {
+        uint64_t a = t->nodes[i].addr;
+        /* the module the tracker saw at capture time, when it says; else
+         * the address ranges (and load times) decide */
+        uint32_t mi = t->nodes[i].module;
+        if (mi < t->nmodules && tm[mi].end > a && tm[mi].start <= a) {
+            in->node_tmod[i] = mi;
+            continue;
+        }
+        const modspan_t *m = find_span(sp, nsp, a, seen ? seen[i] : UINT64_MAX);
+        in->node_tmod[i] = m ? m->tidx : UINT32_MAX;
+    }
+    free(seen);
+    free(sp);
+    free(tm);
+    return idx;
+}
+
+/* The per-node hashes of normalized stacks (computed once, on demand:
+ * only merging rows needs them). */
+static const uint64_t *node_hashes(ht_input_t *in)
+{
+    if (in->node_hash)
+        return in->node_hash;
+    const ht_trace_t *t = in->t;
+    uint64_t *h = ht__xmalloc((t->nnodes ? t->nnodes : 1) * sizeof *h);
+    h[0] = 0x6a09e667f3bcc908ull;
+    for (size_t i = 1; i < t->nnodes; i++) {
+        uint32_t p = t->nodes[i].parent < i ? t->nodes[i].parent : 0;
+        uint32_t m = ht__node_mod(in, (uint32_t)i);
+        uint64_t rel = ht__node_rel(in, (uint32_t)i);
+        uint64_t fh = m == HT_NOMOD ? ht__mix64(rel ^ 0x5bd1e995ull)
+                                    : ht__mix64((uint64_t)m * 0x9e3779b97f4a7c15ull + rel);
+        h[i] = ht__mix64(h[p] * 31 + fh);
+    }
+    in->node_hash = h;
+    return h;
+}
+
+/*--------------------------------------------------------------- snapshots */
+
+const ht_tsnapshot_t *ht__snapshot_pick(const ht_trace_t *t, int64_t n)
+{
+    if (n < 0)
+        n += (int64_t)t->nsnaps;
+    if (n < 0 || (uint64_t)n >= t->nsnaps)
+        return NULL;
+    return &t->snaps[n];
+}
+
+const char *ht__snap_reason(int reason)
+{
+    switch (reason) {
+    case HT_SNAP_EXIT: return "exit";
+    case HT_SNAP_REQUEST: return "request";
+    case HT_SNAP_INTERVAL: return "interval";
+    case HT_SNAP_API: return "api";
+    case HT_SNAP_CRASH: return "crash";
+    }
+    return "unknown";
+}
+
+/*--------------------------------------------------------------- rows */
+
+static uint32_t site_node(const ht_trace_t *t, uint32_t stack)
+{
+    return stack < t->nnodes ? stack : 0;   /* HT_STACK_ID_OVERFLOW: no stack */
+}
+
+static int stacks_equal(const ht_session_t *s, uint32_t ia, uint32_t a, uint32_t ib, uint32_t b)
+{
+    const ht_input_t *x = &s->in[ia], *y = &s->in[ib];
+    while (a && b) {
+        if (ia == ib && a == b)
+            return 1;
+        if (ht__node_mod(x, a) != ht__node_mod(y, b) || ht__node_rel(x, a) != ht__node_rel(y, b))
+            return 0;
+        uint32_t pa = x->t->nodes[a].parent, pb = y->t->nodes[b].parent;
+        a = pa < a ? pa : 0;
+        b = pb < b ? pb : 0;
+    }
+    return a == b;
+}
+
+/* The origin of a stack: its innermost frame outside the well-tested
+ * modules (or its innermost frame when all are well-tested). */
+static uint32_t origin_node(const ht_session_t *s, uint32_t input, uint32_t node)
+{
+    const ht_input_t *in = &s->in[input];
+    for (uint32_t n = node; n;) {
+        uint32_t m = ht__node_mod(in, n);
+        if (m == HT_NOMOD || !ht__sym_mod(s->sym, m)->well_tested)
+            return n;
+        uint32_t p = in->t->nodes[n].parent;
+        n = p < n ? p : 0;
+    }
+    return node;
+}
+
+const char *ht__frame_fallback(const ht_report_t *r, const ht_rframe_t *f)
+{
+    char buf[600];
+    if (f->mod == HT_NOMOD)
+        snprintf(buf, sizeof buf, "0x%llx", (unsigned long long)f->addr);
+    else
+        snprintf(buf, sizeof buf, "%.500s+0x%llx", ht__sym_mod(r->ses->sym, f->mod)->name,
+                 (unsigned long long)f->rel);
+    return ht__pool_intern(ht__sym_pool(r->ses->sym), buf, strlen(buf), NULL);
+}
+
+static const char *node_label(ht_session_t *s, int by, uint32_t input, uint32_t node)
+{
+    ht_pool_t *pool = ht__sym_pool(s->sym);
+    const ht_input_t *in = &s->in[input];
+    if (node == 0)
+        return ht__pool_intern(pool, "[no stack]", 10, NULL);
+    uint32_t m = ht__node_mod(in, node);
+    if (by == HT_BY_MODULE) {
+        if (m == HT_NOMOD)
+            return ht__pool_intern(pool, "[unknown]", 9, NULL);
+        return ht__sym_mod(s->sym, m)->path;
+    }
+    if (m != HT_NOMOD) {
+        const ht_sloc_t *l = ht__sym_lookup(s->sym, m, ht__node_rel(in, node), 0);
+        if (l->n && l->f[0].function)
+            return l->f[0].function;
+    }
+    ht_report_t fake = { .ses = s };
+    ht_rframe_t f = { in->t->nodes[node].addr, m, ht__node_rel(in, node), NULL };
+    return ht__frame_fallback(&fake, &f);
+}
+
+typedef struct agg_s {
+    ht_session_t *s;
+    int by;
+    ht_row_t *rows;         /* sized once for the most rows possible */
+    ht_rowx_t *xs;          /* parallel extensions (diff, growth), or NULL */
+    size_t nrows, cap;
+    uint32_t *slots;        /* row index + 1 */
+    size_t nslots;
+} agg_t;
+
+/* Sizes an aggregation for at most `max` rows: no reallocation later (rows
+ * are big and many; growing by copying cost more than the work). */
+static void agg_init(agg_t *a, ht_session_t *s, int by, size_t max, int ext)
+{
+    memset(a, 0, sizeof *a);
+    a->s = s;
+    a->by = by;
+    a->cap = max ? max : 1;
+    a->rows = ht__xmalloc(a->cap * sizeof *a->rows);
+    a->xs = ext ? ht__xcalloc(a->cap, sizeof *a->xs) : NULL;
+    size_t ns = 1024;
+    while (ns < a->cap * 2)
+        ns *= 2;
+    a->nslots = ns;
+    a->slots = ht__xcalloc(ns, sizeof *a->slots);
+}
+
+typedef struct probe_s {
+    uint32_t input, node;   /* node: the stack, or the origin for groups */
+    uint8_t kind;
+    const char *label;
+    uint64_t key;
+} probe_t;
+
+static void probe_make(agg_t *a, probe_t *p, uint32_t input, uint32_t stack, uint8_t kind)
+{
+    ht_input_t *in = &a->s->in[input];
+    p->input = input;
+    p->kind = kind;
+    p->node = site_node(in->t, stack);
+    p->label = NULL;
+    if (a->by == HT_BY_STACK) {
+        p->key = ht__mix64(node_hashes(in)[p->node] + kind);
+        return;
+    }
+    p->node = origin_node(a->s, input, p->node);
+    p->label = node_label(a->s, a->by, input, p->node);
+    p->key = ht__mix64((uint64_t)(uintptr_t)p->label * 2 + kind);
+}
+
+static int probe_eq(agg_t *a, const probe_t *p, const ht_row_t *r)
+{
+    if (r->key != p->key || r->kind != p->kind)
+        return 0;
+    if (a->by != HT_BY_STACK)
+        return r->label == p->label;
+    return stacks_equal(a->s, p->input, p->node, r->input, r->node);
+}
+
+static void agg_rehash(agg_t *a, size_t nslots)
+{
+    free(a->slots);
+    a->slots = ht__xcalloc(nslots, sizeof *a->slots);
+    a->nslots = nslots;
+    for (size_t i = 0; i < a->nrows; i++) {
+        size_t j = a->rows[i].key & (nslots - 1);
+        while (a->slots[j])
+            j = (j + 1) & (nslots - 1);
+        a->slots[j] = (uint32_t)i + 1;
+    }
+}
+
+/* The row for a probe; created (zeroed) when `create`, else NULL if none.
+ * At most a->cap rows are ever created (agg_init). */
+static ht_row_t *agg_row(agg_t *a, const probe_t *p, int create)
+{
+    size_t j = p->key & (a->nslots - 1);
+    while (a->slots[j]) {
+        ht_row_t *r = &a->rows[a->slots[j] - 1];
+        if (probe_eq(a, p, r))
+            return r;
+        j = (j + 1) & (a->nslots - 1);
+    }
+    if (!create || a->nrows == a->cap)
+        return NULL;
+    ht_row_t *r = &a->rows[a->nrows];
+    memset(r, 0, sizeof *r);
+    if (a->xs) {
+        r->x = &a->xs[a->nrows];
+        r->x->g_first = -1;
+    }
+    r->input = p->input;
+    r->node = p->node;
+    r->kind = p->kind;
+    r->label = p->label;
+    r->key = p->key;
+    r->max_nodes = a->by == HT_BY_STACK ? -1 : a->by == HT_BY_FUNCTION ? 1 : 0;
+    r->best_bytes = INT64_MIN;
+    a->slots[j] = (uint32_t)++a->nrows;
+    return r;
+}
+
+/* A merged stack's contribution: the row shows the biggest one's frames. */
+static void row_note(ht_row_t *r, const probe_t *p, int64_t bytes)
+{
+    r->nstacks++;
+    if (bytes > r->best_bytes) {
+        r->best_bytes = bytes;
+        r->input = p->input;
+        r->node = p->node;
+    }
+}
+
+static size_t default_top(const ht_session_t *s)
+{
+    const ht_opts_t *o = s->opts;
+    if (!o || o->top < 0)
+        return o && (o->format == HT_FMT_TEXT || o->format == HT_FMT_HTML) ? 20 : 0;
+    return (size_t)o->top;
+}
+
+static int64_t abs64(int64_t v) { return v < 0 ? -v : v; }
+
+/* Sort keys: the row's order is (k1, k2, k3) descending, then its hash
+ * ascending (so equal rows keep one deterministic order). Sorting these
+ * 40-byte keys and then permuting the rows in place needs far less memory
+ * and moves far less than sorting the rows themselves. */
+typedef struct sortkey_s {
+    int64_t k1, k2, k3;
+    uint64_t key;
+    uint32_t idx;
+} sortkey_t;
+
+static int cmp_sortkey(const void *x, const void *y)
+{
+    const sortkey_t *a = x, *b = y;
+    if (a->k1 != b->k1)
+        return a->k1 > b->k1 ? -1 : 1;
+    if (a->k2 != b->k2)
+        return a->k2 > b->k2 ? -1 : 1;
+    if (a->k3 != b->k3)
+        return a->k3 > b->k3 ? -1 : 1;
+    return a->key < b->key ? -1 : a->key > b->key;
+}
+
+/* Sorts a->rows: by bytes, blocks (growth: by ups - downs first). */
+static void sort_rows(agg_t *a, int growth)
+{
+    size_t n = a->nrows;
+    sortkey_t *k = ht__xmalloc((n ? n : 1) * sizeof *k);
+    for (size_t i = 0; i < n; i++) {
+        const ht_row_t *r = &a->rows[i];
+        if (growth)
+            k[i] = (sortkey_t){ (int64_t)r->x->ups - (int64_t)r->x->downs, r->bytes, r->blocks,
+                                r->key, (uint32_t)i };
+        else
+            k[i] = (sortkey_t){ r->bytes, r->blocks, 0, r->key, (uint32_t)i };
+    }
+    qsort(k, n, sizeof *k, cmp_sortkey);
+    /* position i takes row k[i].idx: follow each cycle once */
+    uint32_t *src = ht__xmalloc((n ? n : 1) * sizeof *src);
+    for (size_t i = 0; i < n; i++)
+        src[i] = k[i].idx;
+    free(k);
+    for (size_t i = 0; i < n; i++) {
+        if (src[i] == i || src[i] == UINT32_MAX)
+            continue;
+        ht_row_t tmp = a->rows[i];
+        size_t j = i;
+        while (src[j] != i) {
+            a->rows[j] = a->rows[src[j]];
+            size_t next = src[j];
+            src[j] = UINT32_MAX;
+            j = next;
+        }
+        a->rows[j] = tmp;
+        src[j] = UINT32_MAX;
+    }
+    free(src);
+}
+
+/* Keeps the first `top` rows (0: all) with |bytes| >= min_bytes. */
+static void finish_rows(ht_report_t *r, agg_t *a)
+{
+    const ht_opts_t *o = a->s->opts;
+    uint64_t min = o ? o->min_bytes : 0;
+    size_t top = default_top(a->s), n = 0;
+    for (size_t i = 0; i < a->nrows && (!top || n < top); i++) {
+        if ((uint64_t)abs64(a->rows[i].bytes) < min)
+            continue;
+        if (n != i) {   /* move shown rows to the front, keep the rest */
+            ht_row_t t = a->rows[n];
+            a->rows[n] = a->rows[i];
+            a->rows[i] = t;
+        }
+        n++;
+    }
+    r->rows = a->rows;
+    r->xs = a->xs;
+    r->nrows = a->nrows;
+    r->nshown = n;
+    r->row_count = a->nrows;
+    r->stack_count = 0;
+    for (size_t i = 0; i < a->nrows; i++)
+        r->stack_count += a->rows[i].nstacks;
+    free(a->slots);
+    a->slots = NULL;
+    a->nslots = 0;
+}
+
+/*----------------------------------------------------------------- report */
+
+/* Keeps the `k` best keys (by cmp_sortkey) of a stream in a heap whose
+ * root is the worst kept. */
+static void heap_offer(sortkey_t *h, size_t *n, size_t k, const sortkey_t *v)
+{
+    if (*n < k) {
+        size_t i = (*n)++;
+        h[i] = *v;
+        while (i > 0 && cmp_sortkey(&h[(i - 1) / 2], &h[i]) < 0) {   /* parent better: up */
+            sortkey_t t = h[i];
+            h[i] = h[(i - 1) / 2];
+            h[(i - 1) / 2] = t;
+            i = (i - 1) / 2;
+        }
+        return;
+    }
+    if (cmp_sortkey(v, &h[0]) >= 0)
+        return;         /* not better than the worst kept */
+    h[0] = *v;
+    for (size_t i = 0;;) {
+        size_t l = 2 * i + 1, r = l + 1, w = i;
+        if (l < *n && cmp_sortkey(&h[l], &h[w]) > 0)
+            w = l;
+        if (r < *n && cmp_sortkey(&h[r], &h[w]) > 0)
+            w = r;
+        if (w == i)
+            break;
+        sortkey_t t = h[i];
+        h[i] = h[w];
+        h[w] = t;
+        i = w;
+    }
+}
+
+/* Can rows be the sites themselves? Yes when each module of the trace is a
+ * different file: then distinct stacks normalize to distinct frame lists
+ * and nothing merges, so the report needs no hash table, and only the
+ * rows shown are ever built. */
+static int sites_are_rows(const ht_session_t *s)
+{
+    const ht_trace_t *t = s->in[0].t;
+    if (s->nin != 1 || (s->opts && s->opts->by != HT_BY_STACK))
+        return 0;
+    uint32_t n = ht__sym_nmods(s->sym);
+    uint8_t *used = ht__xcalloc(n + 1, 1);
+    int ok = 1;
+    for (size_t i = 0; i < t->nmodules && ok; i++) {
+        const ht_tmodule_t *m = &t->modules[i];
+        if (m->end <= m->start)
+            continue;
+        uint32_t h = ht__sym_module(s->sym, m->path ? m->path : "", m->build_id, m->build_id_len);
+        ok = !used[h];
+        used[h] = 1;
+    }
+    free(used);
+    return ok;
+}
+
+/* The report straight from the sites (see sites_are_rows): the biggest
+ * `hold` sites (0: all) become rows, in order. */
+static void report_from_sites(ht_session_t *s, const ht_tsnapshot_t *sn, ht_report_t *r)
+{
+    const ht_opts_t *o = s->opts;
+    size_t top = default_top(s);
+    size_t hold = top;
+    if (hold && o && o->format == HT_FMT_HTML && hold < HT_HTML_FLAME_ROWS)
+        hold = HT_HTML_FLAME_ROWS;
+    size_t cap = hold ? hold : sn->nsites;
+    sortkey_t *k = ht__xmalloc((cap ? cap : 1) * sizeof *k);
+    size_t n = 0, count = 0;
+    const ht_input_t *in = &s->in[0];
+    ht_progress_t pr;
+    ht__progress_init(&pr, s, "ranking sites");
+    for (size_t i = 0; i < sn->nsites; i++) {
+        const ht_tsite_t *site = &sn->sites[i];
+        ht__progress_step(&pr, i, sn->nsites);
+        if (!site->live_bytes && !site->live_blocks)
+            continue;
+        count++;
+        r->total_bytes += (int64_t)site->live_bytes;
+        r->total_blocks += (int64_t)site->live_blocks;
+        uint32_t node = site_node(in->t, site->stack);
+        sortkey_t v = { (int64_t)site->live_bytes, (int64_t)site->live_blocks, 0,
+                        ht__mix64(((uint64_t)node << 8) + site->kind), (uint32_t)i };
+        if (hold)
+            heap_offer(k, &n, hold, &v);
+        else
+            k[n++] = v;
+    }
+    ht__progress_end(&pr);
+    qsort(k, n, sizeof *k, cmp_sortkey);
+    r->rows = ht__xmalloc((n ? n : 1) * sizeof *r->rows);
+    int64_t held = 0;
+    uint64_t min = o ? o->min_bytes : 0;
+    size_t shown = 0;
+    for (size_t i = 0; i < n; i++) {
+        const ht_tsite_t *site = &sn->sites[k[i].idx];
+        ht_row_t *row = &r->rows[i];
+        memset(row, 0, sizeof *row);
+        row->input = 0;
+        row->node = site_node(in->t, site->stack);
+        row->kind = site->kind;
+        row->max_nodes = -1;
+        row->nstacks = 1;
+        row->bytes = (int64_t)site->live_bytes;
+        row->blocks = (int64_t)site->live_blocks;
+        row->alloc_bytes = (int64_t)site->total_bytes;
+        row->alloc_blocks = (int64_t)site->total_blocks;
+        row->peak_bytes = (int64_t)site->peak_bytes;
+        row->best_bytes = row->bytes;
+        row->key = k[i].key;
+        held += row->bytes;
+        if ((uint64_t)row->bytes >= min && (!top || shown < top)) {
+            if (shown != i) {   /* shown rows first, as finish_rows does */
+                ht_row_t t = r->rows[shown];
+                r->rows[shown] = *row;
+                *row = t;
+            }
+            shown++;
+        }
+    }
+    free(k);
+    r->nrows = n;
+    r->nshown = shown;
+    r->row_count = count;
+    r->stack_count = count;
+    r->rest_bytes = r->total_bytes - held;
+}
+
+int ht__report_build(ht_session_t *s, int64_t snapshot, int in_use, ht_report_t *r,
+                     char *err, size_t errlen)
+{
+    memset(r, 0, sizeof *r);
+    const ht_trace_t *t = s->in[0].t;
+    const ht_tsnapshot_t *sn = ht__snapshot_pick(t, snapshot);
+    if (!sn) {
+        if (!t->nsnaps)
+            snprintf(err, errlen, "%s: the trace holds no snapshot", s->in[0].name);
+        else
+            snprintf(err, errlen, "%s: no snapshot %lld (it has %zu: 0..%zu)", s->in[0].name,
+                     (long long)snapshot, t->nsnaps, t->nsnaps - 1);
+        return -1;
+    }
+    r->ses = s;
+    r->by = s->opts ? s->opts->by : HT_BY_STACK;
+    r->type = !in_use && (sn->reason == HT_SNAP_EXIT || sn->reason == HT_SNAP_CRASH)
+                  ? HT_REPORT_LEAKS : HT_REPORT_INUSE;
+    r->snap_b = sn;
+    r->timeline = t;
+    if (sites_are_rows(s)) {
+        report_from_sites(s, sn, r);
+        return 0;
+    }
+    agg_t a;
+    agg_init(&a, s, r->by, sn->nsites, 0);
+    ht_progress_t pr;
+    ht__progress_init(&pr, s, "grouping sites");
+    for (size_t i = 0; i < sn->nsites; i++) {
+        const ht_tsite_t *site = &sn->sites[i];
+        ht__progress_step(&pr, i, sn->nsites);
+        if (!site->live_bytes && !site->live_blocks)
+            continue;
+        probe_t p;
+        probe_make(&a, &p, 0, site->stack, site->kind);
+        ht_row_t *row = agg_row(&a, &p, 1);
+        row_note(row, &p, (int64_t)site->live_bytes);
+        row->bytes += (int64_t)site->live_bytes;
+        row->blocks += (int64_t)site->live_blocks;
+        row->alloc_bytes += (int64_t)site->total_bytes;
+        row->alloc_blocks += (int64_t)site->total_blocks;
+        row->peak_bytes += (int64_t)site->peak_bytes;
+        r->total_bytes += (int64_t)site->live_bytes;
+        r->total_blocks += (int64_t)site->live_blocks;
+    }
+    ht__progress_end(&pr);
+    free(a.slots);
+    a.slots = NULL;
+    sort_rows(&a, 0);
+    finish_rows(r, &a);
+    return 0;
+}
+
+/*------------------------------------------------------------------- diff */
+
+int ht__diff_build(ht_session_t *s, int64_t na, int64_t nb, ht_report_t *r, char *err,
+                   size_t errlen)
+{
+    memset(r, 0, sizeof *r);
+    uint32_t ib = s->nin > 1 ? 1 : 0;
+    const ht_tsnapshot_t *sa = ht__snapshot_pick(s->in[0].t, na);
+    const ht_tsnapshot_t *sb = ht__snapshot_pick(s->in[ib].t, nb);
+    if (!sa || !sb) {
+        const ht_input_t *in = !sa ? &s->in[0] : &s->in[ib];
+        snprintf(err, errlen, "%s: no snapshot %lld (it has %zu)", in->name,
+                 (long long)(!sa ? na : nb), in->t->nsnaps);
+        return -1;
+    }
+    r->ses = s;
+    r->type = HT_REPORT_DIFF;
+    r->by = s->opts ? s->opts->by : HT_BY_STACK;
+    r->snap_a = sa;
+    r->snap_b = sb;
+    r->input_a = 0;
+    r->input_b = ib;
+    r->timeline = s->in[ib].t;
+    agg_t a;
+    agg_init(&a, s, r->by, sa->nsites + sb->nsites, 1);
+    /* B first, so rows show the newer stack (both are equal anyway) */
+    for (int pass = 0; pass < 2; pass++) {
+        const ht_tsnapshot_t *sn = pass ? sa : sb;
+        uint32_t in = pass ? 0 : ib;
+        for (size_t i = 0; i < sn->nsites; i++) {
+            const ht_tsite_t *site = &sn->sites[i];
+            if (!site->live_bytes && !site->live_blocks && !site->total_blocks)
+                continue;
+            probe_t p;
+            probe_make(&a, &p, in, site->stack, site->kind);
+            ht_row_t *row = agg_row(&a, &p, 1);
+            int64_t sign = pass ? -1 : 1;
+            if (pass) {
+                row->x->a_bytes += (int64_t)site->live_bytes;
+                row->x->a_blocks += (int64_t)site->live_blocks;
+            } else {
+                row_note(row, &p, (int64_t)site->live_bytes);
+                row->x->b_bytes += (int64_t)site->live_bytes;
+                row->x->b_blocks += (int64_t)site->live_blocks;
+                row->peak_bytes += (int64_t)site->peak_bytes;
+            }
+            row->alloc_bytes += sign * (int64_t)site->total_bytes;
+            row->alloc_blocks += sign * (int64_t)site->total_blocks;
+        }
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < a.nrows; i++) {
+        ht_row_t *row = &a.rows[i];
+        row->bytes = row->x->b_bytes - row->x->a_bytes;
+        row->blocks = row->x->b_blocks - row->x->a_blocks;
+        r->total_a_bytes += row->x->a_bytes;
+        r->total_a_blocks += row->x->a_blocks;
+        r->total_b_bytes += row->x->b_bytes;
+        r->total_b_blocks += row->x->b_blocks;
+        if (!row->bytes && !row->blocks)
+            continue;
+        if (!row->nstacks)
+            row->nstacks = 1;
+        a.rows[k++] = *row;
+    }
+    a.nrows = k;
+    r->total_bytes = r->total_b_bytes - r->total_a_bytes;
+    r->total_blocks = r->total_b_blocks - r->total_a_blocks;
+    free(a.slots);
+    a.slots = NULL;
+    sort_rows(&a, 0);
+    finish_rows(r, &a);
+    return 0;
+}
+
+/*----------------------------------------------------------------- growth */
+
+int ht__growth_build(ht_session_t *s, ht_report_t *r, char *err, size_t errlen)
+{
+    memset(r, 0, sizeof *r);
+    const ht_trace_t *t = s->in[0].t;
+    if (t->nsnaps < 2) {
+        snprintf(err, errlen, "%s: growth needs at least 2 snapshots, the trace has %zu "
+                 "(record with heaptrail run --interval)", s->in[0].name, t->nsnaps);
+        return -1;
+    }
+    r->ses = s;
+    r->type = HT_REPORT_GROWTH;
+    r->by = s->opts ? s->opts->by : HT_BY_STACK;
+    r->snap_a = &t->snaps[0];
+    r->snap_b = &t->snaps[t->nsnaps - 1];
+    r->timeline = t;
+    r->nsnaps = (uint32_t)t->nsnaps;
+    size_t maxrows = 0;
+    for (size_t k = 0; k < t->nsnaps; k++)
+        maxrows = t->snaps[k].nsites > maxrows ? t->snaps[k].nsites : maxrows;
+    /* sites stay listed once seen, so the last snapshots hold them all;
+     * rows beyond that would come from sites that vanished (not expected) */
+    agg_t a;
+    agg_init(&a, s, r->by, maxrows * 2, 1);
+    ht_progress_t pr;
+    ht__progress_init(&pr, s, "following snapshots");
+    for (size_t k = 0; k < t->nsnaps; k++) {
+        const ht_tsnapshot_t *sn = &t->snaps[k];
+        ht__progress_step(&pr, k * 4096, t->nsnaps * 4096);
+        for (size_t i = 0; i < sn->nsites; i++) {
+            const ht_tsite_t *site = &sn->sites[i];
+            if (!site->live_bytes && !site->live_blocks)
+                continue;
+            probe_t p;
+            probe_make(&a, &p, 0, site->stack, site->kind);
+            ht_row_t *row = agg_row(&a, &p, 1);
+            if (!row)
+                continue;   /* more rows than agg_init allowed for: not expected */
+            ht_rowx_t *x = row->x;
+            if (k == t->nsnaps - 1)
+                row_note(row, &p, (int64_t)site->live_bytes);
+            if (x->g_first < 0)
+                x->g_first = (int32_t)k;
+            x->g_cur += (int64_t)site->live_bytes;
+            if (k == 0) {
+                x->a_bytes += (int64_t)site->live_bytes;
+                x->a_blocks += (int64_t)site->live_blocks;
+            }
+            if (k == t->nsnaps - 1) {
+                x->b_bytes += (int64_t)site->live_bytes;
+                x->b_blocks += (int64_t)site->live_blocks;
+                row->alloc_bytes += (int64_t)site->total_bytes;
+                row->alloc_blocks += (int64_t)site->total_blocks;
+                row->peak_bytes += (int64_t)site->peak_bytes;
+            }
+        }
+        /* every row moves from its previous value to g_cur (0 if absent) */
+        for (size_t i = 0; i < a.nrows; i++) {
+            ht_rowx_t *x = &a.xs[i];
+            if (x->g_first < 0)
+                continue;
+            if (k > 0) {    /* a stack's appearance counts as a step up */
+                if (x->g_cur > x->g_prev)
+                    x->ups++;
+                else if (x->g_cur < x->g_prev)
+                    x->downs++;
+            }
+            x->g_prev = x->g_cur;
+            x->g_cur = 0;
+        }
+    }
+    ht__progress_end(&pr);
+    size_t kept = 0;
+    for (size_t i = 0; i < a.nrows; i++) {
+        ht_row_t *row = &a.rows[i];
+        ht_rowx_t *x = row->x;
+        row->bytes = x->b_bytes - x->a_bytes;
+        row->blocks = x->b_blocks - x->a_blocks;
+        /* steady growth: up in at least 2 intervals (1 with 2 snapshots),
+         * more ups than downs, and a net gain */
+        x->intervals = (uint32_t)t->nsnaps - 1;
+        uint32_t need = x->intervals < 2 ? x->intervals : 2;
+        if (row->bytes <= 0 || x->ups < need || x->ups <= x->downs)
+            continue;
+        x->steadiness = (double)((int64_t)x->ups - (int64_t)x->downs) / x->intervals;
+        r->total_bytes += row->bytes;
+        r->total_blocks += row->blocks;
+        a.rows[kept++] = *row;
+    }
+    a.nrows = kept;
+    free(a.slots);
+    a.slots = NULL;
+    sort_rows(&a, 1);
+    finish_rows(r, &a);
+    /* the series of the rows shown, from a second pass over the snapshots */
+    agg_t b = { .s = s, .by = r->by, .rows = r->rows, .nrows = r->nshown, .cap = r->nshown };
+    size_t ns = 1024;
+    while (ns < r->nshown * 2 + 2)
+        ns *= 2;
+    agg_rehash(&b, ns);
+    for (size_t i = 0; i < r->nshown; i++)
+        r->rows[i].x->series = ht__xcalloc(t->nsnaps, sizeof(int64_t));
+    for (size_t k = 0; k < t->nsnaps; k++) {
+        const ht_tsnapshot_t *sn = &t->snaps[k];
+        for (size_t i = 0; i < sn->nsites; i++) {
+            const ht_tsite_t *site = &sn->sites[i];
+            if (!site->live_bytes)
+                continue;
+            probe_t p;
+            probe_make(&b, &p, 0, site->stack, site->kind);
+            ht_row_t *row = agg_row(&b, &p, 0);
+            if (row)
+                row->x->series[k] += (int64_t)site->live_bytes;
+        }
+    }
+    free(b.slots);
+    return 0;
+}
+
+void ht__report_free(ht_report_t *r)
+{
+    for (size_t i = 0; i < r->nrows; i++)
+        if (r->rows[i].x)
+            free(r->rows[i].x->series);
+    free(r->rows);
+    free(r->xs);
+    memset(r, 0, sizeof *r);
+}
+
+/*----------------------------------------------------------------- frames */
+
+size_t ht__row_frames(const ht_report_t *r, const ht_row_t *row, ht_rframe_t **buf, size_t *cap)
+{
+    const ht_session_t *s = r->ses;
+    const ht_input_t *in = &s->in[row->input];
+    size_t n = 0;
+    int32_t left = row->max_nodes;
+    for (uint32_t node = row->node; node && left != 0; left--) {
+        uint32_t m = ht__node_mod(in, node);
+        uint64_t rel = ht__node_rel(in, node), addr = in->t->nodes[node].addr;
+        const ht_sloc_t *l = m != HT_NOMOD ? ht__sym_lookup(s->sym, m, rel, 0) : NULL;
+        uint32_t k = l && l->n ? l->n : 1;
+        HT_GROW(*buf, *cap, n + k);
+        for (uint32_t i = 0; i < k; i++)
+            (*buf)[n++] = (ht_rframe_t){ addr, m, rel, l && l->n ? &l->f[i] : NULL };
+        uint32_t p = in->t->nodes[node].parent;
+        node = p < node ? p : 0;
+    }
+    return n;
+}
+
+int ht__render(const ht_report_t *r, int format, FILE *f)
+{
+    switch (format) {
+    case HT_FMT_JSON: return ht__render_json(r, f);
+    case HT_FMT_FOLDED: return ht__render_folded(r, f);
+    case HT_FMT_PPROF: return ht__render_pprof(r, f);
+    case HT_FMT_HTML: return ht__render_html(r, f);
+    default: return ht__render_text(r, f);
+    }
+}

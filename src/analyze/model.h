@@ -1,0 +1,185 @@
+/* model.h -- the pure "trace -> report" layer of the analyzer.
+ *
+ * A session holds one or two traces (diff compares two runs) and one
+ * symbolizer. Every stack node of every trace is normalized once to
+ * (module, link-time address), so stacks compare equal across runs of the
+ * same program whatever ASLR did, and a stack's identity is a rolling hash
+ * over its normalized frames checked by a full comparison.
+ *
+ * ht__report_build / ht__diff_build / ht__growth_build turn a session into
+ * an ht_report_t: rows (sites, or groups of sites by function or module),
+ * sorted and filtered. Renderers (render_*.c) print a report in one format.
+ * Nothing here reads files or parses the command line, so tests drive it
+ * with traces they construct. */
+#ifndef HT_ANALYZE_MODEL_H
+#define HT_ANALYZE_MODEL_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include "../format/trace.h"
+#include "sym.h"
+#include "util.h"
+
+#define HT_NOMOD UINT32_MAX     /* a frame in no recorded module */
+
+typedef struct ht_input_s {
+    const char *name;           /* the trace's path as given */
+    const ht_trace_t *t;
+    uint32_t *node_tmod;        /* per node: index of its module in t->modules,
+                                   or UINT32_MAX (none): 4 bytes a node */
+    uint32_t *tm_handle;        /* per trace module: symbolizer module */
+    uint64_t *tm_bias;          /* per trace module: its bias */
+    uint64_t *node_hash;        /* per node: hash of the normalized stack,
+                                   computed when first needed (ht__node_hashes) */
+} ht_input_t;
+
+/* A node's symbolizer module (HT_NOMOD: none) and link-time address
+ * (the raw address when HT_NOMOD). */
+static inline uint32_t ht__node_mod(const ht_input_t *in, uint32_t n)
+{
+    uint32_t m = in->node_tmod[n];
+    return m == UINT32_MAX ? HT_NOMOD : in->tm_handle[m];
+}
+static inline uint64_t ht__node_rel(const ht_input_t *in, uint32_t n)
+{
+    uint32_t m = in->node_tmod[n];
+    return m == UINT32_MAX ? in->t->nodes[n].addr : in->t->nodes[n].addr - in->tm_bias[m];
+}
+
+/* The HTML flame graph draws this many of the biggest rows (the rest are
+ * summed into one box), so reports hold at least this many rows for it. */
+#define HT_HTML_FLAME_ROWS 20000
+
+enum { HT_BY_STACK = 0, HT_BY_FUNCTION, HT_BY_MODULE };
+enum { HT_FMT_TEXT = 0, HT_FMT_JSON, HT_FMT_FOLDED, HT_FMT_PPROF, HT_FMT_HTML };
+enum { HT_REPORT_LEAKS = 0, HT_REPORT_INUSE, HT_REPORT_DIFF, HT_REPORT_GROWTH };
+
+typedef struct ht_opts_s {
+    int format;                 /* HT_FMT_* */
+    int by;                     /* HT_BY_* */
+    int64_t top;                /* rows shown; 0: all; -1: the format's default */
+    uint64_t min_bytes;         /* rows below this (|bytes|) are not shown */
+    char **well_tested;         /* fnmatch patterns on module basenames */
+    size_t nwell_tested;
+    int progress;               /* progress lines on stderr */
+} ht_opts_t;
+
+typedef struct ht_session_s {
+    ht_sym_t *sym;
+    ht_input_t in[2];
+    int nin;
+    const ht_opts_t *opts;
+} ht_session_t;
+
+/* What only diff and growth rows carry (kept apart: a report of a million
+ * stacks needs none of it). */
+typedef struct ht_rowx_s {
+    int64_t a_bytes, a_blocks;  /* diff: before; growth: at the first snapshot */
+    int64_t b_bytes, b_blocks;  /* diff: after; growth: at the last snapshot */
+    uint32_t ups, downs;        /* growth: snapshot-to-snapshot moves up and down */
+    uint32_t intervals;         /* growth: snapshots - 1 */
+    int32_t g_first;            /* growth: first snapshot with live bytes (private) */
+    double steadiness;          /* growth: (ups - downs) / intervals */
+    int64_t *series;            /* growth: live bytes per snapshot (shown rows) */
+    int64_t g_prev, g_cur;      /* growth: private */
+} ht_rowx_t;
+
+typedef struct ht_row_s {
+    uint32_t input, node;       /* the (representative) stack: trace, innermost node */
+    uint8_t kind;               /* HT_KIND_* */
+    int8_t max_nodes;           /* nodes of the stack to show: -1 all, 1, 0 */
+    uint32_t nstacks;           /* stacks merged into this row */
+    const char *label;          /* by function/module: the group's name */
+    int64_t bytes, blocks;      /* the value: live, or change (diff, growth) */
+    int64_t alloc_bytes, alloc_blocks;  /* allocated since the start (or its change) */
+    int64_t peak_bytes;
+    int64_t best_bytes;         /* the largest merged stack's bytes (picks node) */
+    uint64_t key;               /* private: the row's hash */
+    ht_rowx_t *x;               /* diff and growth only, else NULL */
+} ht_row_t;
+
+typedef struct ht_report_s {
+    int type;                   /* HT_REPORT_* */
+    int by;
+    const ht_session_t *ses;
+    const ht_tsnapshot_t *snap_a, *snap_b;  /* report: b; diff: a -> b */
+    uint32_t input_a, input_b;
+    const ht_trace_t *timeline; /* the snapshots drawn over time (html) */
+    ht_row_t *rows;             /* sorted; the first nshown are shown */
+    ht_rowx_t *xs;              /* the rows' extensions (diff, growth) */
+    size_t nrows, nshown;       /* rows held (the biggest), rows shown */
+    size_t row_count;           /* rows in the report (held or not) */
+    size_t stack_count;         /* stacks in them */
+    int64_t rest_bytes;         /* positive bytes of the rows not held */
+    int64_t total_bytes, total_blocks;      /* over every row */
+    int64_t total_a_bytes, total_a_blocks;  /* diff: before */
+    int64_t total_b_bytes, total_b_blocks;  /* diff: after */
+    uint32_t nsnaps;            /* growth: snapshots compared */
+} ht_report_t;
+
+/* A frame as renderers see it: one per source-level frame (an address with
+ * inlined calls gives several, sharing addr). */
+typedef struct ht_rframe_s {
+    uint64_t addr;              /* runtime address in its trace */
+    uint32_t mod;               /* symbolizer module or HT_NOMOD */
+    uint64_t rel;               /* link-time address in mod */
+    const ht_sframe_t *sf;      /* NULL when nothing is known */
+} ht_rframe_t;
+
+/* Adds a trace to the session (at most 2) and normalizes its nodes.
+ * Returns the input index. */
+HT_INTERNAL int ht__session_add(ht_session_t *s, const char *name, const ht_trace_t *t);
+HT_INTERNAL void ht__session_init(ht_session_t *s, const ht_opts_t *o, const char *debug_dirs,
+                                  FILE *warn);
+HT_INTERNAL void ht__session_free(ht_session_t *s);
+
+/* The default list of well-tested modules (fnmatch patterns). */
+extern const char *const ht__default_well_tested[];
+
+/* Reports. Each returns 0, or -1 with a message in err. */
+HT_INTERNAL int ht__report_build(ht_session_t *s, int64_t snapshot, int in_use,
+                                 ht_report_t *r, char *err, size_t errlen);
+HT_INTERNAL int ht__diff_build(ht_session_t *s, int64_t snap_a, int64_t snap_b,
+                               ht_report_t *r, char *err, size_t errlen);
+HT_INTERNAL int ht__growth_build(ht_session_t *s, ht_report_t *r, char *err, size_t errlen);
+HT_INTERNAL void ht__report_free(ht_report_t *r);
+
+/* The frames of a row, innermost first, into *buf (grown as needed).
+ * Returns their number. */
+HT_INTERNAL size_t ht__row_frames(const ht_report_t *r, const ht_row_t *row,
+                                  ht_rframe_t **buf, size_t *cap);
+
+/* "name+0x1f" for a frame nothing is known about (pooled string). */
+HT_INTERNAL const char *ht__frame_fallback(const ht_report_t *r, const ht_rframe_t *f);
+
+/* The snapshot an index selects: >= 0 by seq, < 0 from the end (-1 last). */
+HT_INTERNAL const ht_tsnapshot_t *ht__snapshot_pick(const ht_trace_t *t, int64_t n);
+HT_INTERNAL const char *ht__snap_reason(int reason);
+
+/* Progress on stderr for long loops, when opts->progress (the CLI sets it
+ * when stderr is a terminal): at most 4 lines a second, erased at the end. */
+typedef struct ht_progress_s {
+    const char *what;
+    double last;
+    int shown, on;
+} ht_progress_t;
+HT_INTERNAL void ht__progress_init(ht_progress_t *p, const ht_session_t *s, const char *what);
+HT_INTERNAL void ht__progress_step(ht_progress_t *p, size_t done, size_t total);
+HT_INTERNAL void ht__progress_end(ht_progress_t *p);
+
+/* JSON helpers shared by the JSON and HTML renderers: a string literal
+ * (also escaping <, > and & so it can sit inside an HTML <script>), and a
+ * row's "frames" array. */
+HT_INTERNAL void ht__json_string(FILE *f, const char *s);
+HT_INTERNAL void ht__json_frames(const ht_report_t *r, const ht_row_t *row, FILE *f,
+                                 ht_rframe_t **buf, size_t *cap);
+
+/* Renderers: each writes the whole report to f; returns 0 or -1 (errno). */
+HT_INTERNAL int ht__render_text(const ht_report_t *r, FILE *f);
+HT_INTERNAL int ht__render_json(const ht_report_t *r, FILE *f);
+HT_INTERNAL int ht__render_folded(const ht_report_t *r, FILE *f);
+HT_INTERNAL int ht__render_pprof(const ht_report_t *r, FILE *f);
+HT_INTERNAL int ht__render_html(const ht_report_t *r, FILE *f);
+HT_INTERNAL int ht__render(const ht_report_t *r, int format, FILE *f);
+
+#endif

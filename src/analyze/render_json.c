@@ -1,0 +1,180 @@
+/* render_json.c -- the JSON format, documented in docs/json.md. The same
+ * site keys in every command; addresses are hex strings (JSON numbers lose
+ * precision above 2^53). Strings from the trace are escaped, including
+ * control characters and invalid UTF-8 (replaced by U+FFFD), so the output
+ * is always valid JSON. */
+#include <stdlib.h>
+#include <string.h>
+#include "model.h"
+
+void ht__json_string(FILE *f, const char *s)
+{
+    if (!s) {
+        fputs("null", f);
+        return;
+    }
+    const unsigned char *p = (const unsigned char *)s;
+    putc('"', f);
+    while (*p) {
+        unsigned c = *p;
+        if (c == '"' || c == '\\') {
+            putc('\\', f);
+            putc((int)c, f);
+            p++;
+        } else if (c < 0x20 || c == '<' || c == '>' || c == '&' || c == 0x7f) {
+            fprintf(f, "\\u%04x", c);
+            p++;
+        } else if (c < 0x80) {
+            putc((int)c, f);
+            p++;
+        } else {
+            /* validate one UTF-8 sequence */
+            int len = c >= 0xf0 && c < 0xf5 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 && c < 0xe0 ? 2 : 0;
+            int ok = len > 0;
+            for (int i = 1; ok && i < len; i++)
+                ok = (p[i] & 0xc0) == 0x80;
+            if (ok && len == 3 && c == 0xe0 && p[1] < 0xa0)
+                ok = 0;
+            if (ok && len == 3 && c == 0xed && p[1] >= 0xa0)
+                ok = 0;   /* surrogates */
+            if (ok && len == 4 && ((c == 0xf0 && p[1] < 0x90) || (c == 0xf4 && p[1] >= 0x90)))
+                ok = 0;
+            if (ok) {
+                fwrite(p, 1, (size_t)len, f);
+                p += len;
+            } else {
+                fputs("\\ufffd", f);
+                p++;
+            }
+        }
+    }
+    putc('"', f);
+}
+
+static void json_hex(FILE *f, uint64_t v)
+{
+    fprintf(f, "\"0x%llx\"", (unsigned long long)v);
+}
+
+static void json_snap(FILE *f, const char *trace, const ht_tsnapshot_t *s)
+{
+    fputs("{\"trace\":", f);
+    ht__json_string(f, trace);
+    fprintf(f, ",\"seq\":%u,\"reason\":\"%s\",\"time_ns\":%llu,\"live_bytes\":%llu,"
+               "\"live_blocks\":%llu,\"total_bytes\":%llu,\"total_blocks\":%llu,"
+               "\"peak_bytes\":%llu}",
+            s->seq, ht__snap_reason(s->reason), (unsigned long long)s->time_ns,
+            (unsigned long long)s->live_bytes, (unsigned long long)s->live_blocks,
+            (unsigned long long)s->total_bytes, (unsigned long long)s->total_blocks,
+            (unsigned long long)s->peak_bytes);
+}
+
+void ht__json_frames(const ht_report_t *r, const ht_row_t *row, FILE *f, ht_rframe_t **buf,
+                     size_t *cap)
+{
+    size_t n = ht__row_frames(r, row, buf, cap);
+    fputc('[', f);
+    for (size_t i = 0; i < n; i++) {
+        const ht_rframe_t *fr = &(*buf)[i];
+        const ht_sframe_t *sf = fr->sf;
+        fputs(i ? ",{\"address\":" : "{\"address\":", f);
+        json_hex(f, fr->addr);
+        fputs(",\"module\":", f);
+        if (fr->mod == HT_NOMOD) {
+            fputs("null,\"offset\":null", f);
+        } else {
+            ht__json_string(f, ht__sym_mod(r->ses->sym, fr->mod)->path);
+            fputs(",\"offset\":", f);
+            json_hex(f, fr->rel);
+        }
+        fputs(",\"function\":", f);
+        ht__json_string(f, sf ? sf->function : NULL);
+        fputs(",\"file\":", f);
+        ht__json_string(f, sf ? sf->file : NULL);
+        if (sf && sf->line)
+            fprintf(f, ",\"line\":%u", sf->line);
+        else
+            fputs(",\"line\":null", f);
+        fprintf(f, ",\"inline\":%s}", sf && sf->inlined ? "true" : "false");
+    }
+    fputc(']', f);
+}
+
+static const char *mode_name(int type)
+{
+    static const char *n[] = { "leaks", "in_use", "diff", "growth" };
+    return n[type];
+}
+
+int ht__render_json(const ht_report_t *r, FILE *f)
+{
+    ht_rframe_t *buf = NULL;
+    size_t cap = 0, nst = r->stack_count;
+    const char *by = r->by == HT_BY_FUNCTION ? "function" : r->by == HT_BY_MODULE ? "module" : "stack";
+    fprintf(f, "{\"heaptrail_json\":1,\"command\":\"%s\",\"mode\":\"%s\",\"by\":\"%s\",\"trace\":",
+            r->type == HT_REPORT_DIFF ? "diff" : r->type == HT_REPORT_GROWTH ? "growth" : "report",
+            mode_name(r->type), by);
+    ht__json_string(f, r->ses->in[r->input_b].name);
+    if (r->type == HT_REPORT_DIFF || r->type == HT_REPORT_GROWTH) {
+        fputs(",\"before\":", f);
+        json_snap(f, r->ses->in[r->input_a].name, r->snap_a);
+        fputs(",\"after\":", f);
+        json_snap(f, r->ses->in[r->input_b].name, r->snap_b);
+    } else {
+        fputs(",\"snapshot\":", f);
+        json_snap(f, r->ses->in[r->input_b].name, r->snap_b);
+    }
+    if (r->type == HT_REPORT_GROWTH)
+        fprintf(f, ",\"snapshots\":%u", r->nsnaps);
+    fprintf(f, ",\"leaked_bytes\":%lld,\"leaked_blocks\":%lld", (long long)r->total_bytes,
+            (long long)r->total_blocks);
+    if (r->type == HT_REPORT_DIFF)
+        fprintf(f, ",\"bytes_before\":%lld,\"blocks_before\":%lld,\"bytes_after\":%lld,\"blocks_after\":%lld",
+                (long long)r->total_a_bytes, (long long)r->total_a_blocks,
+                (long long)r->total_b_bytes, (long long)r->total_b_blocks);
+    fprintf(f, ",\"site_count\":%zu,\"row_count\":%zu,\"shown\":%zu", nst, r->row_count, r->nshown);
+    const ht_trace_t *t = r->ses->in[r->input_b].t;
+    fprintf(f, ",\"truncated\":%s,\"drops\":{\"overflow_allocs\":%llu,\"unknown_frees\":%llu,"
+               "\"write_errors\":%llu,\"other\":%llu}",
+            t->truncated ? "true" : "false", (unsigned long long)t->drops.overflow_allocs,
+            (unsigned long long)t->drops.unknown_frees, (unsigned long long)t->drops.write_errors,
+            (unsigned long long)t->drops.other);
+    fputs(",\"sites\":[", f);
+    ht_progress_t pr;
+    ht__progress_init(&pr, r->ses, "writing JSON");
+    for (size_t i = 0; i < r->nshown; i++) {
+        const ht_row_t *row = &r->rows[i];
+        ht__progress_step(&pr, i, r->nshown);
+        fprintf(f, "%s\n{\"bytes\":%lld,\"blocks\":%lld,\"kind\":\"%s\",\"stacks\":%u", i ? "," : "",
+                (long long)row->bytes, (long long)row->blocks,
+                row->kind == HT_KIND_MMAP ? "mmap" : "heap", row->nstacks);
+        if (r->by == HT_BY_FUNCTION) {
+            fputs(",\"function\":", f);
+            ht__json_string(f, row->label);
+        } else if (r->by == HT_BY_MODULE) {
+            fputs(",\"module\":", f);
+            ht__json_string(f, row->label);
+        }
+        fprintf(f, ",\"alloc_bytes\":%lld,\"alloc_blocks\":%lld,\"peak_bytes\":%lld",
+                (long long)row->alloc_bytes, (long long)row->alloc_blocks,
+                (long long)row->peak_bytes);
+        if (r->type == HT_REPORT_DIFF || r->type == HT_REPORT_GROWTH)
+            fprintf(f, ",\"bytes_before\":%lld,\"blocks_before\":%lld,\"bytes_after\":%lld,\"blocks_after\":%lld",
+                    (long long)row->x->a_bytes, (long long)row->x->a_blocks, (long long)row->x->b_bytes,
+                    (long long)row->x->b_blocks);
+        if (r->type == HT_REPORT_GROWTH) {
+            fprintf(f, ",\"steadiness\":%.4f,\"ups\":%u,\"downs\":%u,\"intervals\":%u,\"series\":[",
+                    row->x->steadiness, row->x->ups, row->x->downs, row->x->intervals);
+            for (uint32_t k = 0; row->x->series && k < r->nsnaps; k++)
+                fprintf(f, "%s%lld", k ? "," : "", (long long)row->x->series[k]);
+            fputc(']', f);
+        }
+        fputs(",\"frames\":", f);
+        ht__json_frames(r, row, f, &buf, &cap);
+        fputc('}', f);
+    }
+    ht__progress_end(&pr);
+    fputs("\n]}\n", f);
+    free(buf);
+    return ferror(f) ? -1 : 0;
+}

@@ -1,0 +1,194 @@
+/* render_text.c -- the terminal format: a header, the totals line, then
+ * each row with its frames in aligned columns (function, file:line, module).
+ * Exact integers, so scripts and tests can read it too. */
+#include <stdlib.h>
+#include <string.h>
+#include "model.h"
+
+static const char *plural(int64_t n, const char *one, const char *many)
+{
+    return n == 1 || n == -1 ? one : many;
+}
+
+static const char *basename_of(const char *p)
+{
+    const char *s = p ? strrchr(p, '/') : NULL;
+    return s ? s + 1 : p;
+}
+
+/* Prints the frames of a row, columns aligned within the row. */
+static void print_frames(const ht_report_t *r, const ht_row_t *row, FILE *f, ht_rframe_t **buf,
+                         size_t *cap)
+{
+    size_t n = ht__row_frames(r, row, buf, cap);
+    if (!n && row->node == 0 && row->max_nodes != 0) {
+        fputs("    [no stack recorded]\n", f);
+        return;
+    }
+    int wf = 0, wl = 0;
+    char loc[64];
+    for (size_t i = 0; i < n; i++) {
+        const ht_rframe_t *fr = &(*buf)[i];
+        const char *name = fr->sf && fr->sf->function ? fr->sf->function : ht__frame_fallback(r, fr);
+        int w = (int)strlen(name) + (fr->sf && fr->sf->inlined ? 10 : 0);
+        if (w > wf)
+            wf = w;
+        if (fr->sf && fr->sf->file) {
+            int l = snprintf(loc, sizeof loc, "%.40s:%u", basename_of(fr->sf->file), fr->sf->line);
+            if (l > wl)
+                wl = l;
+        }
+    }
+    if (wf > 60)
+        wf = 60;
+    for (size_t i = 0; i < n; i++) {
+        const ht_rframe_t *fr = &(*buf)[i];
+        const char *name = fr->sf && fr->sf->function ? fr->sf->function : ht__frame_fallback(r, fr);
+        int inl = fr->sf && fr->sf->inlined;
+        const char *mod = fr->mod != HT_NOMOD ? ht__sym_mod(r->ses->sym, fr->mod)->name : "";
+        loc[0] = 0;
+        if (fr->sf && fr->sf->file)
+            snprintf(loc, sizeof loc, "%.40s:%u", basename_of(fr->sf->file), fr->sf->line);
+        int pad = wf - (int)strlen(name) - (inl ? 10 : 0);
+        ht_buf_t line = { 0 };
+        ht__buf_printf(&line, "    %s%s%*s  ", name, inl ? " [inlined]" : "", pad > 0 ? pad : 0, "");
+        if (wl)
+            ht__buf_printf(&line, "%-*s  ", wl, loc);
+        ht__buf_puts(&line, mod);
+        while (line.len && line.p[line.len - 1] == ' ')   /* no trailing blanks */
+            line.len--;
+        fwrite(line.p, 1, line.len, f);
+        fputc('\n', f);
+        ht__buf_free(&line);
+    }
+}
+
+static void print_snap(FILE *f, const ht_tsnapshot_t *s)
+{
+    fprintf(f, "snapshot %u (%s) at %.3f s", s->seq, ht__snap_reason(s->reason),
+            (double)s->time_ns / 1e9);
+}
+
+static void print_trace_notes(const ht_report_t *r, FILE *f)
+{
+    for (int i = 0; i < r->ses->nin; i++) {
+        const ht_input_t *in = &r->ses->in[i];
+        const ht_tdrops_t *d = &in->t->drops;
+        if (in->t->truncated)
+            fprintf(f, "note: %s is truncated at byte %llu; this is what was read before it\n",
+                    in->name, (unsigned long long)in->t->truncated_at);
+        if (d->overflow_allocs)
+            fprintf(f, "note: %llu allocations found the stack database full and have no stack\n",
+                    (unsigned long long)d->overflow_allocs);
+        if (d->unknown_frees || d->write_errors || d->other)
+            fprintf(f, "note: the tracker dropped %llu unknown frees, %llu trace bytes to write errors, %llu other events\n",
+                    (unsigned long long)d->unknown_frees, (unsigned long long)d->write_errors,
+                    (unsigned long long)d->other);
+    }
+}
+
+static const char *row_unit(int by)
+{
+    return by == HT_BY_FUNCTION ? "functions" : by == HT_BY_MODULE ? "modules" : "sites";
+}
+
+static void row_group(const ht_report_t *r, const ht_row_t *row, FILE *f)
+{
+    if (r->by == HT_BY_MODULE)
+        fprintf(f, "  %s", basename_of(row->label));
+    if (r->by != HT_BY_STACK)
+        fprintf(f, "  (%u %s)", row->nstacks, plural(row->nstacks, "stack", "stacks"));
+    if (row->kind == HT_KIND_MMAP)
+        fputs("  [mmap]", f);
+    fputc('\n', f);
+}
+
+static void sparkline(FILE *f, const int64_t *v, uint32_t n)
+{
+    static const char *bars[] = { "\u2581", "\u2582", "\u2583", "\u2584", "\u2585", "\u2586",
+                                  "\u2587", "\u2588" };
+    int64_t max = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (v[i] > max)
+            max = v[i];
+    /* at most 40 columns: each shows the last snapshot of its bucket */
+    uint32_t cols = n < 40 ? n : 40;
+    for (uint32_t c = 0; c < cols; c++) {
+        uint32_t i = (uint32_t)(((uint64_t)(c + 1) * n) / cols) - 1;
+        int b = max > 0 ? (int)((v[i] * 7 + max / 2) / max) : 0;
+        fputs(bars[b < 0 ? 0 : b > 7 ? 7 : b], f);
+    }
+}
+
+int ht__render_text(const ht_report_t *r, FILE *f)
+{
+    ht_rframe_t *buf = NULL;
+    size_t cap = 0;
+    const char *by = r->by == HT_BY_FUNCTION ? ", by function" : r->by == HT_BY_MODULE ? ", by module" : "";
+    size_t nst = r->stack_count;
+    const char *name = r->ses->in[r->input_b].name;
+    switch (r->type) {
+    case HT_REPORT_LEAKS:
+    case HT_REPORT_INUSE:
+        fprintf(f, "heaptrail report: %s, ", name);
+        print_snap(f, r->snap_b);
+        fprintf(f, "%s\n", by);
+        fprintf(f, "%lld bytes %s in %lld %s from %zu allocation %s\n", (long long)r->total_bytes,
+                r->type == HT_REPORT_LEAKS ? "leaked" : "in use", (long long)r->total_blocks,
+                plural(r->total_blocks, "block", "blocks"), nst, plural((int64_t)nst, "site", "sites"));
+        break;
+    case HT_REPORT_DIFF:
+        fprintf(f, "heaptrail diff: %s ", r->ses->in[0].name);
+        print_snap(f, r->snap_a);
+        fprintf(f, " -> %s ", name);
+        print_snap(f, r->snap_b);
+        fprintf(f, "%s\n", by);
+        fprintf(f, "%+lld bytes, %+lld %s: %lld bytes in %lld blocks before, %lld bytes in %lld blocks after; %zu %s changed\n",
+                (long long)r->total_bytes, (long long)r->total_blocks,
+                plural(r->total_blocks, "block", "blocks"), (long long)r->total_a_bytes,
+                (long long)r->total_a_blocks, (long long)r->total_b_bytes,
+                (long long)r->total_b_blocks, nst, plural((int64_t)nst, "stack", "stacks"));
+        break;
+    case HT_REPORT_GROWTH:
+        fprintf(f, "heaptrail growth: %s, %u snapshots over %.3f s%s\n", name, r->nsnaps,
+                (double)(r->snap_b->time_ns - r->snap_a->time_ns) / 1e9, by);
+        fprintf(f, "%zu %s grew, by %lld bytes in %lld %s together\n", nst,
+                plural((int64_t)nst, "stack", "stacks"), (long long)r->total_bytes,
+                (long long)r->total_blocks, plural(r->total_blocks, "block", "blocks"));
+        break;
+    }
+    print_trace_notes(r, f);
+    for (size_t i = 0; i < r->nshown; i++) {
+        const ht_row_t *row = &r->rows[i];
+        fputc('\n', f);
+        switch (r->type) {
+        case HT_REPORT_LEAKS:
+        case HT_REPORT_INUSE:
+            fprintf(f, "#%zu  %lld bytes in %lld %s (%.1f%%)", i + 1, (long long)row->bytes,
+                    (long long)row->blocks, plural(row->blocks, "block", "blocks"),
+                    r->total_bytes ? 100.0 * (double)row->bytes / (double)r->total_bytes : 0.0);
+            break;
+        case HT_REPORT_DIFF:
+            fprintf(f, "#%zu  %+lld bytes (%lld - %lld), %+lld %s (%lld - %lld)", i + 1,
+                    (long long)row->bytes, (long long)row->x->b_bytes, (long long)row->x->a_bytes,
+                    (long long)row->blocks, plural(row->blocks, "block", "blocks"),
+                    (long long)row->x->b_blocks, (long long)row->x->a_blocks);
+            break;
+        case HT_REPORT_GROWTH:
+            fprintf(f, "#%zu  %+lld bytes, %+lld %s, steadiness %d%% (%u up, %u down in %u intervals)  ",
+                    i + 1, (long long)row->bytes, (long long)row->blocks,
+                    plural(row->blocks, "block", "blocks"), (int)(row->x->steadiness * 100 + 0.5),
+                    row->x->ups, row->x->downs, row->x->intervals);
+            if (row->x->series)
+                sparkline(f, row->x->series, r->nsnaps);
+            break;
+        }
+        row_group(r, row, f);
+        print_frames(r, row, f, &buf, &cap);
+    }
+    if (r->nshown < r->row_count)
+        fprintf(f, "\nshown: %zu of %zu %s (--top, --min-bytes)\n", r->nshown, r->row_count,
+                row_unit(r->by));
+    free(buf);
+    return ferror(f) ? -1 : 0;
+}

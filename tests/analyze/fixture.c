@@ -1,0 +1,151 @@
+/* fixture.c -- see fixture.h. Stacks are interned into the node tree of
+ * trace.h (node = parent + address, innermost node = stack id); the
+ * fixture's stack numbers map to node ids. Snapshot totals are the sums
+ * of their sites. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "fixture.h"
+
+static uint32_t intern(ht_trace_t *t, size_t *cap, uint32_t parent, uint64_t addr)
+{
+    for (size_t i = 1; i < t->nnodes; i++)   /* fixtures are small: linear */
+        if (t->nodes[i].parent == parent && t->nodes[i].addr == addr)
+            return (uint32_t)i;
+    if (t->nnodes == *cap) {
+        *cap = *cap ? *cap * 2 : 64;
+        t->nodes = realloc(t->nodes, *cap * sizeof *t->nodes);
+    }
+    t->nodes[t->nnodes] = (ht_tnode_t){ .parent = parent, .module = UINT32_MAX, .addr = addr };
+    return (uint32_t)t->nnodes++;
+}
+
+int fixture_load(const char *path, ht_trace_t *t, char *err, size_t errlen)
+{
+    memset(t, 0, sizeof *t);
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(err, errlen, "%s: cannot open", path);
+        return -1;
+    }
+    size_t ncap = 0, mcap = 0, scap = 0, sitecap = 0;
+    uint32_t map[1024] = { 0 };     /* fixture stack number -> node */
+    intern(t, &ncap, 0, 0);         /* node 0: the root */
+    t->nnodes = 1;
+    t->version = 1;
+    t->complete = 1;
+    t->exe = strdup(path);
+    t->cmdline = strdup(path);
+    char line[8192];
+    while (fgets(line, sizeof line, f)) {
+        char *save, *w = strtok_r(line, " \n", &save);
+        if (!w)
+            continue;
+        if (!strcmp(w, "module")) {
+            if (t->nmodules == mcap)
+                t->modules = realloc(t->modules, (mcap = mcap ? mcap * 2 : 16) * sizeof *t->modules);
+            ht_tmodule_t *m = &t->modules[t->nmodules++];
+            memset(m, 0, sizeof *m);
+            m->start = strtoull(strtok_r(NULL, " ", &save), NULL, 0);
+            m->end = strtoull(strtok_r(NULL, " ", &save), NULL, 0);
+            m->bias = strtoull(strtok_r(NULL, " ", &save), NULL, 0);
+            m->load_ns = strtoull(strtok_r(NULL, " ", &save), NULL, 0);
+            m->unload_ns = strtoull(strtok_r(NULL, " ", &save), NULL, 0);
+            char *bid = strtok_r(NULL, " ", &save);
+            for (size_t i = 0; bid[0] != '-' && bid[2 * i] && bid[2 * i + 1] && i < 64; i++) {
+                unsigned v;
+                sscanf(bid + 2 * i, "%2x", &v);
+                m->build_id[m->build_id_len++] = (uint8_t)v;
+            }
+            char *p = strtok_r(NULL, "\n", &save);
+            m->path = strdup(p ? p : "");
+        } else if (!strcmp(w, "drops")) {   /* drops OVERFLOW UNKNOWN_FREES WRITE_ERRORS OTHER */
+            t->drops.overflow_allocs = strtoull(strtok_r(NULL, " ", &save), NULL, 0);
+            t->drops.unknown_frees = strtoull(strtok_r(NULL, " ", &save), NULL, 0);
+            t->drops.write_errors = strtoull(strtok_r(NULL, " ", &save), NULL, 0);
+            t->drops.other = strtoull(strtok_r(NULL, " \n", &save), NULL, 0);
+        } else if (!strcmp(w, "stack")) {
+            unsigned id = (unsigned)atoi(strtok_r(NULL, " ", &save));
+            int n = atoi(strtok_r(NULL, " ", &save));
+            uint64_t fr[256];
+            for (int i = 0; i < n && i < 256; i++)
+                fr[i] = strtoull(strtok_r(NULL, " \n", &save), NULL, 0);
+            uint32_t node = 0;
+            for (int i = n; i-- > 0;)
+                node = intern(t, &ncap, node, fr[i]);
+            if (id < 1024)
+                map[id] = node;
+        } else if (!strcmp(w, "snapshot")) {
+            if (t->nsnaps == scap)
+                t->snaps = realloc(t->snaps, (scap = scap ? scap * 2 : 16) * sizeof *t->snaps);
+            ht_tsnapshot_t *s = &t->snaps[t->nsnaps++];
+            memset(s, 0, sizeof *s);
+            s->seq = (uint32_t)atoi(strtok_r(NULL, " ", &save));
+            s->reason = (uint8_t)atoi(strtok_r(NULL, " ", &save));
+            s->time_ns = strtoull(strtok_r(NULL, " \n", &save), NULL, 0);
+            sitecap = 0;
+        } else if (!strcmp(w, "site") && t->nsnaps) {
+            ht_tsnapshot_t *s = &t->snaps[t->nsnaps - 1];
+            if (s->nsites == sitecap)
+                s->sites = realloc(s->sites, (sitecap = sitecap ? sitecap * 2 : 16) * sizeof *s->sites);
+            ht_tsite_t *x = &s->sites[s->nsites++];
+            unsigned id = (unsigned)atoi(strtok_r(NULL, " ", &save));
+            /* an id beyond the fixture's stacks stands for
+             * HT_STACK_ID_OVERFLOW: the tracker's database was full */
+            x->stack = id < 1024 && map[id] ? map[id] : 0xffffffffu;
+            x->kind = (uint8_t)atoi(strtok_r(NULL, " ", &save));
+            x->live_blocks = strtoull(strtok_r(NULL, " ", &save), NULL, 0);
+            x->live_bytes = strtoull(strtok_r(NULL, " ", &save), NULL, 0);
+            x->total_blocks = strtoull(strtok_r(NULL, " ", &save), NULL, 0);
+            x->total_bytes = strtoull(strtok_r(NULL, " ", &save), NULL, 0);
+            x->peak_bytes = strtoull(strtok_r(NULL, " \n", &save), NULL, 0);
+            s->live_blocks += x->live_blocks;
+            s->live_bytes += x->live_bytes;
+            s->total_blocks += x->total_blocks;
+            s->total_bytes += x->total_bytes;
+            if (s->live_bytes > s->peak_bytes)
+                s->peak_bytes = s->live_bytes;
+        }
+    }
+    fclose(f);
+    if (!t->nsnaps) {
+        snprintf(err, errlen, "%s: no snapshot in the fixture", path);
+        fixture_free(t);
+        return -1;
+    }
+    return 0;
+}
+
+void fixture_free(ht_trace_t *t)
+{
+    for (size_t i = 0; i < t->nmodules; i++)
+        free(t->modules[i].path);
+    for (size_t i = 0; i < t->nsnaps; i++)
+        free(t->snaps[i].sites);
+    free(t->modules);
+    free(t->nodes);
+    free(t->snaps);
+    free(t->exe);
+    free(t->cmdline);
+    memset(t, 0, sizeof *t);
+}
+
+int fixture_truth(const char *path, unsigned stack, char *fn, size_t fnlen, int *line)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    char buf[8192], name[256];
+    unsigned id;
+    int ln, rc = -1;
+    while (fgets(buf, sizeof buf, f))
+        if (sscanf(buf, "truth %u %255s %d", &id, name, &ln) == 3 && id == stack) {
+            snprintf(fn, fnlen, "%s", name);
+            *line = ln;
+            rc = 0;
+            break;
+        }
+    fclose(f);
+    return rc;
+}

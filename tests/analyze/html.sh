@@ -1,0 +1,84 @@
+#!/bin/sh
+# HTML report in headless Chromium: loads the self-contained file offline,
+# checks the rendered DOM (summary, the chart's snapshot points, the flame
+# graph's frames and its zoom through #focus=, the table), that names with
+# < > & from the trace are text and never markup, and keeps screenshots in
+# build/test-logs/html/.
+set -eu
+ADIR=build/tests/analyze
+out=build/test-logs/html
+rm -rf "$out"
+mkdir -p "$out"
+fails=0
+chrome() {  # chrome OUTFLAG URL
+    prof=$(mktemp -d)
+    timeout 90 chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+        --disable-background-networking --disable-component-update --disable-sync \
+        --user-data-dir="$prof" --window-size=1200,1300 "$@" 2>>"$out/chromium.log"
+    rm -rf "$prof"
+}
+expect() {  # expect FILE FIXED-STRING WHAT
+    if grep -qF -- "$2" "$1"; then echo "ok: $3"; else echo "FAIL: $3: '$2' not in $1"; fails=$((fails + 1)); fi
+}
+expect_count() {  # expect_count FILE PATTERN N WHAT
+    n=$(grep -oF -- "$2" "$1" | wc -l)
+    if [ "$n" -eq "$3" ]; then echo "ok: $4 ($n)"; else echo "FAIL: $4: $n times '$2', want $3"; fails=$((fails + 1)); fi
+}
+expect_re() {  # expect_re FILE EXTENDED-REGEX WHAT
+    if grep -qE -- "$2" "$1"; then echo "ok: $3"; else echo "FAIL: $3: /$2/ not in $1"; fails=$((fails + 1)); fi
+}
+url() { echo "file://$(pwd)/$1"; }
+dom() {  # dom URL > FILE: the rendered DOM on one line (tooltips hold line breaks)
+    chrome --dump-dom "$1" | tr '\n' ' '
+}
+
+$ADIR/htdrive report --format html -o "$out/symfix.html" $ADIR/symfix.fix
+dom "$(url "$out/symfix.html")" >"$out/symfix.dom"
+expect "$out/symfix.dom" '11860 bytes leaked in 15 blocks from 8 allocation sites' summary
+expect_count "$out/symfix.dom" '<circle class="pt"' 7 "one chart point per snapshot"
+expect "$out/symfix.dom" 'snapshot 4 (interval) at 0.029 s: 13360 bytes in 14 blocks' "chart point values"
+# root, main, its 7 callees, the two plugins, inlined_helper under calls_inline
+expect "$out/symfix.dom" 'data-flame-nodes="12"' "flame graph frames drawn"
+expect "$out/symfix.dom" 'title="grow_steady 5,000 bytes (42.2%)"' "flame frame tooltip"
+expect_count "$out/symfix.dom" '<tr><td class="n">' 8 "table rows"
+expect "$out/symfix.dom" 'inlined_helper [inlined] — ' "inline frame marked in the table"
+
+# zoom: use_plugin spans the width, its callees split it 300:200
+dom "$(url "$out/symfix.html")#focus=use_plugin" >"$out/symfix-zoom.dom"
+expect "$out/symfix-zoom.dom" 'data-focus="use_plugin"' "zoomed into use_plugin"
+expect_re "$out/symfix-zoom.dom" 'left: 0%; width: 60%; top: 54px;[^>]*>plugin_b_alloc<' "zoomed: plugin_b_alloc 60%"
+expect_re "$out/symfix-zoom.dom" 'left: 60%; width: 40%; top: 54px;[^>]*>plugin_a_alloc<' "zoomed: plugin_a_alloc 40%"
+chrome --screenshot="$out/symfix-zoom.png" "$(url "$out/symfix.html")#focus=use_plugin" >/dev/null
+
+# a diff: the summary, growth drawn, the shrinking row listed last
+$ADIR/htdrive diff --format html -o "$out/diff.html" $ADIR/symfix.fix:0 $ADIR/symfix.fix
+dom "$(url "$out/diff.html")" >"$out/diff.dom"
+expect "$out/diff.dom" '+3200 bytes, +6 blocks between the snapshots (8660 bytes before, 11860 after)' "diff summary"
+# root, main, grow_steady, plateau, use_plugin and its two plugins
+expect "$out/diff.dom" 'data-flame-nodes="7"' "diff flame graph: growth only"
+expect_re "$out/diff.dom" '<td class="n">5</td><td class="n">-2000</td><td class="n">-1</td>' "shrink listed last"
+
+# C++ names: < > & are text
+$ADIR/htdrive report --format html -o "$out/cxx.html" $ADIR/cxxfix.fix
+dom "$(url "$out/cxx.html")" >"$out/cxx.dom"
+expect "$out/cxx.dom" '>ns::Pool&lt;int&gt;::grow(unsigned long)</div>' "template name in the flame graph"
+expect "$out/cxx.dom" '<summary>ns::Pool&lt;int&gt;::grow(unsigned long) <span' "template name in the table"
+expect "$out/cxx.dom" '>Widget::operator&amp;=(int)</div>' "operator&= in the flame graph"
+expect_count "$out/cxx.dom" '<int>' 0 "no <int> element"
+
+# hostile module path: markup and a script end tag in names stay text
+fix="$out/<b>&x<script>.fix"
+sed 's|/[^ ]*libplugin_a.so$|/gone/<img src=x onerror=alert(1)>\&<b>x.so|' $ADIR/symfix.fix >"$fix"
+$ADIR/htdrive report --format html -o "$out/hostile.html" "$fix" 2>/dev/null
+dom "$(url "$out/hostile.html")" >"$out/hostile.dom"
+expect_count "$out/hostile.dom" '<img' 0 "no injected element"
+expect_count "$out/hostile.dom" '<b>' 0 "no injected <b>"
+expect "$out/hostile.dom" '&lt;img src=x onerror=alert(1)&gt;&amp;&lt;b&gt;x.so+0x' "hostile module name shown as text"
+expect "$out/hostile.dom" '<title>heaptrail report: build/test-logs/html/&lt;b&gt;&amp;x&lt;script&gt;.fix</title>' "hostile trace name in the title"
+expect "$out/hostile.html" '"\u003cimg src=x onerror=alert(1)\u003e\u0026\u003cb\u003ex.so+0x' "< > & escaped inside the JSON data"
+expect "$out/hostile.dom" 'data-flame-nodes="12"' "the script still ran"
+
+chrome --screenshot="$out/report.png" "$(url "$out/symfix.html")" >/dev/null
+[ -s "$out/report.png" ] && echo "screenshot: $out/report.png"
+echo "html: $fails failures"
+[ $fails -eq 0 ]
