@@ -79,15 +79,18 @@ $(BUILD)/tests/unit_%: tests/unit/%.c tests/check.h $(LIBA)
 # Differential capture tests: one call-chain program (and a shared library
 # it calls through the PLT) per compiler, optimisation and frame-pointer
 # setting, each checked frame for frame against libunwind.
-CAPTURE_VARIANTS := gcc-O0 gcc-O2 gcc-O2-fp clang-O0 clang-O2 clang-O2-fp
+CAPTURE_VARIANTS := gcc-O0 gcc-O2 gcc-O2-fp clang-O0 clang-O2 clang-O2-fp gcc-O2-nopie
 CAPTURE_BIN := $(CAPTURE_VARIANTS:%=$(BUILD)/tests/capture_%)
 v_cc  = $(if $(filter clang,$(word 1,$(subst -, ,$1))),$(CLANG),$(CC))
 v_opt = -$(word 2,$(subst -, ,$1)) -g $(if $(filter fp,$(word 3,$(subst -, ,$1))),-fno-omit-frame-pointer,-fomit-frame-pointer)
+# a non-PIE executable (node is one): its ELF header is not where
+# _dl_find_object's span starts
+v_exe = $(if $(filter nopie,$(word 3,$(subst -, ,$1))),-fno-pie -no-pie,)
 $(BUILD)/tests/libchain_%.so: tests/capture/chainlib.c tests/capture/chain.h
 	@mkdir -p $(dir $@)
 	$(call v_cc,$*) $(call v_opt,$*) -fPIC -shared -Wall -Werror -Iinclude -o $@ $<
 $(BUILD)/tests/capture_%: tests/capture/chain.c tests/capture/chain.h tests/check.h $(BUILD)/tests/libchain_%.so $(LIB)
-	$(call v_cc,$*) $(call v_opt,$*) -Wall -Werror -Wno-unused-parameter -Iinclude -Itests -pthread -o $@ $< \
+	$(call v_cc,$*) $(call v_opt,$*) $(call v_exe,$*) -Wall -Werror -Wno-unused-parameter -Iinclude -Itests -pthread -o $@ $< \
 	    -L$(BUILD)/tests -lchain_$* -L$(BUILD) -lheaptrail -lunwind -Wl,-rpath,'$$ORIGIN:$$ORIGIN/..'
 
 # Programs that test scripts run (under the agent, the CLI, gdb, ...):

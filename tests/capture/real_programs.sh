@@ -1,9 +1,10 @@
 #!/bin/sh
 # real_programs.sh -- ht_capture against libunwind inside real Debian
 # programs: build/tests/libagree.so is preloaded into sqlite3 and python3
-# running the reference workloads and compares both unwinders at their
-# malloc/calloc/realloc calls. Every compared stack must agree, and each
-# program must yield at least 10,000 stacks.
+# running the reference workloads, and into node (a non-PIE executable
+# with JIT code in its stacks) compressing with zlib, and compares both
+# unwinders at their malloc/calloc/realloc calls. Every compared stack
+# must agree, and each program must yield at least 10,000 stacks.
 set -u
 cd "$(dirname "$0")/../.."
 agent=$PWD/build/tests/libagree.so
@@ -30,4 +31,5 @@ check() {
 check sqlite3 sqlite3 :memory: -init $work/sqlite-workload.sql .quit
 # PYTHONMALLOC=malloc: every Python object through malloc, not pymalloc
 AGREE_EVERY=3 PYTHONMALLOC=malloc check python3 /usr/bin/python3 $work/python-workload.py
+AGREE_EVERY=2 check node node tests/jit/deflate.js
 exit $fail

@@ -10,7 +10,29 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
+#include <sys/auxv.h>
 #include "heaptrail.h"
+
+/* The main program: its link map and program headers (from the auxiliary
+ * vector, read once at load time: getauxval is not for signal handlers). */
+static const void *g_main_map;
+static const ElfW(Phdr) *g_main_phdr;
+static int g_main_phnum;
+
+__attribute__((constructor)) static void modules_init(void)
+{
+    g_main_phdr = (const ElfW(Phdr) *)getauxval(AT_PHDR);
+    g_main_phnum = (int)getauxval(AT_PHNUM);
+    struct dl_find_object fo;
+    if (g_main_phdr && _dl_find_object((void *)g_main_phdr, &fo) == 0)
+        g_main_map = fo.dlfo_link_map;
+    if (!g_main_map) {
+        /* the headers are outside the span (non-PIE): the first link map
+         * entry is the main program */
+        extern struct r_debug _r_debug;
+        g_main_map = _r_debug.r_map;
+    }
+}
 
 int ht__module_find(uintptr_t pc, ht_module_t *m)
 {
@@ -23,30 +45,44 @@ int ht__module_find(uintptr_t pc, ht_module_t *m)
     m->bias = fo.dlfo_link_map ? (uintptr_t)fo.dlfo_link_map->l_addr : 0;
     m->eh_hdr = (uintptr_t)fo.dlfo_eh_frame;
 
-    /* Program headers: in the first page of the mapping for everything a
-     * standard linker produces (the ELF header sits at file offset 0). */
-    const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)m->start;
-    int have_phdrs = 0;
-    if (m->end - m->start >= sizeof *eh && __builtin_memcmp(eh->e_ident, ELFMAG, SELFMAG) == 0 &&
-        eh->e_phentsize == sizeof(ElfW(Phdr)) &&
-        eh->e_phoff + (uint64_t)eh->e_phnum * sizeof(ElfW(Phdr)) <= 4096) {
-        const ElfW(Phdr) *ph = (const ElfW(Phdr) *)(m->start + eh->e_phoff);
-        for (int i = 0; i < eh->e_phnum; i++) {
-            if (ph[i].p_type != PT_LOAD)
+    /* Program headers. The main program's come from the auxiliary vector:
+     * for a non-PIE executable _dl_find_object's span starts at its text
+     * segment, not at the ELF header (node: headers at 0x400000, span from
+     * 0xb72000). A library's ELF header sits at its load bias (its first
+     * PT_LOAD has address 0), else at the start of its span. */
+    const ElfW(Phdr) *ph = NULL;
+    int phnum = 0;
+    if (fo.dlfo_link_map && fo.dlfo_link_map == g_main_map && g_main_phdr) {
+        ph = g_main_phdr;
+        phnum = g_main_phnum;
+    } else {
+        uintptr_t at[2] = { m->bias, m->start };
+        for (int k = 0; k < 2 && !ph; k++) {
+            const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)at[k];
+            if (at[k] < m->start || at[k] + sizeof *eh > m->end ||
+                __builtin_memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 ||
+                eh->e_phentsize != sizeof(ElfW(Phdr)) ||
+                eh->e_phoff + (uint64_t)eh->e_phnum * sizeof(ElfW(Phdr)) > 4096)
                 continue;
-            uintptr_t lo = m->bias + ph[i].p_vaddr;
-            uintptr_t hi = lo + ph[i].p_memsz;
-            if ((ph[i].p_flags & PF_X) && m->ntext < 4) {
-                m->text_lo[m->ntext] = lo;
-                m->text_hi[m->ntext] = hi;
-                m->ntext++;
-            }
-            if ((ph[i].p_flags & PF_R) && m->eh_hdr >= lo && m->eh_hdr < hi) {
-                m->rd_lo = lo;
-                m->rd_hi = hi;
-            }
+            ph = (const ElfW(Phdr) *)(at[k] + eh->e_phoff);
+            phnum = eh->e_phnum;
         }
-        have_phdrs = 1;
+    }
+    int have_phdrs = ph != NULL;
+    for (int i = 0; i < phnum; i++) {
+        if (ph[i].p_type != PT_LOAD)
+            continue;
+        uintptr_t lo = m->bias + ph[i].p_vaddr;
+        uintptr_t hi = lo + ph[i].p_memsz;
+        if ((ph[i].p_flags & PF_X) && m->ntext < 4) {
+            m->text_lo[m->ntext] = lo;
+            m->text_hi[m->ntext] = hi;
+            m->ntext++;
+        }
+        if ((ph[i].p_flags & PF_R) && m->eh_hdr >= lo && m->eh_hdr < hi) {
+            m->rd_lo = lo;
+            m->rd_hi = hi;
+        }
     }
     if (!have_phdrs) {
         /* unusual layout: trust the whole span */
