@@ -10,6 +10,7 @@
 #define HT_LINUX_X86_64_CFI_H
 
 #include "../../core/util.h"
+#include <link.h>
 
 /* DWARF register numbers of x86-64 (System V psABI, figure 3.36). */
 enum {
@@ -34,6 +35,12 @@ typedef struct ht_module_s {
 HT_INTERNAL int ht__module_find(uintptr_t pc, ht_module_t *m);
 /* Whether `pc` lies in an executable segment of *m. */
 HT_INTERNAL int ht__module_is_text(const ht_module_t *m, uintptr_t pc);
+/* The program headers of the loaded object `map` (a struct link_map *)
+ * whose _dl_find_object span is [start, end): sets *ph and returns their
+ * number, or 0 if they cannot be found. Async-signal-safe. */
+struct link_map;
+HT_INTERNAL int ht__module_phdrs(const struct link_map *map, uintptr_t start, uintptr_t end,
+                                 const ElfW(Phdr) **ph);
 
 enum ht_rule_how {
     HT_RULE_SAME = 0,     /* unchanged (the default for callee-saved regs) */

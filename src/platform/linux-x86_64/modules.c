@@ -34,6 +34,32 @@ __attribute__((constructor)) static void modules_init(void)
     }
 }
 
+int ht__module_phdrs(const struct link_map *map, uintptr_t start, uintptr_t end, const ElfW(Phdr) **out)
+{
+    /* The main program's come from the auxiliary vector: for a non-PIE
+     * executable _dl_find_object's span starts at its text segment, not at
+     * the ELF header (node: headers at 0x400000, span from 0xb72000). A
+     * library's ELF header sits at its load bias (its first PT_LOAD has
+     * address 0), else at the start of its span. */
+    if (map && map == g_main_map && g_main_phdr) {
+        *out = g_main_phdr;
+        return g_main_phnum;
+    }
+    uintptr_t at[2] = { map ? (uintptr_t)map->l_addr : start, start };
+    for (int k = 0; k < 2; k++) {
+        const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)at[k];
+        if (at[k] < start || at[k] + sizeof *eh > end ||
+            __builtin_memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 ||
+            eh->e_phentsize != sizeof(ElfW(Phdr)) ||
+            eh->e_phoff + (uint64_t)eh->e_phnum * sizeof(ElfW(Phdr)) > 4096)
+            continue;
+        *out = (const ElfW(Phdr) *)(at[k] + eh->e_phoff);
+        return eh->e_phnum;
+    }
+    *out = NULL;
+    return 0;
+}
+
 int ht__module_find(uintptr_t pc, ht_module_t *m)
 {
     struct dl_find_object fo;
@@ -45,29 +71,8 @@ int ht__module_find(uintptr_t pc, ht_module_t *m)
     m->bias = fo.dlfo_link_map ? (uintptr_t)fo.dlfo_link_map->l_addr : 0;
     m->eh_hdr = (uintptr_t)fo.dlfo_eh_frame;
 
-    /* Program headers. The main program's come from the auxiliary vector:
-     * for a non-PIE executable _dl_find_object's span starts at its text
-     * segment, not at the ELF header (node: headers at 0x400000, span from
-     * 0xb72000). A library's ELF header sits at its load bias (its first
-     * PT_LOAD has address 0), else at the start of its span. */
     const ElfW(Phdr) *ph = NULL;
-    int phnum = 0;
-    if (fo.dlfo_link_map && fo.dlfo_link_map == g_main_map && g_main_phdr) {
-        ph = g_main_phdr;
-        phnum = g_main_phnum;
-    } else {
-        uintptr_t at[2] = { m->bias, m->start };
-        for (int k = 0; k < 2 && !ph; k++) {
-            const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)at[k];
-            if (at[k] < m->start || at[k] + sizeof *eh > m->end ||
-                __builtin_memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 ||
-                eh->e_phentsize != sizeof(ElfW(Phdr)) ||
-                eh->e_phoff + (uint64_t)eh->e_phnum * sizeof(ElfW(Phdr)) > 4096)
-                continue;
-            ph = (const ElfW(Phdr) *)(at[k] + eh->e_phoff);
-            phnum = eh->e_phnum;
-        }
-    }
+    int phnum = ht__module_phdrs(fo.dlfo_link_map, m->start, m->end, &ph);
     int have_phdrs = ph != NULL;
     for (int i = 0; i < phnum; i++) {
         if (ph[i].p_type != PT_LOAD)
