@@ -214,6 +214,93 @@ static uint32_t register_range(uintptr_t start, size_t size, const char *name, c
     return serial;
 }
 
+/* ---- many at once ------------------------------------------------------
+ * A perf map or jitdump file announces code by the thousand; one table
+ * rebuild for a batch keeps that linear. Later entries of the batch win
+ * over earlier ones they overlap, like separate registrations would. */
+
+typedef struct { jit_entry_t e; size_t order; } add_t;
+
+static void sort_adds(add_t *a, size_t n)
+{
+    /* shell sort by start, then arrival order: no allocation, fine here */
+    for (size_t gap = n / 2; gap > 0; gap /= 2)
+        for (size_t i = gap; i < n; i++) {
+            add_t t = a[i];
+            size_t j = i;
+            while (j >= gap && (a[j - gap].e.start > t.e.start ||
+                                (a[j - gap].e.start == t.e.start && a[j - gap].order > t.order))) {
+                a[j] = a[j - gap];
+                j -= gap;
+            }
+            a[j] = t;
+        }
+}
+
+size_t ht__jit_add_many(const ht_jit_add_t *adds, size_t n)
+{
+    if (!n)
+        return 0;
+    size_t bytes = (n * sizeof(add_t) + 4095) & ~(size_t)4095;
+    add_t *a = ht__map(bytes);
+    if (!a)
+        return 0;
+    size_t m = 0;
+    ht__spin_lock(&g_lock);
+    for (size_t i = 0; i < n; i++) {
+        if (!adds[i].start || !adds[i].size || adds[i].start + adds[i].size < adds[i].start)
+            continue;
+        a[m].e = (jit_entry_t){ adds[i].start, adds[i].start + adds[i].size, NULL, 0,
+                                keep_name(adds[i].name), 0, 0 };
+        a[m].order = i;
+        m++;
+    }
+    sort_adds(a, m);
+    /* among the batch, the later of two overlapping ranges wins */
+    size_t k = 0;
+    for (size_t i = 0; i < m; i++) {
+        if (k && a[k - 1].e.end > a[i].e.start) {
+            if (a[i].order > a[k - 1].order)
+                a[k - 1] = a[i];
+            continue;
+        }
+        a[k++] = a[i];
+    }
+    if (ht__jit_leaving)
+        ht__jit_leaving();
+    const jit_table_t *cur = g_table;
+    size_t old = cur ? cur->n : 0;
+    jit_table_t *t = table_new(old + k);
+    int removed_any = 0;
+    if (t) {
+        size_t x = 0;       /* next add to place */
+        for (size_t i = 0; i < old; i++) {
+            const jit_entry_t *e = &cur->e[i];
+            while (x < k && a[x].e.start <= e->start) {
+                a[x].e.serial = g_serial = g_serial % HT_JIT_SERIAL_MAX + 1;
+                t->e[t->n++] = a[x++].e;
+            }
+            /* dropped if an add overlaps it: the adds around its start */
+            int drop = (x > 0 && a[x - 1].e.end > e->start) || (x < k && a[x].e.start < e->end);
+            if (drop) {
+                removed_any = 1;
+                continue;
+            }
+            t->e[t->n++] = *e;
+        }
+        while (x < k) {
+            a[x].e.serial = g_serial = g_serial % HT_JIT_SERIAL_MAX + 1;
+            t->e[t->n++] = a[x++].e;
+        }
+        publish(t);
+        if (removed_any)
+            ht__code_changed();
+    }
+    ht__spin_unlock(&g_lock);
+    ht__unmap(a, bytes);
+    return t ? k : 0;
+}
+
 uint32_t ht_register_code(const void *start, size_t size, const char *name)
 {
     return register_range((uintptr_t)start, size, name, NULL, 0, 0);
@@ -326,16 +413,36 @@ HT_API void __deregister_frame(void *begin)
         real(begin);
 }
 
-/* ---- executable anonymous memory ----------------------------------------
+/* ---- executable memory the loader does not know -----------------------
  * A JIT that registers nothing (V8 with --perf-basic-prof keeps frame
  * pointers and writes /tmp/perf-PID.map) still runs its code from
- * executable mappings. A frame-pointer step may accept a return address
- * there. The ranges come from /proc/self/maps (raw syscalls), re-read at
- * most every 50 ms when an address is not in the cached set, so a corrupt
- * stack full of garbage cannot make every step pay for the read. */
+ * executable mappings, and a frame-pointer step may accept a return
+ * address there. Two kinds:
+ *   - anonymous (or a file nobody loaded: a memfd double mapping, for a
+ *     JIT that keeps W^X): plain foreign code;
+ *   - an alias: a file-backed copy of a loaded module's code at another
+ *     address. V8 remaps its embedded builtins next to the JIT code
+ *     (short builtin calls), so node's InterpreterEntryTrampoline, CEntry
+ *     and friends run at an address no loader lookup knows. An alias
+ *     records its distance from the original, so its frames can be named
+ *     as the module's code.
+ * The ranges come from /proc/self/maps (raw syscalls), re-read at most
+ * every 2 ms when an address is in none of them: often enough to see a
+ * page of fresh code turn executable (V8 flips code pages between writable
+ * and executable), rarely enough that a corrupt stack full of garbage
+ * cannot make every step pay for the read. Two tables alternate so a
+ * reader is never inside the one being rewritten unless it stalled for a
+ * whole re-read; a torn entry costs a wrong yes or no, never a fault. */
 
-#define EXEC_MAX 64
-static struct { uintptr_t lo, hi; } g_exec[EXEC_MAX];
+#define EXEC_MAX 256
+typedef struct exec_range_s {
+    uintptr_t lo, hi;
+    uintptr_t delta;            /* alias: address - the original's; else 0 */
+    uint64_t off, inode;        /* of a file-backed range, while reading */
+    int alias;
+} exec_range_t;
+static exec_range_t g_exec_buf[2][EXEC_MAX];
+static exec_range_t *g_exec = g_exec_buf[0];
 static int g_nexec;
 static uint64_t g_exec_read_ns;
 static ht_spinlock_t g_exec_lock;
@@ -347,60 +454,167 @@ static int hexval(char c)
     return -1;
 }
 
-/* Re-reads the executable mappings that are not files (anonymous or
- * [vdso]-like); under g_exec_lock. */
-static void read_exec_maps(void)
+/* One line of /proc/self/maps: "lo-hi perms offset dev inode   path". */
+typedef struct maps_line_s {
+    uintptr_t lo, hi;
+    uint64_t off, inode;
+    int exec, path;
+} maps_line_t;
+
+static const char *hexfield(const char *p, const char *e, uint64_t *v)
+{
+    *v = 0;
+    while (p < e && hexval(*p) >= 0)
+        *v = *v * 16 + (uint64_t)hexval(*p++);
+    return p;
+}
+
+static int parse_line(const char *p, const char *e, maps_line_t *l)
+{
+    uint64_t v;
+    p = hexfield(p, e, &v);
+    l->lo = (uintptr_t)v;
+    if (p == e || *p++ != '-')
+        return 0;
+    p = hexfield(p, e, &v);
+    l->hi = (uintptr_t)v;
+    if (e - p < 6 || *p++ != ' ')
+        return 0;
+    l->exec = p[2] == 'x';
+    p += 5;
+    while (p < e && *p == ' ') p++;
+    p = hexfield(p, e, &l->off);
+    while (p < e && *p == ' ') p++;
+    while (p < e && *p != ' ') p++;             /* dev */
+    while (p < e && *p == ' ') p++;
+    l->inode = 0;
+    while (p < e && *p >= '0' && *p <= '9')
+        l->inode = l->inode * 10 + (uint64_t)(*p++ - '0');
+    while (p < e && *p == ' ') p++;
+    l->path = p < e;
+    return l->hi > l->lo;
+}
+
+/* Calls fn for every line of /proc/self/maps (lines longer than the buffer
+ * are cut: only their start matters). Returns 0 if the file cannot be read. */
+static int each_maps_line(void (*fn)(const maps_line_t *, void *), void *ctx)
 {
     int fd = (int)ht__sys3(SYS_open, "/proc/self/maps", O_RDONLY | O_CLOEXEC, 0);
     if (fd < 0)
-        return;
-    char buf[512];
-    uintptr_t a = 0, b = 0;
-    int field = 0, x = 0, n = 0, col = 0;
+        return 0;
+    char buf[1024], line[160];
+    size_t len = 0;
     for (;;) {
         long got = ht__sys3(SYS_read, fd, buf, sizeof buf);
         if (got <= 0)
             break;
         for (long i = 0; i < got; i++) {
-            char c = buf[i];
-            if (c == '\n') {
-                /* field 5 reached: the path column; anonymous if nothing there */
-                if (x && field >= 5 && col == 0 && n < EXEC_MAX) {
-                    g_exec[n].lo = a;
-                    g_exec[n].hi = b;
-                    n++;
-                }
-                a = b = 0;
-                field = x = col = 0;
+            if (buf[i] != '\n') {
+                if (len < sizeof line)
+                    line[len++] = buf[i];
                 continue;
             }
-            if (field == 0) {
-                if (c == '-') field = 1;
-                else if (hexval(c) >= 0) a = a * 16 + (uintptr_t)hexval(c);
-            } else if (field == 1) {
-                if (c == ' ') field = 2;
-                else if (hexval(c) >= 0) b = b * 16 + (uintptr_t)hexval(c);
-            } else if (field == 2) {
-                if (c == ' ') field = 3;
-                else if (c == 'x') x = 1;
-            } else if (c == ' ') {
-                if (field < 5) field++;
-            } else if (field >= 5 && c != ' ') {
-                col = 1;                /* a path: the loader's business */
-            }
+            maps_line_t l;
+            if (parse_line(line, line + len, &l))
+                fn(&l, ctx);
+            len = 0;
         }
     }
     ht__sys1(SYS_close, fd);
-    ht_store_release(&g_nexec, n);
+    return 1;
 }
 
-static int in_exec(uintptr_t pc)
+struct exec_read { exec_range_t *t; int n, pending; };
+
+static int loader_knows(uintptr_t a)
+{
+    struct dl_find_object fo;
+    return _dl_find_object((void *)a, &fo) == 0;
+}
+
+/* First pass: the executable ranges the loader does not know. */
+static void collect_exec(const maps_line_t *l, void *ctx)
+{
+    struct exec_read *r = ctx;
+    if (!l->exec || (l->path && loader_knows(l->lo)))
+        return;
+    if (r->n > 0 && r->t[r->n - 1].hi == l->lo && !l->path && !r->t[r->n - 1].inode) {
+        r->t[r->n - 1].hi = l->hi;              /* anonymous neighbours: one range */
+        return;
+    }
+    if (r->n == EXEC_MAX)
+        return;
+    exec_range_t *x = &r->t[r->n++];
+    x->lo = l->lo;
+    x->hi = l->hi;
+    x->delta = 0;
+    x->alias = 0;
+    x->off = l->off;
+    x->inode = l->path ? l->inode : 0;
+    if (x->inode)
+        r->pending++;
+}
+
+/* Second pass: for each file-backed one, a mapping of the same file at
+ * the same offset that the loader knows makes it an alias. */
+static void find_originals(const maps_line_t *l, void *ctx)
+{
+    struct exec_read *r = ctx;
+    if (!l->path || !l->inode)
+        return;
+    for (int i = 0; i < r->n; i++) {
+        exec_range_t *x = &r->t[i];
+        if (x->alias || x->inode != l->inode || x->lo == l->lo ||
+            x->off < l->off || x->off - l->off >= l->hi - l->lo)
+            continue;
+        uintptr_t orig = l->lo + (uintptr_t)(x->off - l->off);
+        if (!loader_knows(orig))
+            continue;
+        x->delta = x->lo - orig;
+        x->alias = 1;
+    }
+}
+
+/* Re-reads the table; under g_exec_lock. */
+static void read_exec_maps(void)
+{
+    struct exec_read r = { g_exec == g_exec_buf[0] ? g_exec_buf[1] : g_exec_buf[0], 0, 0 };
+    if (!each_maps_line(collect_exec, &r))
+        return;
+    if (r.pending)
+        each_maps_line(find_originals, &r);
+    ht_store_release(&g_nexec, 0);
+    ht_store_release(&g_exec, r.t);
+    ht_store_release(&g_nexec, r.n);
+}
+
+static const exec_range_t *in_exec(uintptr_t pc)
 {
     int n = ht_load_acquire(&g_nexec);
-    for (int i = 0; i < n; i++)
-        if (pc >= g_exec[i].lo && pc < g_exec[i].hi)
-            return 1;
-    return 0;
+    const exec_range_t *t = ht_load_acquire(&g_exec);
+    for (int i = 0; i < n && i < EXEC_MAX; i++)
+        if (pc >= t[i].lo && pc < t[i].hi)
+            return &t[i];
+    return NULL;
+}
+
+/* in_exec, re-reading the mappings first if pc is in none and the last
+ * read is more than 2 ms old. */
+static const exec_range_t *in_exec_fresh(uintptr_t pc)
+{
+    const exec_range_t *x = in_exec(pc);
+    if (x)
+        return x;
+    struct timespec ts;
+    if (ht__sys2(SYS_clock_gettime, CLOCK_MONOTONIC_COARSE, &ts) != 0)
+        return NULL;
+    uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    if (now - ht_load_relaxed(&g_exec_read_ns) < 2000000u || !ht__spin_trylock(&g_exec_lock))
+        return NULL;
+    ht_store_relaxed(&g_exec_read_ns, now);
+    read_exec_maps();
+    ht__spin_unlock(&g_exec_lock);
+    return in_exec(pc);
 }
 
 int ht__jit_is_code(uintptr_t pc)
@@ -408,16 +622,19 @@ int ht__jit_is_code(uintptr_t pc)
     ht_jit_range_t r;
     if (ht__jit_find(pc, &r))
         return 1;
-    if (in_exec(pc))
-        return 1;
-    struct timespec ts;
-    if (ht__sys2(SYS_clock_gettime, CLOCK_MONOTONIC_COARSE, &ts) != 0)
+    return in_exec_fresh(pc) != NULL;
+}
+
+int ht__jit_alias(uintptr_t pc, uintptr_t *lo, uintptr_t *hi, uintptr_t *orig)
+{
+    const exec_range_t *x = in_exec_fresh(pc);
+    if (!x || !x->alias)
         return 0;
-    uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-    if (now - ht_load_relaxed(&g_exec_read_ns) < 50000000u || !ht__spin_trylock(&g_exec_lock))
+    exec_range_t c = *x;        /* one copy: the table may be rewritten */
+    if (!c.alias || pc < c.lo || pc >= c.hi)
         return 0;
-    ht_store_relaxed(&g_exec_read_ns, now);
-    read_exec_maps();
-    ht__spin_unlock(&g_exec_lock);
-    return in_exec(pc);
+    *lo = c.lo;
+    *hi = c.hi;
+    *orig = pc - c.delta;
+    return 1;
 }

@@ -16,9 +16,24 @@ typedef struct ht_jit_range_s {
 
 /* The registered range holding pc. Async-signal-safe, lock-free. */
 HT_INTERNAL int ht__jit_find(uintptr_t pc, ht_jit_range_t *out);
-/* Whether pc is in registered JIT code or in an executable anonymous
- * mapping (the latter re-read from /proc/self/maps at most every 50 ms).
- * Async-signal-safe. */
+/* Registers many JIT ranges with one table rebuild (perf maps, jitdump):
+ * each replaces registrations it overlaps; within the batch the later of
+ * two overlapping entries wins. Names are copied. Returns how many were
+ * registered. Not from a signal handler. */
+typedef struct ht_jit_add_s {
+    uintptr_t start;
+    size_t size;
+    const char *name;
+} ht_jit_add_t;
+HT_INTERNAL size_t ht__jit_add_many(const ht_jit_add_t *adds, size_t n);
+
+/* Whether pc is in registered JIT code or in an executable mapping the
+ * dynamic loader does not know (re-read from /proc/self/maps at most every
+ * 2 ms). Async-signal-safe. */
 HT_INTERNAL int ht__jit_is_code(uintptr_t pc);
+/* Whether pc is in an alias: a file-backed copy of a loaded module's code
+ * mapped at another address (V8's remapped builtins). Sets the alias range
+ * [*lo, *hi) and *orig, the address pc copies. Async-signal-safe. */
+HT_INTERNAL int ht__jit_alias(uintptr_t pc, uintptr_t *lo, uintptr_t *hi, uintptr_t *orig);
 
 #endif
