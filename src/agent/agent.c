@@ -138,8 +138,15 @@ void ht__agent_exit_now(void)
 
 __attribute__((destructor)) static void agent_stop(void)
 {
-    if (A.started)
-        final_snapshot(HT_SNAP_EXIT);
+    if (!A.started)
+        return;
+    /* JIT code announced since the control thread's last look, so frames
+     * in it get their names (not from _exit: it may run in a handler) */
+    int g = ht__guard;
+    ht__guard = 2;
+    ht__jitmaps_poll();
+    ht__guard = g;
+    final_snapshot(HT_SNAP_EXIT);
 }
 
 static void crash_handler(int sig, siginfo_t *si, void *uc)
@@ -251,6 +258,10 @@ static void serve(int fd)
     (void)!send(fd, reply, r, MSG_NOSIGNAL);
 }
 
+/* How often the control thread looks for JIT code announced in perf map
+ * and jitdump files (jitmaps.c). */
+#define JITMAPS_MS 20
+
 static void *control_main(void *arg)
 {
     (void)arg;
@@ -259,7 +270,8 @@ static void *control_main(void *arg)
     struct timespec next;
     clock_gettime(CLOCK_MONOTONIC, &next);
     for (;;) {
-        int timeout = -1;
+        ht__jitmaps_poll();
+        int timeout = JITMAPS_MS;
         if (A.interval_ms > 0) {
             struct timespec now;
             clock_gettime(CLOCK_MONOTONIC, &now);
@@ -270,11 +282,10 @@ static void *control_main(void *arg)
                 clock_gettime(CLOCK_MONOTONIC, &next);
                 continue;
             }
-            timeout = (int)left;
+            if (left < timeout)
+                timeout = (int)left;
         }
         if (A.listen_fd < 0) {
-            if (timeout < 0)
-                return NULL;
             poll(NULL, 0, timeout);
             continue;
         }
@@ -292,10 +303,13 @@ static void *control_main(void *arg)
         serve(c);
         close(c);
     }
+    return NULL;                /* not reached */
 }
 
 static void start_control(void)
 {
+    /* the thread also reads JIT runtimes' perf maps: it runs unless the
+     * control socket is turned off and no interval was asked for */
     if (!A.control && A.interval_ms <= 0)
         return;
     int g = ht__guard;
@@ -372,6 +386,7 @@ static void fork_child(void)
     }
     ht__sites_fork_child();
     ht__writer_fork_child();
+    ht__jitmaps_forget();
     ht__solo_start();           /* the child has one thread: the forking one */
     A.pid = (int)ht__sys0(SYS_getpid);
     A.exit_done = 0;

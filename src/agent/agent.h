@@ -47,6 +47,12 @@ HT_INTERNAL extern ht_agent_drops_t ht__drops;
 
 HT_INTERNAL uint64_t ht__now_ns(void);          /* monotonic ns since start-up */
 
+/* jitmaps.c: registers JIT code announced in /tmp/perf-PID.map and
+ * jit-PID.dump files since the last call. Control thread only. */
+HT_INTERNAL void ht__jitmaps_poll(void);
+/* A forked child forgets its parent's files. */
+HT_INTERNAL void ht__jitmaps_forget(void);
+
 /* ---- solo.c: the single-thread fast path ------------------------------- */
 enum { HT_MODE_SOLO = 0, HT_MODE_SWITCHING = 1, HT_MODE_MULTI = 2 };
 HT_INTERNAL extern uint32_t ht__solo_tid;   /* the thread that may skip locks, 0: none */

@@ -24,6 +24,7 @@
 #include "agent.h"
 #include "../format/trace.h"
 #include "../format/wire.h"
+#include "../platform/linux-x86_64/cfi.h"
 #include "../platform/linux-x86_64/jit.h"
 #define ZSTD_STATIC_LINKING_ONLY
 #include <zstd.h>
@@ -42,12 +43,15 @@
 #define PATH_MAX_ 4096
 #define MAX_MODULES 65536
 #define PATHS_CAP   (16u << 20)
+#define JIT_PENDING 4096
 
 typedef struct {
     uint64_t start, end, bias;
     uint64_t load_ns, unload_ns;
+    const struct link_map *map; /* for its program headers */
     uint32_t id;
     uint32_t path_off;          /* in W.paths */
+    uint32_t orig;              /* an alias: the module it copies; else id */
     uint8_t loaded;             /* still mapped as far as we know */
     uint8_t written;            /* MODULE record flushed */
     uint8_t unload_written;     /* MODULE_UNLOAD record flushed */
@@ -82,6 +86,8 @@ static struct {
     char cmdline[4096];
     size_t cmdline_len;
     uint8_t jit_seen[(HT_JIT_SERIAL_MAX + 1) / 8];  /* JIT serials recorded */
+    uint64_t jit_pending[JIT_PENDING];  /* frames in JIT code not yet registered */
+    uint32_t njit_pending;
     int ppid;
 } W;
 
@@ -266,20 +272,22 @@ static int flush(void)
 
 /* ---- modules ----------------------------------------------------------- */
 
-static void read_build_id(uint64_t start, uint64_t end, uint64_t bias, uint8_t *id, size_t *idlen)
+static void read_build_id(const module_t *m, uint8_t *id, size_t *idlen)
 {
     *idlen = 0;
-    const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)start;
-    if (end - start < 4096 || __builtin_memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 ||
-        eh->e_phentsize != sizeof(ElfW(Phdr)) ||
-        eh->e_phoff + (uint64_t)eh->e_phnum * sizeof(ElfW(Phdr)) > 4096)
-        return;
-    const ElfW(Phdr) *ph = (const ElfW(Phdr) *)(start + eh->e_phoff);
-    for (int i = 0; i < eh->e_phnum; i++) {
+    const ElfW(Phdr) *ph;
+    int phnum = ht__module_phdrs(m->map, m->start, m->end, &ph);
+    for (int i = 0; i < phnum; i++) {
         if (ph[i].p_type != PT_NOTE)
             continue;
-        uint64_t p = bias + ph[i].p_vaddr, e = p + ph[i].p_memsz;
-        if (p < start || e > end || e < p)
+        uint64_t p = m->bias + ph[i].p_vaddr, e = p + ph[i].p_memsz;
+        /* only notes the loader mapped: inside a readable PT_LOAD */
+        int mapped = 0;
+        for (int k = 0; k < phnum && !mapped; k++)
+            mapped = ph[k].p_type == PT_LOAD && (ph[k].p_flags & PF_R) &&
+                     ph[i].p_vaddr >= ph[k].p_vaddr &&
+                     ph[i].p_vaddr + ph[i].p_memsz <= ph[k].p_vaddr + ph[k].p_filesz;
+        if (!mapped || e < p)
             continue;
         while (p + sizeof(ElfW(Nhdr)) <= e) {
             const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *)p;
@@ -303,7 +311,7 @@ static void stage_module(module_t *m)
     const char *path = W.paths + m->path_off;
     uint8_t bid[64];
     size_t bidlen;
-    read_build_id(m->start, m->end, m->bias, bid, &bidlen);
+    read_build_id(&W.mods[m->orig], bid, &bidlen);
     size_t at = rec_begin(HT_REC_MODULE);
     put_varint(m->id);
     put_varint(m->load_ns);
@@ -334,54 +342,104 @@ static module_t *find_known(uint64_t addr)
     return NULL;
 }
 
-/* Makes sure the module holding `addr` is known and its record staged. */
-static void note_module(uint64_t addr)
+static module_t *new_module(uint64_t start, uint64_t end, uint64_t bias)
+{
+    if (W.nmods >= MAX_MODULES)
+        return NULL;
+    module_t *m = &W.mods[W.nmods];
+    __builtin_memset(m, 0, sizeof *m);
+    m->start = start;
+    m->end = end;
+    m->bias = bias;
+    m->id = m->orig = W.nmods;
+    m->loaded = 1;
+    m->load_ns = ht__now_ns();
+    W.last_mod = W.nmods++;
+    return m;
+}
+
+static uint32_t keep_path(const char *name)
+{
+    size_t len = ht__strlen(name);
+    if (len >= PATH_MAX_)
+        len = PATH_MAX_ - 1;
+    if (W.paths_len + len + 1 > PATHS_CAP)
+        return 0;               /* "" */
+    uint32_t off = W.paths_len;
+    __builtin_memcpy(W.paths + off, name, len);
+    W.paths[off + len] = 0;
+    W.paths_len += (uint32_t)len + 1;
+    return off;
+}
+
+/* The module holding `addr`, learned now if new: a loaded object, or an
+ * alias of one (a copy of its code elsewhere; its bias is chosen so that
+ * address - bias is the original's link-time address). NULL if addr is in
+ * neither, or the table is full. */
+static module_t *module_of(uint64_t addr)
 {
     module_t *m = find_known(addr);
-    if (!m) {
-        struct dl_find_object fo;
-        if (_dl_find_object((void *)addr, &fo) != 0 || W.nmods >= MAX_MODULES)
-            return;
-        m = &W.mods[W.nmods];
-        __builtin_memset(m, 0, sizeof *m);
-        m->start = (uint64_t)fo.dlfo_map_start;
-        m->end = (uint64_t)fo.dlfo_map_end;
-        m->bias = fo.dlfo_link_map ? (uint64_t)fo.dlfo_link_map->l_addr : 0;
-        m->id = W.nmods;
-        m->loaded = 1;
-        m->load_ns = ht__now_ns();
+    if (m)
+        return m;
+    struct dl_find_object fo;
+    if (_dl_find_object((void *)addr, &fo) == 0) {
+        m = new_module((uint64_t)fo.dlfo_map_start, (uint64_t)fo.dlfo_map_end,
+                       fo.dlfo_link_map ? (uint64_t)fo.dlfo_link_map->l_addr : 0);
+        if (!m)
+            return NULL;
+        m->map = fo.dlfo_link_map;
         const char *name = fo.dlfo_link_map && fo.dlfo_link_map->l_name ?
                            fo.dlfo_link_map->l_name : "";
-        if (!name[0])
-            name = W.exe;       /* the main program */
-        size_t len = ht__strlen(name);
-        if (len >= PATH_MAX_)
-            len = PATH_MAX_ - 1;
-        if (W.paths_len + len + 1 <= PATHS_CAP) {
-            m->path_off = W.paths_len;
-            __builtin_memcpy(W.paths + W.paths_len, name, len);
-            W.paths[W.paths_len + len] = 0;
-            W.paths_len += (uint32_t)len + 1;
-        } else {
-            m->path_off = 0;    /* "" */
-        }
-        W.last_mod = W.nmods++;
+        m->path_off = keep_path(name[0] ? name : W.exe);   /* "": the main program */
+        return m;
+    }
+    uintptr_t lo, hi, orig;
+    module_t *o;
+    if (!ht__jit_alias((uintptr_t)addr, &lo, &hi, &orig) || !(o = module_of(orig)) || o->orig != o->id)
+        return NULL;
+    uint32_t oi = o->id;
+    m = new_module(lo, hi, o->bias + (addr - orig));
+    if (!m)
+        return NULL;
+    m->orig = oi;
+    m->path_off = W.mods[oi].path_off;
+    return m;
+}
+
+/* Makes sure the module holding `addr` is known and its record staged.
+ * Returns 0 if addr is in no loaded module. */
+static int note_module(uint64_t addr)
+{
+    module_t *m = module_of(addr);
+    if (!m)
+        return W.nmods >= MAX_MODULES;
+    if (m->orig != m->id) {
+        module_t *o = &W.mods[m->orig];
+        if (!o->written && !(o->staged & 1))
+            stage_module(o);
     }
     if (!m->written && !(m->staged & 1))
         stage_module(m);
+    return 1;
 }
 
 /* Frames in registered JIT code carry the registration's serial: record
  * its range and name once (while it is still registered) so a reader can
- * name the frame even after the code is gone. */
-static void note_jit(uint64_t frame)
+ * name the frame even after the code is gone. A frame captured before its
+ * code was registered (perf maps are read every few ms) has no serial: the
+ * registration that covers it now is recorded, and a reader names it by
+ * address and time. Returns 0 if nothing covers it yet. */
+static int note_jit(uint64_t frame)
 {
     unsigned serial = HT_FRAME_JIT_SERIAL(frame);
-    if (!serial || (W.jit_seen[serial >> 3] & (1u << (serial & 7))))
-        return;
     ht_jit_range_t r;
-    if (!ht__jit_find(HT_FRAME_ADDRESS(frame) - 1, &r) || r.serial != serial)   /* 1: found */
-        return;
+    if (!ht__jit_find(HT_FRAME_ADDRESS(frame) - 1, &r))
+        return 0;
+    if (serial && r.serial != serial)
+        return 1;               /* gone: replaced by other code */
+    serial = r.serial;
+    if (W.jit_seen[serial >> 3] & (1u << (serial & 7)))
+        return 1;
     size_t at = rec_begin(HT_REC_JIT);
     put_varint(serial);
     put_varint(r.start);
@@ -392,6 +450,27 @@ static void note_jit(uint64_t frame)
     put_str(name, len < 1024 ? len : 1024);
     rec_end(at);
     W.jit_seen[serial >> 3] |= (uint8_t)(1u << (serial & 7));
+    return 1;
+}
+
+/* An untagged frame nothing covers yet: tried again at each later staging,
+ * since its perf map line may still be on its way. */
+static void pend_jit(uint64_t frame)
+{
+    for (uint32_t i = 0; i < W.njit_pending; i++)
+        if (W.jit_pending[i] == frame)
+            return;
+    if (W.njit_pending < JIT_PENDING)
+        W.jit_pending[W.njit_pending++] = frame;
+}
+
+static void retry_pending_jit(void)
+{
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < W.njit_pending; i++)
+        if (!note_jit(W.jit_pending[i]))
+            W.jit_pending[k++] = W.jit_pending[i];
+    W.njit_pending = k;
 }
 
 /* Stages every stack node interned since the last call, and the modules
@@ -401,6 +480,7 @@ static void stage_nodes(void)
     uint32_t count = ht__stackdb_node_count();
     if (W.node_mark == 0)
         W.node_mark = W.node_mark_ok = 1;   /* node 0 is the root: never written */
+    retry_pending_jit();
     while (W.node_mark < count) {
         uint32_t first = W.node_mark, n = count - first;
         if (n > 2048)
@@ -412,8 +492,9 @@ static void stage_nodes(void)
                 continue;
             if (HT_FRAME_JIT_SERIAL(nd.addr))
                 note_jit(nd.addr);
-            else if (nd.addr > 1)   /* 1: HT_FRAME_UNWIND_STOPPED */
-                note_module(nd.addr - 1);
+            else if (nd.addr > 1 && !note_module(nd.addr - 1) &&   /* 1: HT_FRAME_UNWIND_STOPPED */
+                     !note_jit(nd.addr))
+                pend_jit(nd.addr);
         }
         size_t at = rec_begin(HT_REC_NODES);
         put_varint(first);
@@ -437,8 +518,11 @@ static void stage_unloads(void)
         if (!m->loaded)
             continue;
         struct dl_find_object fo;
-        if (_dl_find_object((void *)m->start, &fo) == 0 && (uint64_t)fo.dlfo_map_start == m->start &&
-            (uint64_t)fo.dlfo_map_end == m->end)
+        uintptr_t lo, hi, orig;
+        if (m->orig == m->id ? _dl_find_object((void *)m->start, &fo) == 0 &&
+                               (uint64_t)fo.dlfo_map_start == m->start && (uint64_t)fo.dlfo_map_end == m->end
+                             : W.mods[m->orig].loaded && ht__jit_alias(m->start, &lo, &hi, &orig) &&
+                               lo == m->start && hi == m->end)
             continue;
         m->loaded = 0;
         m->unload_ns = ht__now_ns();
@@ -823,6 +907,7 @@ void ht__writer_reopen(void)
         for (uint32_t i = 0; i < W.nmods; i++)
             W.mods[i].written = W.mods[i].unload_written = W.mods[i].staged = 0;
         __builtin_memset(W.jit_seen, 0, sizeof W.jit_seen);
+        W.njit_pending = 0;
     }
     wunlock();
 }
@@ -846,6 +931,7 @@ void ht__writer_fork_child(void)
         W.mods[i].written = W.mods[i].unload_written = W.mods[i].staged = 0;
     }
     __builtin_memset(W.jit_seen, 0, sizeof W.jit_seen);
+    W.njit_pending = 0;
     W.owner = 0;
     W.lock.v = 0;
 }

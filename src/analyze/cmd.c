@@ -47,7 +47,9 @@ static void usage(int cmd, FILE *f)
                "      --debug-dir DIRS   also look for separate debug info in DIRS (colon-separated)\n");
     if (cmd == HT_CMD_REPORT)
         fprintf(f, "  -s, --snapshot N       report snapshot N (negative: from the end)\n"
-                   "      --in-use           call live memory 'in use', not 'leaked'\n");
+                   "      --in-use           call live memory 'in use', not 'leaked'\n"
+                   "      --allocated        rank sites by what they allocated since the start,\n"
+                   "                         freed or not (alloc_bytes, alloc_blocks)\n");
     fprintf(f, "      --no-progress      no progress lines on a terminal\n"
                "  -h, --help             this help\n");
     (void)n;
@@ -159,6 +161,7 @@ int ht__cmd_main(int cmd, int argc, char **argv, ht_loader_fn load, ht_unloader_
         { "debug-dir", required_argument, 0, 'd' },
         { "snapshot", required_argument, 0, 's' },
         { "in-use", no_argument, 0, 'u' },
+        { "allocated", no_argument, 0, 'A' },
         { "no-progress", no_argument, 0, 'P' },
         { "help", no_argument, 0, 'h' },
         { 0, 0, 0, 0 },
@@ -213,7 +216,12 @@ int ht__cmd_main(int cmd, int argc, char **argv, ht_loader_fn load, ht_unloader_
             if (parse_int(optarg, &snapshot))
                 return bad(cmd, "--snapshot: '%s' is not a snapshot number%s", optarg, "");
             break;
-        case 'u': in_use = 1; break;
+        case 'u': in_use = HT_RMODE_IN_USE; break;
+        case 'A':
+            if (cmd != HT_CMD_REPORT)
+                return bad(cmd, "--allocated is for report%s%s", "", "");
+            in_use = HT_RMODE_ALLOCATED;
+            break;
         case 'P': o.progress = 0; break;
         case 'h': usage(cmd, stdout); return 0;
         default:

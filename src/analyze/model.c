@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "heaptrail.h"
 #include "model.h"
 
 const char *const ht__default_well_tested[] = {
@@ -60,6 +61,7 @@ void ht__session_free(ht_session_t *s)
         free(s->in[i].tm_handle);
         free(s->in[i].tm_bias);
         free(s->in[i].node_hash);
+        free(s->in[i].node_jit);
     }
     ht__sym_free(s->sym);
     memset(s, 0, sizeof *s);
@@ -120,6 +122,48 @@ static const modspan_t *find_span(const modspan_t *sp, size_t n, uint64_t addr, 
     return best ? best : any;
 }
 
+/* For each node outside every module, the JIT record that names it. A
+ * frame tagged with a registration serial (HT_FRAME_JIT_SERIAL) is in the
+ * latest record with that serial; an untagged one (captured before its
+ * code was registered, e.g. a perf map line not read yet) in the record
+ * covering its address that began last before the node was first seen. */
+static void name_jit_nodes(ht_input_t *in, const uint64_t *seen)
+{
+    const ht_trace_t *t = in->t;
+    uint32_t *by_serial = ht__xmalloc(32768 * sizeof *by_serial);
+    for (size_t i = 0; i < 32768; i++)
+        by_serial[i] = UINT32_MAX;
+    for (size_t j = 0; j < t->njit; j++)
+        by_serial[t->jit[j].serial & 0x7fff] = (uint32_t)j;
+    in->node_jit = ht__xmalloc((t->nnodes ? t->nnodes : 1) * sizeof *in->node_jit);
+    for (size_t i = 0; i < t->nnodes; i++) {
+        in->node_jit[i] = UINT32_MAX;
+        if (i == 0 || in->node_tmod[i] != UINT32_MAX)
+            continue;
+        uint64_t a = t->nodes[i].addr, at = HT_FRAME_ADDRESS(a) - 1;
+        uint32_t serial = HT_FRAME_JIT_SERIAL(a);
+        if (serial) {
+            in->node_jit[i] = by_serial[serial];
+            continue;
+        }
+        if (a <= 1)
+            continue;
+        uint64_t when = seen ? seen[i] : UINT64_MAX, best_t = 0;
+        for (size_t j = 0; j < t->njit; j++) {
+            const ht_tjit_t *r = &t->jit[j];
+            if (at < r->start || at - r->start >= r->size)
+                continue;
+            int better = in->node_jit[i] == UINT32_MAX ||
+                         (r->begin_ns <= when && (r->begin_ns >= best_t || t->jit[in->node_jit[i]].begin_ns > when));
+            if (better) {
+                in->node_jit[i] = (uint32_t)j;
+                best_t = r->begin_ns;
+            }
+        }
+    }
+    free(by_serial);
+}
+
 int ht__session_add(ht_session_t *s, const char *name, const ht_trace_t *t)
 {
     int idx = s->nin++;
@@ -161,7 +205,7 @@ int ht__session_add(ht_session_t *s, const char *name, const ht_trace_t *t)
      * captured no later than the site. Only needed to choose between
      * modules that shared addresses over time, and only for nodes whose
      * module the trace does not name. */
-    int overlap = 0;
+    int overlap = t->njit > 0;  /* JIT records are chosen by time too */
     for (size_t i = 1; i < nsp; i++)
         overlap |= sp[i].start < sp[i - 1].max_end;
     uint64_t *seen = overlap ? ht__xmalloc(nn * sizeof *seen) : NULL;
@@ -191,6 +235,8 @@ int ht__session_add(ht_session_t *s, const char *name, const ht_trace_t *t)
         const modspan_t *m = find_span(sp, nsp, a, seen ? seen[i] : UINT64_MAX);
         in->node_tmod[i] = m ? m->tidx : UINT32_MAX;
     }
+    if (t->njit)
+        name_jit_nodes(in, seen);
     free(seen);
     free(sp);
     free(tm);
@@ -278,11 +324,17 @@ static uint32_t origin_node(const ht_session_t *s, uint32_t input, uint32_t node
     return node;
 }
 
+static const ht_tjit_t *node_jit(const ht_input_t *in, uint32_t node);
+
 const char *ht__frame_fallback(const ht_report_t *r, const ht_rframe_t *f)
 {
-    char buf[600];
-    if (f->mod == HT_NOMOD)
-        snprintf(buf, sizeof buf, "0x%llx", (unsigned long long)f->addr);
+    char buf[1100];
+    if (f->jit)
+        snprintf(buf, sizeof buf, "%.1024s (jit)", f->jit->name && f->jit->name[0] ? f->jit->name : "?");
+    else if (f->mod == HT_NOMOD && f->addr == (uintptr_t)HT_FRAME_UNWIND_STOPPED)
+        snprintf(buf, sizeof buf, "[unwinding stopped: code without unwind information]");
+    else if (f->mod == HT_NOMOD)
+        snprintf(buf, sizeof buf, "0x%llx", (unsigned long long)HT_FRAME_ADDRESS(f->addr));
     else
         snprintf(buf, sizeof buf, "%.500s+0x%llx", ht__sym_mod(r->ses->sym, f->mod)->name,
                  (unsigned long long)f->rel);
@@ -307,7 +359,7 @@ static const char *node_label(ht_session_t *s, int by, uint32_t input, uint32_t 
             return l->f[0].function;
     }
     ht_report_t fake = { .ses = s };
-    ht_rframe_t f = { in->t->nodes[node].addr, m, ht__node_rel(in, node), NULL };
+    ht_rframe_t f = { in->t->nodes[node].addr, m, ht__node_rel(in, node), NULL, node_jit(in, node) };
     return ht__frame_fallback(&fake, &f);
 }
 
@@ -580,6 +632,17 @@ static int sites_are_rows(const ht_session_t *s)
     return ok;
 }
 
+/* What a report counts of a site: live memory, or (--allocated) all it
+ * allocated since the start. */
+static int64_t site_bytes(const ht_report_t *r, const ht_tsite_t *site)
+{
+    return (int64_t)(r->type == HT_REPORT_ALLOCATED ? site->total_bytes : site->live_bytes);
+}
+static int64_t site_blocks(const ht_report_t *r, const ht_tsite_t *site)
+{
+    return (int64_t)(r->type == HT_REPORT_ALLOCATED ? site->total_blocks : site->live_blocks);
+}
+
 /* The report straight from the sites (see sites_are_rows): the biggest
  * `hold` sites (0: all) become rows, in order. */
 static void report_from_sites(ht_session_t *s, const ht_tsnapshot_t *sn, ht_report_t *r)
@@ -598,13 +661,14 @@ static void report_from_sites(ht_session_t *s, const ht_tsnapshot_t *sn, ht_repo
     for (size_t i = 0; i < sn->nsites; i++) {
         const ht_tsite_t *site = &sn->sites[i];
         ht__progress_step(&pr, i, sn->nsites);
-        if (!site->live_bytes && !site->live_blocks)
+        int64_t bytes = site_bytes(r, site), blocks = site_blocks(r, site);
+        if (!bytes && !blocks)
             continue;
         count++;
-        r->total_bytes += (int64_t)site->live_bytes;
-        r->total_blocks += (int64_t)site->live_blocks;
+        r->total_bytes += bytes;
+        r->total_blocks += blocks;
         uint32_t node = site_node(in->t, site->stack);
-        sortkey_t v = { (int64_t)site->live_bytes, (int64_t)site->live_blocks, 0,
+        sortkey_t v = { bytes, blocks, 0,
                         ht__mix64(((uint64_t)node << 8) + site->kind), (uint32_t)i };
         if (hold)
             heap_offer(k, &n, hold, &v);
@@ -626,8 +690,8 @@ static void report_from_sites(ht_session_t *s, const ht_tsnapshot_t *sn, ht_repo
         row->kind = site->kind;
         row->max_nodes = -1;
         row->nstacks = 1;
-        row->bytes = (int64_t)site->live_bytes;
-        row->blocks = (int64_t)site->live_blocks;
+        row->bytes = site_bytes(r, site);
+        row->blocks = site_blocks(r, site);
         row->alloc_bytes = (int64_t)site->total_bytes;
         row->alloc_blocks = (int64_t)site->total_blocks;
         row->peak_bytes = (int64_t)site->peak_bytes;
@@ -651,7 +715,7 @@ static void report_from_sites(ht_session_t *s, const ht_tsnapshot_t *sn, ht_repo
     r->rest_bytes = r->total_bytes - held;
 }
 
-int ht__report_build(ht_session_t *s, int64_t snapshot, int in_use, ht_report_t *r,
+int ht__report_build(ht_session_t *s, int64_t snapshot, int mode, ht_report_t *r,
                      char *err, size_t errlen)
 {
     memset(r, 0, sizeof *r);
@@ -667,7 +731,8 @@ int ht__report_build(ht_session_t *s, int64_t snapshot, int in_use, ht_report_t 
     }
     r->ses = s;
     r->by = s->opts ? s->opts->by : HT_BY_STACK;
-    r->type = !in_use && (sn->reason == HT_SNAP_EXIT || sn->reason == HT_SNAP_CRASH)
+    r->type = mode == HT_RMODE_ALLOCATED ? HT_REPORT_ALLOCATED
+              : mode == HT_RMODE_AUTO && (sn->reason == HT_SNAP_EXIT || sn->reason == HT_SNAP_CRASH)
                   ? HT_REPORT_LEAKS : HT_REPORT_INUSE;
     r->snap_b = sn;
     r->timeline = t;
@@ -682,19 +747,20 @@ int ht__report_build(ht_session_t *s, int64_t snapshot, int in_use, ht_report_t 
     for (size_t i = 0; i < sn->nsites; i++) {
         const ht_tsite_t *site = &sn->sites[i];
         ht__progress_step(&pr, i, sn->nsites);
-        if (!site->live_bytes && !site->live_blocks)
+        int64_t bytes = site_bytes(r, site), blocks = site_blocks(r, site);
+        if (!bytes && !blocks)
             continue;
         probe_t p;
         probe_make(&a, &p, 0, site->stack, site->kind);
         ht_row_t *row = agg_row(&a, &p, 1);
-        row_note(row, &p, (int64_t)site->live_bytes);
-        row->bytes += (int64_t)site->live_bytes;
-        row->blocks += (int64_t)site->live_blocks;
+        row_note(row, &p, bytes);
+        row->bytes += bytes;
+        row->blocks += blocks;
         row->alloc_bytes += (int64_t)site->total_bytes;
         row->alloc_blocks += (int64_t)site->total_blocks;
         row->peak_bytes += (int64_t)site->peak_bytes;
-        r->total_bytes += (int64_t)site->live_bytes;
-        r->total_blocks += (int64_t)site->live_blocks;
+        r->total_bytes += bytes;
+        r->total_blocks += blocks;
     }
     ht__progress_end(&pr);
     free(a.slots);
@@ -911,6 +977,13 @@ void ht__report_free(ht_report_t *r)
 
 /*----------------------------------------------------------------- frames */
 
+static const ht_tjit_t *node_jit(const ht_input_t *in, uint32_t node)
+{
+    if (!in->node_jit || in->node_jit[node] == UINT32_MAX)
+        return NULL;
+    return &in->t->jit[in->node_jit[node]];
+}
+
 size_t ht__row_frames(const ht_report_t *r, const ht_row_t *row, ht_rframe_t **buf, size_t *cap)
 {
     const ht_session_t *s = r->ses;
@@ -924,7 +997,8 @@ size_t ht__row_frames(const ht_report_t *r, const ht_row_t *row, ht_rframe_t **b
         uint32_t k = l && l->n ? l->n : 1;
         HT_GROW(*buf, *cap, n + k);
         for (uint32_t i = 0; i < k; i++)
-            (*buf)[n++] = (ht_rframe_t){ addr, m, rel, l && l->n ? &l->f[i] : NULL };
+            (*buf)[n++] = (ht_rframe_t){ addr, m, rel, l && l->n ? &l->f[i] : NULL,
+                                         m == HT_NOMOD ? node_jit(in, node) : NULL };
         uint32_t p = in->t->nodes[node].parent;
         node = p < node ? p : 0;
     }

@@ -31,6 +31,9 @@ typedef struct ht_input_s {
     uint64_t *tm_bias;          /* per trace module: its bias */
     uint64_t *node_hash;        /* per node: hash of the normalized stack,
                                    computed when first needed (ht__node_hashes) */
+    uint32_t *node_jit;         /* per node outside any module: the JIT record
+                                   (index in t->jit) naming it, or UINT32_MAX;
+                                   NULL when the trace has no JIT records */
 } ht_input_t;
 
 /* A node's symbolizer module (HT_NOMOD: none) and link-time address
@@ -52,7 +55,7 @@ static inline uint64_t ht__node_rel(const ht_input_t *in, uint32_t n)
 
 enum { HT_BY_STACK = 0, HT_BY_FUNCTION, HT_BY_MODULE };
 enum { HT_FMT_TEXT = 0, HT_FMT_JSON, HT_FMT_FOLDED, HT_FMT_PPROF, HT_FMT_HTML };
-enum { HT_REPORT_LEAKS = 0, HT_REPORT_INUSE, HT_REPORT_DIFF, HT_REPORT_GROWTH };
+enum { HT_REPORT_LEAKS = 0, HT_REPORT_INUSE, HT_REPORT_DIFF, HT_REPORT_GROWTH, HT_REPORT_ALLOCATED };
 
 typedef struct ht_opts_s {
     int format;                 /* HT_FMT_* */
@@ -124,6 +127,7 @@ typedef struct ht_rframe_s {
     uint32_t mod;               /* symbolizer module or HT_NOMOD */
     uint64_t rel;               /* link-time address in mod */
     const ht_sframe_t *sf;      /* NULL when nothing is known */
+    const ht_tjit_t *jit;       /* JIT code it was in, or NULL */
 } ht_rframe_t;
 
 /* Adds a trace to the session (at most 2) and normalizes its nodes.
@@ -136,8 +140,12 @@ HT_INTERNAL void ht__session_free(ht_session_t *s);
 /* The default list of well-tested modules (fnmatch patterns). */
 extern const char *const ht__default_well_tested[];
 
-/* Reports. Each returns 0, or -1 with a message in err. */
-HT_INTERNAL int ht__report_build(ht_session_t *s, int64_t snapshot, int in_use,
+/* Reports. Each returns 0, or -1 with a message in err. ht__report_build's
+ * `mode`: HT_RMODE_AUTO (leaks at an exit or crash snapshot, in use at any
+ * other), HT_RMODE_IN_USE, or HT_RMODE_ALLOCATED (every site ranked by what
+ * it allocated since the start, freed or not). */
+enum { HT_RMODE_AUTO = 0, HT_RMODE_IN_USE, HT_RMODE_ALLOCATED };
+HT_INTERNAL int ht__report_build(ht_session_t *s, int64_t snapshot, int mode,
                                  ht_report_t *r, char *err, size_t errlen);
 HT_INTERNAL int ht__diff_build(ht_session_t *s, int64_t snap_a, int64_t snap_b,
                                ht_report_t *r, char *err, size_t errlen);

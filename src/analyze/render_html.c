@@ -135,7 +135,8 @@ static void flame_data(const ht_report_t *r, FILE *f)
     size_t cap = 0, drawn = 0;
     int64_t other = 0;
     const char *root = r->type == HT_REPORT_DIFF ? "growth" : r->type == HT_REPORT_GROWTH
-                       ? "growth" : r->type == HT_REPORT_LEAKS ? "leaked" : "in use";
+                       ? "growth" : r->type == HT_REPORT_LEAKS ? "leaked"
+                       : r->type == HT_REPORT_ALLOCATED ? "allocated" : "in use";
     fputs("<script type=\"application/json\" id=\"data\">{\"root\":", f);
     ht__json_string(f, root);
     fputs(",\"stacks\":[", f);
@@ -194,8 +195,10 @@ static void summary(const ht_report_t *r, FILE *f)
     switch (r->type) {
     case HT_REPORT_LEAKS:
     case HT_REPORT_INUSE:
+    case HT_REPORT_ALLOCATED:
         fprintf(f, "%lld bytes %s in %lld blocks from %zu allocation sites", (long long)r->total_bytes,
-                r->type == HT_REPORT_LEAKS ? "leaked" : "in use", (long long)r->total_blocks, nst);
+                r->type == HT_REPORT_LEAKS ? "leaked" : r->type == HT_REPORT_ALLOCATED ? "allocated" : "in use",
+                (long long)r->total_blocks, nst);
         break;
     case HT_REPORT_DIFF:
         fprintf(f, "%+lld bytes, %+lld blocks between the snapshots (%lld bytes before, %lld after)",
@@ -280,7 +283,8 @@ int ht__render_html(const ht_report_t *r, FILE *f)
     fputs("<h2>Memory over time</h2>\n", f);
     chart(f, r->timeline);
     fprintf(f, "<h2>Flame graph of %s bytes</h2>\n",
-            r->type == HT_REPORT_LEAKS ? "leaked" : r->type == HT_REPORT_INUSE ? "in-use" : "grown");
+            r->type == HT_REPORT_LEAKS ? "leaked" : r->type == HT_REPORT_INUSE ? "in-use"
+            : r->type == HT_REPORT_ALLOCATED ? "allocated" : "grown");
     fputs("<div id=\"flamebar\"><button id=\"flamereset\" type=\"button\">Reset zoom</button>"
           "<span id=\"flameinfo\">click a frame to zoom</span></div>\n<div id=\"flame\"></div>\n", f);
     fprintf(f, "<h2>Top %s</h2>\n",

@@ -5,6 +5,7 @@
  * is always valid JSON. */
 #include <stdlib.h>
 #include <string.h>
+#include "heaptrail.h"
 #include "model.h"
 
 void ht__json_string(FILE *f, const char *s)
@@ -78,7 +79,7 @@ void ht__json_frames(const ht_report_t *r, const ht_row_t *row, FILE *f, ht_rfra
         const ht_rframe_t *fr = &(*buf)[i];
         const ht_sframe_t *sf = fr->sf;
         fputs(i ? ",{\"address\":" : "{\"address\":", f);
-        json_hex(f, fr->addr);
+        json_hex(f, HT_FRAME_ADDRESS(fr->addr));
         fputs(",\"module\":", f);
         if (fr->mod == HT_NOMOD) {
             fputs("null,\"offset\":null", f);
@@ -88,21 +89,24 @@ void ht__json_frames(const ht_report_t *r, const ht_row_t *row, FILE *f, ht_rfra
             json_hex(f, fr->rel);
         }
         fputs(",\"function\":", f);
-        ht__json_string(f, sf ? sf->function : NULL);
+        ht__json_string(f, sf ? sf->function : fr->jit ? fr->jit->name : NULL);
         fputs(",\"file\":", f);
         ht__json_string(f, sf ? sf->file : NULL);
         if (sf && sf->line)
             fprintf(f, ",\"line\":%u", sf->line);
         else
             fputs(",\"line\":null", f);
-        fprintf(f, ",\"inline\":%s}", sf && sf->inlined ? "true" : "false");
+        fprintf(f, ",\"inline\":%s", sf && sf->inlined ? "true" : "false");
+        if (fr->jit)
+            fprintf(f, ",\"jit\":true,\"jit_serial\":%u", (unsigned)fr->jit->serial);
+        fputc('}', f);
     }
     fputc(']', f);
 }
 
 static const char *mode_name(int type)
 {
-    static const char *n[] = { "leaks", "in_use", "diff", "growth" };
+    static const char *n[] = { "leaks", "in_use", "diff", "growth", "allocated" };
     return n[type];
 }
 

@@ -130,11 +130,13 @@ int ht__render_text(const ht_report_t *r, FILE *f)
     switch (r->type) {
     case HT_REPORT_LEAKS:
     case HT_REPORT_INUSE:
+    case HT_REPORT_ALLOCATED:
         fprintf(f, "heaptrail report: %s, ", name);
         print_snap(f, r->snap_b);
         fprintf(f, "%s\n", by);
         fprintf(f, "%lld bytes %s in %lld %s from %zu allocation %s\n", (long long)r->total_bytes,
-                r->type == HT_REPORT_LEAKS ? "leaked" : "in use", (long long)r->total_blocks,
+                r->type == HT_REPORT_LEAKS ? "leaked" : r->type == HT_REPORT_ALLOCATED ? "allocated" : "in use",
+                (long long)r->total_blocks,
                 plural(r->total_blocks, "block", "blocks"), nst, plural((int64_t)nst, "site", "sites"));
         break;
     case HT_REPORT_DIFF:
@@ -164,6 +166,7 @@ int ht__render_text(const ht_report_t *r, FILE *f)
         switch (r->type) {
         case HT_REPORT_LEAKS:
         case HT_REPORT_INUSE:
+        case HT_REPORT_ALLOCATED:
             fprintf(f, "#%zu  %lld bytes in %lld %s (%.1f%%)", i + 1, (long long)row->bytes,
                     (long long)row->blocks, plural(row->blocks, "block", "blocks"),
                     r->total_bytes ? 100.0 * (double)row->bytes / (double)r->total_bytes : 0.0);

@@ -1,0 +1,269 @@
+/* jitmaps.c -- names of JIT code that nobody registers: the perf map and
+ * jitdump files JIT runtimes write for profilers.
+ *
+ * V8 (node --perf-basic-prof), the JVM's perf-map-agent and wasmtime
+ * (--profile=perfmap) append "START SIZE NAME" lines to /tmp/perf-PID.map
+ * as they emit code; V8's --perf-prof and JVM agents write a binary
+ * jitdump file (jit-PID.dump) and map it so profilers can find it. The
+ * control thread reads what was appended since its last look, every
+ * JITMAPS_MS, and registers the new code in the JIT registry in one batch:
+ * from then on frames in that code carry the registration's serial, so each
+ * allocation names the code that was live when it was made, even after the
+ * runtime frees the code and reuses the address (the registry replaces
+ * what a new range overlaps, as a new perf map line overrides an old one).
+ * The trace records each registration a frame points into (writer.c).
+ *
+ * Runs on the control thread (agent.c), and once more on the exiting
+ * thread for what was announced since the last look; never in a hook or a
+ * signal handler: it may block in read(), but allocates nothing from the
+ * traced program's heap. A perf map is only read if this user owns it:
+ * anyone may create files in /tmp. */
+#include "agent.h"
+#include "../platform/linux-x86_64/jit.h"
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <string.h>
+#include <unistd.h>
+
+#define CHUNK (256u << 10)
+#define BATCH 4096
+
+static struct {
+    int pid;
+    int perf_fd;                /* /tmp/perf-PID.map, -1 until it appears */
+    char perf_path[64];
+    char *buf;                  /* CHUNK bytes, mapped on first use */
+    size_t held;                /* bytes of an unfinished line kept in buf */
+    int dump_fd;                /* the jitdump file, -1 until found */
+    uint64_t dump_off;          /* next record's offset */
+    int dump_looked;            /* polls since /proc/self/maps was last searched */
+    ht_jit_add_t adds[BATCH];
+    size_t nadds;
+    char names[BATCH * 64];     /* perf-map names of the batch, NUL-terminated */
+    size_t names_used;
+    uint64_t registered;
+    ht_spinlock_t lock;         /* the control thread and the exiting one */
+} J = { .perf_fd = -1, .dump_fd = -1 };
+
+static void flush_batch(void)
+{
+    if (J.nadds)
+        J.registered += ht__jit_add_many(J.adds, J.nadds);
+    J.nadds = 0;
+    J.names_used = 0;
+}
+
+static void add(uintptr_t start, size_t size, const char *name, size_t len)
+{
+    if (J.nadds == BATCH || J.names_used + len + 1 > sizeof J.names)
+        flush_batch();
+    char *n = J.names + J.names_used;
+    memcpy(n, name, len);
+    n[len] = 0;
+    J.names_used += len + 1;
+    J.adds[J.nadds++] = (ht_jit_add_t){ start, size, n };
+}
+
+static int hex(const char **p, const char *end, uint64_t *out)
+{
+    uint64_t v = 0;
+    const char *s = *p;
+    if (s + 2 <= end && s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+        s += 2;
+    const char *d = s;
+    for (; s < end; s++) {
+        int c = *s, x = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                          : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+        if (x < 0)
+            break;
+        v = v << 4 | (uint64_t)x;
+    }
+    if (s == d)
+        return 0;
+    *p = s;
+    *out = v;
+    return 1;
+}
+
+/* One perf map line: "START SIZE NAME" (hex, hex, the rest). */
+static void perf_line(const char *s, const char *end)
+{
+    uint64_t start, size;
+    if (!hex(&s, end, &start) || s >= end || *s++ != ' ' || !hex(&s, end, &size) || s >= end ||
+        *s++ != ' ')
+        return;
+    size_t len = (size_t)(end - s);
+    if (len > 1024)
+        len = 1024;
+    add((uintptr_t)start, (size_t)size, s, len);
+}
+
+static void poll_perf_map(void)
+{
+    if (J.perf_fd < 0) {
+        J.perf_fd = open(J.perf_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (J.perf_fd < 0)
+            return;
+        struct stat st;
+        if (fstat(J.perf_fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
+            close(J.perf_fd);
+            J.perf_fd = -2;     /* someone else's: never read */
+            return;
+        }
+    }
+    if (J.perf_fd == -2)
+        return;
+    for (;;) {
+        ssize_t n = read(J.perf_fd, J.buf + J.held, CHUNK - J.held);
+        if (n <= 0)
+            break;
+        size_t have = J.held + (size_t)n, line = 0;
+        for (size_t i = 0; i < have; i++)
+            if (J.buf[i] == '\n') {
+                perf_line(J.buf + line, J.buf + i);
+                line = i + 1;
+            }
+        /* an unfinished line waits for the rest; one longer than the buffer
+         * is dropped */
+        J.held = have - line;
+        if (J.held == CHUNK)
+            J.held = 0;
+        else if (line)
+            memmove(J.buf, J.buf + line, J.held);
+    }
+}
+
+/* ---- jitdump -------------------------------------------------------------
+ * The format of perf's tools/perf/Documentation/jitdump-specification.txt:
+ * a 40-byte header (magic 'JiTD'), then records {id u32, total_size u32,
+ * timestamp u64, body}. JIT_CODE_LOAD (0): pid, tid, vma, code_addr,
+ * code_size, code_index, name, code. JIT_CODE_MOVE (1): pid, tid, vma,
+ * old_code_addr, new_code_addr, code_size, code_index. */
+
+#define JITDUMP_MAGIC 0x4A695444u
+
+/* The jitdump file a JIT mapped (that is how perf finds it too). */
+static void find_dump(void)
+{
+    char want[32];
+    int wl = snprintf(want, sizeof want, "/jit-%d.dump", J.pid);
+    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    char line[4096];
+    size_t have = 0;
+    for (;;) {
+        ssize_t n = read(fd, line + have, sizeof line - 1 - have);
+        if (n <= 0)
+            break;
+        have += (size_t)n;
+        size_t start = 0;
+        for (size_t i = 0; i < have; i++) {
+            if (line[i] != '\n')
+                continue;
+            line[i] = 0;
+            const char *path = strchr(line + start, '/');
+            size_t pl = path ? strlen(path) : 0;
+            struct stat st;
+            if (path && pl >= (size_t)wl && strcmp(path + pl - (size_t)wl, want) == 0 &&
+                (J.dump_fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) >= 0) {
+                if (fstat(J.dump_fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
+                    close(J.dump_fd);
+                    J.dump_fd = -1;
+                }
+                J.dump_off = 40;
+                close(fd);
+                return;
+            }
+            start = i + 1;
+        }
+        have -= start;
+        memmove(line, line + start, have);
+        if (have == sizeof line - 1)
+            have = 0;
+    }
+    close(fd);
+}
+
+static int read_at(void *p, size_t n, uint64_t off)
+{
+    return pread(J.dump_fd, p, n, (off_t)off) == (ssize_t)n;
+}
+
+static void poll_jitdump(void)
+{
+    if (J.dump_fd < 0) {
+        if (J.dump_looked++ % 25)       /* search the maps every 25 polls */
+            return;
+        find_dump();
+        if (J.dump_fd < 0)
+            return;
+        uint32_t magic;
+        if (!read_at(&magic, 4, 0) || magic != JITDUMP_MAGIC) {
+            close(J.dump_fd);
+            J.dump_fd = -1;
+            return;
+        }
+    }
+    for (;;) {
+        struct { uint32_t id, size; uint64_t ts; } h;
+        if (!read_at(&h, sizeof h, J.dump_off) || h.size < sizeof h)
+            return;             /* not written yet */
+        uint64_t body = J.dump_off + sizeof h;
+        if (h.id == 0) {        /* JIT_CODE_LOAD */
+            struct { uint32_t pid, tid; uint64_t vma, addr, size, index; } l;
+            char name[1024];
+            size_t room = h.size - sizeof h - sizeof l;
+            if (h.size < sizeof h + sizeof l || !read_at(&l, sizeof l, body))
+                return;
+            size_t nl = room < sizeof name - 1 ? room : sizeof name - 1;
+            if (nl && !read_at(name, nl, body + sizeof l))
+                return;
+            name[nl] = 0;
+            add((uintptr_t)l.addr, (size_t)l.size, name, strlen(name));
+        } else if (h.id == 1) { /* JIT_CODE_MOVE */
+            struct { uint32_t pid, tid; uint64_t vma, old_addr, new_addr, size, index; } m;
+            if (h.size < sizeof h + sizeof m || !read_at(&m, sizeof m, body))
+                return;
+            flush_batch();      /* the old range may be in this batch */
+            ht_jit_range_t r;
+            const char *name = ht__jit_find((uintptr_t)m.old_addr, &r) && r.name ? r.name : "";
+            add((uintptr_t)m.new_addr, (size_t)m.size, name, strlen(name));
+        } else if (h.id == 3) { /* JIT_CODE_CLOSE */
+            J.dump_off += h.size;
+            return;
+        }
+        J.dump_off += h.size;
+    }
+}
+
+void ht__jitmaps_poll(void)
+{
+    ht__spin_lock(&J.lock);
+    if (!J.pid) {
+        J.pid = getpid();
+        snprintf(J.perf_path, sizeof J.perf_path, "/tmp/perf-%d.map", J.pid);
+    }
+    if (J.buf || (J.buf = ht__map(CHUNK))) {
+        poll_perf_map();
+        poll_jitdump();
+        flush_batch();
+    }
+    ht__spin_unlock(&J.lock);
+}
+
+void ht__jitmaps_forget(void)
+{
+    /* a forked child: its own pid, its own files */
+    J.lock.v = 0;
+    if (J.perf_fd >= 0)
+        close(J.perf_fd);
+    if (J.dump_fd >= 0)
+        close(J.dump_fd);
+    J.perf_fd = J.dump_fd = -1;
+    J.pid = 0;
+    J.held = 0;
+    J.nadds = 0;
+    J.names_used = 0;
+}
