@@ -114,6 +114,8 @@ int main(int argc, char **argv)
     printf("trace pid=%lld complete=%d truncated=%d truncated_at=%llu snaps=%zu nodes=%zu modules=%zu\n",
            (long long)t.pid, t.complete, t.truncated, (unsigned long long)t.truncated_at, t.nsnaps,
            t.nnodes, t.nmodules);
+    if (argc >= 3 && !strcmp(argv[2], "--header"))
+        return 0;
     if (t.truncated)
         printf("damage %s\n", err);
     printf("drops overflow=%llu unknown_frees=%llu write_errors=%llu other=%llu\n",
