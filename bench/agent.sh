@@ -57,6 +57,12 @@ for w in allocbench sqlite3 python3; do
     row $w lsan-full-unwind "$SLOW" env LD_PRELOAD="$LSAN" LSAN_OPTIONS=exitcode=0:fast_unwind_on_malloc=0 "$@"
 done
 
+# a JIT runtime: node compressing under JS functions (tests/jit/deflate.js)
+set -- node "$ROOT/tests/jit/deflate.js"
+row node base "$RUNS" "$@"
+row node heaptrail "$RUNS" $HTR "$@"
+row node heaptrack "$SLOW" heaptrack -o "$O/tmp/traces/hk" "$@"
+
 # heaptrail's own share on allocbench: LD_PRELOAD directly, no CLI; the
 # CPU column here is the minimum of the runs (the least disturbed one)
 set -- "$O/allocbench"
@@ -84,3 +90,6 @@ echo "| 1,000,000 live blocks, one stack | $lb | $la | $(( (la - lb) * 1024 / 10
 echo "| 65,536 distinct stacks, one live block each | $sb | $sa | $(( ((sa - sb) * 1024 - 65536 * (la - lb) * 1024 / 1000000) / 65536 )) bytes per stack (after the live-block cost) |"
 } | tee -a "$out"
 rm -f "$O"/tmp/heaptrail.*.ht heaptrail.memcost.*.ht
+
+# JS frames named: heaptrail vs heaptrack on node --perf-basic-prof
+sh "$ROOT/bench/node-names.sh" | tee -a "$out"
