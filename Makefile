@@ -330,8 +330,18 @@ $(BUILD)/bench/capture_bench_%: bench/capture_bench.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g -Wall -Werror $(if $(filter fp,$*),-fno-omit-frame-pointer,-fomit-frame-pointer) -Iinclude \
 	    -o $@ $< -L$(BUILD) -lheaptrail -lunwind -ldl -Wl,-rpath,'$$ORIGIN/..'
-bench-capture: all $(CAPTURE_BENCH) $(AGREE_LIB)
+bench-capture: all $(CAPTURE_BENCH) $(JIT_BENCH) $(AGREE_LIB)
 	@bench/capture.sh
+# ht_capture through registered JIT code vs native frames (bench/jit_bench.c);
+# also run by bench-capture. `make bench-jit` runs it alone.
+JIT_BENCH := $(BUILD)/bench/jit_bench
+$(JIT_BENCH): bench/jit_bench.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -Wall -Werror -fomit-frame-pointer -Iinclude \
+	    -o $@ $< -L$(BUILD) -lheaptrail -lunwind -ldl -Wl,-rpath,'$$ORIGIN/..'
+.PHONY: bench-jit
+bench-jit: all $(JIT_BENCH)
+	@$(JIT_BENCH) $${ROUNDS:-9}
 
 # Stack database vs a flat table, on synthetic stacks and on stacks recorded
 # from the workloads (bench/record-stacks.sh); results in docs/BENCHMARKS.md.

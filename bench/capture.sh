@@ -4,7 +4,10 @@
 #     call and per frame for ht_capture, a bare frame-pointer walk,
 #     libunwind, glibc backtrace() and libgcc's _Unwind_Backtrace, on a
 #     repeated and a varied call path, depths 10/30/100; then the hashes.
-#  2. Inside real programs: build/tests/libagree.so preloaded into sqlite3
+#  2. Through JIT code: bench/jit_bench.c, 32-frame stacks of which 0, 8
+#     or 16 frames are JIT code registered three ways (ht_register_code,
+#     ht_register_unwind, __register_frame), ht_capture and libunwind.
+#  3. Inside real programs: build/tests/libagree.so preloaded into sqlite3
 #     and python3 (the reference workloads) times one capture at every
 #     malloc/calloc/realloc, for ht_capture and for libunwind, alternating
 #     runs; the median TSC ticks per capture of 5 runs each.
@@ -16,6 +19,9 @@ build/bench/capture_bench_nofp "$rounds"
 echo
 echo "== capture_bench, code with frame pointers"
 build/bench/capture_bench_fp "$rounds"
+echo
+echo "== through JIT frames (bench/jit_bench.c)"
+build/bench/jit_bench "$rounds"
 echo
 echo "== inside real programs: TSC ticks per capture at every allocation (median of 5)"
 work=../shared/workloads
