@@ -47,6 +47,7 @@ typedef struct jit_table_s {
 } jit_table_t;
 
 static jit_table_t *g_table;            /* current; NULL = empty */
+static uint64_t g_version = 1;          /* bumped after each publication */
 static int g_readers;                   /* lookups in flight */
 static jit_table_t *g_retired;
 static ht_spinlock_t g_lock;
@@ -126,6 +127,7 @@ static void publish(jit_table_t *t)
 {
     jit_table_t *old = g_table;
     __atomic_store_n(&g_table, t, __ATOMIC_SEQ_CST);
+    __atomic_add_fetch(&g_version, 1, __ATOMIC_RELEASE);
     if (old) {
         old->retired_next = g_retired;
         g_retired = old;
@@ -624,6 +626,10 @@ int ht__jit_is_code(uintptr_t pc)
         return 1;
     return in_exec_fresh(pc) != NULL;
 }
+
+int ht__jit_in_exec(uintptr_t pc) { return in_exec_fresh(pc) != NULL; }
+
+uint64_t ht__jit_version(void) { return __atomic_load_n(&g_version, __ATOMIC_ACQUIRE); }
 
 int ht__jit_alias(uintptr_t pc, uintptr_t *lo, uintptr_t *hi, uintptr_t *orig)
 {

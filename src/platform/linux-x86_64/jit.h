@@ -31,6 +31,13 @@ HT_INTERNAL size_t ht__jit_add_many(const ht_jit_add_t *adds, size_t n);
  * dynamic loader does not know (re-read from /proc/self/maps at most every
  * 2 ms). Async-signal-safe. */
 HT_INTERNAL int ht__jit_is_code(uintptr_t pc);
+/* Only the executable mappings the loader does not know (ht__jit_is_code
+ * without the registry). */
+HT_INTERNAL int ht__jit_in_exec(uintptr_t pc);
+/* Changes (acquire) after every change of the registry, never 0: a
+ * ht__jit_find answer obtained after reading version V stays true while
+ * the version is still V (the unwinder's per-thread lookup cache). */
+HT_INTERNAL uint64_t ht__jit_version(void);
 /* Whether pc is in an alias: a file-backed copy of a loaded module's code
  * mapped at another address (V8's remapped builtins). Sets the alias range
  * [*lo, *hi) and *orig, the address pc copies. Async-signal-safe. */

@@ -325,9 +325,43 @@ fast:
 
 /* ---- checked reads ---------------------------------------------------- */
 
+/* A thread's recent registry lookups (in its trail): JIT code is looked
+ * up at every frame in it, and the registry's lookup pays two locked
+ * instructions on a shared counter; a copy stays true while the registry
+ * version it was made under is current (ht__jit_version). */
+#define JC_BITS 6
+typedef struct jcache_s {
+    uint64_t version;           /* 0: empty */
+    uintptr_t pc;
+    int found;
+    ht_jit_range_t r;
+} jcache_t;
+
 typedef struct walk_s {
     uintptr_t lo, hi;           /* readable stack: [lo, hi) */
+    jcache_t *jc;               /* the thread's lookup cache, or NULL */
 } walk_t;
+
+/* ht__jit_find through the walk's cache. */
+static int jit_find_w(const walk_t *w, uintptr_t pc, ht_jit_range_t *out)
+{
+    if (!w->jc)
+        return ht__jit_find(pc, out);
+    uint64_t v = ht__jit_version();     /* before the lookup it labels */
+    jcache_t *e = &w->jc[(pc * 0x9e3779b97f4a7c15u) >> (64 - JC_BITS)];
+    if (e->version == v && e->pc == pc) {
+        if (e->found)
+            *out = e->r;
+        return e->found;
+    }
+    int found = ht__jit_find(pc, out);
+    e->version = v;
+    e->pc = pc;
+    e->found = found;
+    if (found)
+        e->r = *out;
+    return found;
+}
 
 static int rd_stack(void *ctx, uintptr_t addr, uintptr_t *out)
 {
@@ -359,14 +393,17 @@ static int set_stack(walk_t *w, uintptr_t sp)
 
 /* Whether `pc` is a plausible return address: inside an executable
  * segment of a loaded module. */
-static int is_code(uintptr_t pc)
+static int is_code(const walk_t *w, uintptr_t pc)
 {
     ht_module_t m;
+    ht_jit_range_t j;
     if (pc <= 1)
         return 0;
+    if (w->jc && jit_find_w(w, pc - 1, &j))  /* cached: cheaper than the loader */
+        return 1;
     if (ht__module_find(pc - 1, &m) == 0)
         return ht__module_is_text(&m, pc - 1);
-    return ht__jit_is_code(pc - 1);
+    return (!w->jc && jit_find_w(w, pc - 1, &j)) || ht__jit_in_exec(pc - 1);
 }
 
 /* ---- slow steps ------------------------------------------------------- */
@@ -398,7 +435,7 @@ static int step_fp(walk_t *w, ht_regs_t *r)
     uintptr_t bp = r->r[HT_DW_RBP], ra, nbp;
     if ((bp & 7) || bp < r->r[HT_DW_RSP] || !rd_stack(w, bp + 8, &ra) || !rd_stack(w, bp, &nbp))
         return 0;
-    if (!is_code(ra))
+    if (!is_code(w, ra))
         return 0;
     r->r[HT_DW_RA] = ra;
     r->r[HT_DW_RSP] = bp + 16;
@@ -420,7 +457,7 @@ static int step_full(walk_t *w, ht_regs_t *r, int exact)
         rc = ht__cfi_row(&m, at, &row);
     } else {
         ht_jit_range_t j;
-        if (!ht__jit_find(at, &j) || !j.eh)
+        if (!jit_find_w(w, at, &j) || !j.eh)
             return step_fp(w, r);
         rc = ht__cfi_row_eh(j.eh, j.eh_size, at, &row);
     }
@@ -538,6 +575,7 @@ typedef struct trail_s {
     int useless;                /* recent recorded walks whose join gained < 2 frames */
     int rest;                   /* walks left that do not record */
     uint16_t join[1 << JOIN_BITS]; /* (sp >> 3) & mask -> buffer << 8 | position */
+    jcache_t jc[1 << JC_BITS];  /* registry lookups (walk_t.jc) */
     tbuf_t b[TRAILS + 1];
 } trail_t;
 
@@ -670,11 +708,14 @@ static void adopt_record(trail_t *tr, uint32_t gen, uint32_t now)
 
 /* If `at` is in registered JIT code, puts the registration's serial into
  * the high bits of frames[i] (and the hash sum). Returns 1 if it is. */
-static int tag_jit(void **frames, int i, uintptr_t at, uint64_t *sum)
+static int tag_jit(const walk_t *w, void **frames, int i, uintptr_t at, uint64_t *sum,
+                   ht_jit_range_t *jr)
 {
     ht_jit_range_t j;
-    if (!ht__jit_find(at, &j))
+    if (!jit_find_w(w, at, &j))
         return 0;
+    if (jr)
+        *jr = j;
     uintptr_t f = (uintptr_t)frames[i], tagged = HT_FRAME_ADDRESS(f) | (uintptr_t)j.serial << 48;
     *sum += ht_hash_term(tagged, (uint64_t)i) - ht_hash_term(f, (uint64_t)i);
     frames[i] = (void *)tagged;
@@ -835,11 +876,12 @@ static HT_NOINLINE int slow_step(wstate_t *st, void **frames, int last)
     uint64_t *sum = &st->sum;
     uintptr_t *pc = &st->pc, *sp = &st->sp, *bp = &st->bp;
     ht_regs_t *r = &st->regs;
-    int unknown_code = 0;
+    int unknown_code = 0, fp_jit = 0;
     if (!st->exact) {
         rule_t ru = rule_lookup(*pc, st->gen);
-        if ((ru.s.how & HOW_JIT) && last >= 0)
-            tag_jit(frames, last, *pc - 1, sum);
+        ht_jit_range_t j;
+        if ((ru.s.how & HOW_JIT) && last >= 0 && tag_jit(&st->w, frames, last, *pc - 1, sum, &j))
+            fp_jit = ru.s.kind == K_NOCFI && !j.eh;   /* registered without CFI */
         unknown_code = ru.s.kind == K_NOMODULE;
         if (ru.s.kind == K_NORMAL)
             return step_compact(&st->w, ru, pc, sp, bp) && *pc ? SLOW_OK : SLOW_STOP;
@@ -865,12 +907,15 @@ static HT_NOINLINE int slow_step(wstate_t *st, void **frames, int last)
         /* an interrupted instruction: the pc itself, not pc - 1 */
         ht_module_t m;
         if (ht__module_find(*pc, &m) != 0)
-            unknown_code = !tag_jit(frames, last, *pc, sum);
+            unknown_code = !tag_jit(&st->w, frames, last, *pc, sum, NULL);
     }
     r->r[HT_DW_RA] = *pc;
     r->r[HT_DW_RSP] = *sp;
     r->r[HT_DW_RBP] = *bp;
-    if (!step_full(&st->w, r, st->exact))
+    /* JIT code registered without CFI: a frame-pointer step, as step_full
+     * would take after looking the pc up again in the modules and the
+     * registry */
+    if (!(fp_jit ? step_fp(&st->w, r) : step_full(&st->w, r, st->exact)))
         return unknown_code ? SLOW_UNKNOWN : SLOW_STOP;
     *pc = r->r[HT_DW_RA];
     *sp = r->r[HT_DW_RSP];
@@ -951,6 +996,7 @@ static HT_NOINLINE int walk(const ht_regs_t *r, int exact, int skip, int max, vo
 
     if (max <= 0 || !pc)
         goto out;
+    st.w.jc = NULL;             /* until the walk owns the thread's trail */
     int stack = set_stack(&st.w, sp);
     if (!stack) {
         /* unknown stack: only the first frame is certain */
@@ -1003,6 +1049,7 @@ static HT_NOINLINE int walk(const ht_regs_t *r, int exact, int skip, int max, vo
     trail_t *tr = trail_acquire();
     if (tr) {
         st.tr = tr;
+        st.w.jc = tr->jc;
         st.rec = 1;
         if (tr->rest > 0) {
             tr->rest--;
