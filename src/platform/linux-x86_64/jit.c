@@ -217,9 +217,35 @@ static uint32_t register_range(uintptr_t start, size_t size, const char *name, c
 /* ---- many at once ------------------------------------------------------
  * A perf map or jitdump file announces code by the thousand; one table
  * rebuild for a batch keeps that linear. Later entries of the batch win
- * over earlier ones they overlap, like separate registrations would. */
+ * over earlier ones they overlap, like separate registrations would.
+ *
+ * A name for code whose only unwind information came from
+ * __register_frame (wasmtime writes a perf map and registers its
+ * .eh_frame; LLVM ORC registers frames and announces names) keeps that
+ * CFI: the name replaces the registration, and without the CFI a frame in
+ * code that keeps no frame pointer would end the walk. The CFI is kept
+ * when one registration with CFI holds the whole named range, and it came
+ * from __register_frame (whose __deregister_frame removes by section, so
+ * the named range goes with it) or starts where the name does (so
+ * ht_unregister_code of that start still removes it). */
 
 typedef struct { jit_entry_t e; size_t order; } add_t;
+
+/* The entry of `t` (may be NULL) that holds pc, or NULL. Under g_lock. */
+static const jit_entry_t *entry_at(const jit_table_t *t, uintptr_t pc)
+{
+    if (!t)
+        return NULL;
+    size_t l = 0, r = t->n;
+    while (l < r) {
+        size_t mid = l + (r - l) / 2;
+        if (t->e[mid].start <= pc)
+            l = mid + 1;
+        else
+            r = mid;
+    }
+    return l > 0 && pc < t->e[l - 1].end ? &t->e[l - 1] : NULL;
+}
 
 static void sort_adds(add_t *a, size_t n)
 {
@@ -252,6 +278,13 @@ size_t ht__jit_add_many(const ht_jit_add_t *adds, size_t n)
             continue;
         a[m].e = (jit_entry_t){ adds[i].start, adds[i].start + adds[i].size, NULL, 0,
                                 keep_name(adds[i].name), 0, 0 };
+        const jit_entry_t *old = entry_at(g_table, adds[i].start);
+        if (old && old->eh && a[m].e.end <= old->end &&
+            (old->from_register_frame || old->start == a[m].e.start)) {
+            a[m].e.eh = old->eh;
+            a[m].e.eh_size = old->eh_size;
+            a[m].e.from_register_frame = old->from_register_frame;
+        }
         a[m].order = i;
         m++;
     }
