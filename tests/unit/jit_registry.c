@@ -1,12 +1,16 @@
 /* jit_registry.c -- the JIT registry's batch interface (jit.c), as the
- * agent's perf-map and jitdump readers use it.
+ * agent's perf-map, jitdump and GDB JIT readers use it.
  *
- * Code without a frame pointer whose CFI came from libgcc's
- * __register_frame, then named by a batch registration: the name must
- * keep the CFI (a capture through it reaches main), for the whole FDE
- * range and a part of it; a name over code registered with
- * ht_register_unwind keeps its CFI only if it starts where that
- * registration does. */
+ * 1-3. Code without a frame pointer whose CFI came from libgcc's
+ *   __register_frame, then named by a batch registration: the name must
+ *   keep the CFI (a capture through it reaches its caller), for the whole
+ *   FDE range and a part of it; a name over code registered with
+ *   ht_register_unwind keeps its CFI only if it starts where that
+ *   registration does.
+ * 4. Serials of a batch, per entry, 0 for one a later entry overlaps.
+ * 5. Removal by (start, serial): a registration replaced since is left.
+ * 6. A copy of a pc-relative .eh_frame registered with its bias unwinds
+ *   like the original; with no bias it covers nothing. */
 #include <string.h>
 #include <sys/mman.h>
 #include "heaptrail.h"
@@ -35,15 +39,16 @@ static const uint8_t code_cfi[] = {
 
 typedef void (*jit_fn)(void (*)(void *), void *);
 
-/* A zero-terminated .eh_frame (CIE + one FDE, absolute pointers) for
- * code_cfi at `code`. Returns its size. */
-static size_t make_eh_frame(uint8_t *out, uintptr_t code)
+/* A zero-terminated .eh_frame (CIE + one FDE) for code_cfi at `code`,
+ * with absolute pointers, or pc-relative ones (sdata4) as if the section
+ * were at `at`. Returns its size. */
+static size_t make_eh_frame_at(uint8_t *out, uintptr_t code, int pcrel, uintptr_t at)
 {
-    static const uint8_t cie[] = {
+    uint8_t cie[] = {
         0x14, 0, 0, 0, 0, 0, 0, 0,      /* length 20, CIE id */
         1, 'z', 'R', 0,                 /* version, augmentation */
         1, 0x78, 16,                    /* code align 1, data align -8, RA column 16 */
-        1, 0x00,                        /* FDE pointers absolute */
+        1, pcrel ? 0x1b : 0x00,         /* FDE pointers: pcrel sdata4, or absolute */
         0x0c, 7, 8, 0x90, 1,            /* cfa = rsp+8, RA at cfa-8 */
         0, 0,
     };
@@ -57,17 +62,29 @@ static size_t make_eh_frame(uint8_t *out, uintptr_t code)
     uint8_t *p = out;
     memcpy(p, cie, sizeof cie);
     p += sizeof cie;
-    uint32_t len = 4 + 8 + 8 + 1 + sizeof insns, cie_ptr = (uint32_t)(p + 4 - out);
-    uint64_t begin = code, range = sizeof code_cfi;
+    size_t w = pcrel ? 4 : 8;           /* pointer width */
+    uint32_t len = (uint32_t)(4 + 2 * w + 1 + sizeof insns), cie_ptr = (uint32_t)(p + 4 - out);
     memcpy(p, &len, 4);
     memcpy(p + 4, &cie_ptr, 4);
-    memcpy(p + 8, &begin, 8);
-    memcpy(p + 16, &range, 8);
-    p[24] = 0;
-    memcpy(p + 25, insns, sizeof insns);
+    if (pcrel) {
+        int32_t begin = (int32_t)(code - (at + (uintptr_t)(p + 8 - out))), range = sizeof code_cfi;
+        memcpy(p + 8, &begin, 4);
+        memcpy(p + 12, &range, 4);
+    } else {
+        uint64_t begin = code, range = sizeof code_cfi;
+        memcpy(p + 8, &begin, 8);
+        memcpy(p + 16, &range, 8);
+    }
+    p[8 + 2 * w] = 0;                   /* augmentation data length */
+    memcpy(p + 9 + 2 * w, insns, sizeof insns);
     p += 4 + len;
     memset(p, 0, 4);
     return (size_t)(p + 4 - out);
+}
+
+static size_t make_eh_frame(uint8_t *out, uintptr_t code)
+{
+    return make_eh_frame_at(out, code, 0, 0);
 }
 
 static void *frames[MAXF];
@@ -98,17 +115,18 @@ __attribute__((noinline)) static int walks_through(jit_fn f, uint32_t serial)
 
 static uint32_t add_one(void *start, size_t size, const char *name)
 {
-    ht_jit_add_t a = { (uintptr_t)start, size, name };
-    CHECK_EQ(ht__jit_add_many(&a, 1), 1);
+    ht_jit_add_t a = { .start = (uintptr_t)start, .size = size, .name = name };
+    CHECK_EQ(ht__jit_add_many(&a, 1, NULL), 1);
     ht_jit_range_t r;
     return ht__jit_find((uintptr_t)start, &r) ? r.serial : 0;
 }
 
 int main(void)
 {
-    uint8_t *area = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    /* code in the first page, data near it (pc-relative .eh_frame) in the second */
+    uint8_t *area = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     CHECK(area != MAP_FAILED);
-    for (int slot = 0; slot < 4; slot++)
+    for (int slot = 0; slot < 6; slot++)
         memcpy(area + 64 * slot, code_cfi, sizeof code_cfi);
     CHECK(mprotect(area, 4096, PROT_READ | PROT_EXEC) == 0);
     jit_fn f0 = (jit_fn)(void *)area, f1 = (jit_fn)(void *)(area + 64);
@@ -152,5 +170,52 @@ int main(void)
     CHECK(ht_register_unwind((void *)f3, sizeof code_cfi, eh3, n3 - 4) != 0);
     add_one((char *)(void *)f3 + 1, 20, "named_inside");
     CHECK(ht__jit_find((uintptr_t)f3 + 1, &r) && r.eh == NULL);
+
+    /* 4. serials per entry; the later of two overlapping entries wins */
+    uintptr_t b = (uintptr_t)area + 2048;
+    ht_jit_add_t adds[4] = {
+        { .start = b + 100, .size = 50, .name = "late" },
+        { .start = b, .size = 40, .name = "first" },
+        { .start = b + 20, .size = 40, .name = "over_first" },   /* beats "first" */
+        { .start = b + 200, .size = 0, .name = "empty" },        /* not registered */
+    };
+    uint32_t ser[4] = { 9, 9, 9, 9 };
+    CHECK_EQ(ht__jit_add_many(adds, 4, ser), 2);
+    CHECK(ser[0] != 0 && ser[1] == 0 && ser[2] != 0 && ser[3] == 0 && ser[0] != ser[2]);
+    CHECK(ht__jit_find(b + 100, &r) && r.serial == ser[0] && strcmp(r.name, "late") == 0);
+    CHECK(ht__jit_find(b + 20, &r) && r.serial == ser[2] && strcmp(r.name, "over_first") == 0);
+    CHECK(!ht__jit_find(b, &r));
+
+    /* 5. removal by serial: a replaced registration is not the one to go */
+    uint32_t old = ser[0], fresh;
+    ht_jit_add_t again = { .start = b + 100, .size = 50, .name = "late_again" };
+    CHECK_EQ(ht__jit_add_many(&again, 1, &fresh), 1);
+    ht_jit_reg_t gone[2] = { { b + 100, old }, { b + 30, ser[2] } };  /* wrong serial; wrong start */
+    CHECK_EQ(ht__jit_remove_many(gone, 2), 0);
+    CHECK(ht__jit_find(b + 100, &r) && r.serial == fresh && ht__jit_find(b + 20, &r));
+    ht_jit_reg_t both[2] = { { b + 100, fresh }, { b + 20, ser[2] } };
+    CHECK_EQ(ht__jit_remove_many(both, 2), 2);
+    CHECK(!ht__jit_find(b + 100, &r) && !ht__jit_find(b + 20, &r));
+    CHECK(ht__jit_find((uintptr_t)f3 + 1, &r));          /* the rest stays */
+
+    /* 6. a copy of a pc-relative .eh_frame, registered with its bias */
+    static uint8_t copy[256];
+    uint8_t *loaded = area + 4096;
+    jit_fn f4 = (jit_fn)(void *)(area + 256), f5 = (jit_fn)(void *)(area + 320);
+    size_t n4 = make_eh_frame_at(loaded, (uintptr_t)f4, 1, (uintptr_t)loaded);
+    memcpy(copy, loaded, n4);
+    memset(loaded, 0xff, n4);                           /* the copy is all there is */
+    uint32_t s4;
+    ht_jit_add_t moved = { .start = (uintptr_t)f4, .size = sizeof code_cfi, .name = "moved",
+                           .eh = copy, .eh_size = n4, .eh_bias = (intptr_t)((uintptr_t)loaded - (uintptr_t)copy) };
+    CHECK_EQ(ht__jit_add_many(&moved, 1, &s4), 1);
+    CHECK(walks_through(f4, s4));
+    static uint8_t copy5[256];
+    size_t n5 = make_eh_frame_at(copy5, (uintptr_t)f5, 1, (uintptr_t)loaded);
+    uint32_t s5;
+    ht_jit_add_t unmoved = { .start = (uintptr_t)f5, .size = sizeof code_cfi, .name = "unmoved",
+                             .eh = copy5, .eh_size = n5 };
+    CHECK_EQ(ht__jit_add_many(&unmoved, 1, &s5), 1);
+    CHECK(!walks_through(f5, s5));
     return check_done();
 }
