@@ -137,7 +137,7 @@ $(BUILD)/tests/capture_dlreuse: tests/capture/dlreuse.c tests/check.h $(LIB) $(B
 CAPTURE_BIN += $(BUILD)/tests/capture_dlreuse
 
 # stacks through JIT-compiled code (a mini JIT emitting x86-64)
-$(BUILD)/tests/capture_jit: tests/capture/jit.c tests/check.h $(LIB)
+$(BUILD)/tests/capture_jit: tests/capture/jit.c tests/check.h tests/jitcode.h $(LIB)
 	$(CC) -O2 -g -Wall -Werror -Iinclude -Itests -rdynamic -o $@ $< -L$(BUILD) -lheaptrail -ldl \
 	    -Wl,-rpath,'$$ORIGIN/..'
 CAPTURE_BIN += $(BUILD)/tests/capture_jit
