@@ -137,7 +137,7 @@ $(BUILD)/tests/capture_dlreuse: tests/capture/dlreuse.c tests/check.h $(LIB) $(B
 CAPTURE_BIN += $(BUILD)/tests/capture_dlreuse
 
 # stacks through JIT-compiled code (a mini JIT emitting x86-64)
-$(BUILD)/tests/capture_jit: tests/capture/jit.c tests/check.h $(LIB)
+$(BUILD)/tests/capture_jit: tests/capture/jit.c tests/check.h tests/jitcode.h $(LIB)
 	$(CC) -O2 -g -Wall -Werror -Iinclude -Itests -rdynamic -o $@ $< -L$(BUILD) -lheaptrail -ldl \
 	    -Wl,-rpath,'$$ORIGIN/..'
 CAPTURE_BIN += $(BUILD)/tests/capture_jit
@@ -172,6 +172,7 @@ $(ADIR)/cxxfix: tests/analyze/cxxfix.cc tests/analyze/fixwriter.h $(LIB)
 	$(CXX) -O1 -g -Wall -Werror -Wno-unused-parameter -Iinclude -Itests -o $@ $< \
 	    -L$(BUILD) -lheaptrail -ldl -Wl,-rpath,'$$ORIGIN/../..'
 $(BUILD)/tests/progs/symfix: tests/analyze/fixwriter.h
+$(BUILD)/tests/progs/minijit: tests/jitcode.h
 $(ADIR)/symfix.fix: $(BUILD)/tests/progs/symfix $(ADIR)/libplugin_a.so $(ADIR)/libplugin_b.so
 	$< >$@.tmp && mv $@.tmp $@
 $(ADIR)/symfix2.fix: $(ADIR)/symfix.fix

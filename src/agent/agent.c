@@ -145,6 +145,7 @@ __attribute__((destructor)) static void agent_stop(void)
     int g = ht__guard;
     ht__guard = 2;
     ht__jitmaps_poll();
+    ht__gdbjit_poll(1);
     ht__guard = g;
     final_snapshot(HT_SNAP_EXIT);
 }
@@ -259,7 +260,8 @@ static void serve(int fd)
 }
 
 /* How often the control thread looks for JIT code announced in perf map
- * and jitdump files (jitmaps.c). */
+ * and jitdump files (jitmaps.c) and through the GDB JIT interface
+ * (gdbjit.c). */
 #define JITMAPS_MS 20
 
 static void *control_main(void *arg)
@@ -271,6 +273,7 @@ static void *control_main(void *arg)
     clock_gettime(CLOCK_MONOTONIC, &next);
     for (;;) {
         ht__jitmaps_poll();
+        ht__gdbjit_poll(0);
         int timeout = JITMAPS_MS;
         if (A.interval_ms > 0) {
             struct timespec now;
@@ -387,6 +390,7 @@ static void fork_child(void)
     ht__sites_fork_child();
     ht__writer_fork_child();
     ht__jitmaps_forget();
+    ht__gdbjit_forget();
     ht__solo_start();           /* the child has one thread: the forking one */
     A.pid = (int)ht__sys0(SYS_getpid);
     A.exit_done = 0;

@@ -52,6 +52,14 @@ HT_INTERNAL uint64_t ht__now_ns(void);          /* monotonic ns since start-up *
 HT_INTERNAL void ht__jitmaps_poll(void);
 /* A forked child forgets its parent's files. */
 HT_INTERNAL void ht__jitmaps_forget(void);
+/* gdbjit.c: registers JIT code announced through the GDB JIT interface
+ * (__jit_debug_descriptor) since the last call and removes what left its
+ * list; a walk waits 50x the CPU time the last one took, unless `force`.
+ * Control thread (and the exiting thread) only. */
+HT_INTERNAL void ht__gdbjit_poll(int force);
+/* A forked child: its own pid (and a fresh state if the fork caught a
+ * poll halfway). */
+HT_INTERNAL void ht__gdbjit_forget(void);
 
 /* ---- solo.c: the single-thread fast path ------------------------------- */
 enum { HT_MODE_SOLO = 0, HT_MODE_SWITCHING = 1, HT_MODE_MULTI = 2 };

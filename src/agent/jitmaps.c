@@ -49,7 +49,7 @@ static struct {
 static void flush_batch(void)
 {
     if (J.nadds)
-        J.registered += ht__jit_add_many(J.adds, J.nadds);
+        J.registered += ht__jit_add_many(J.adds, J.nadds, NULL);
     J.nadds = 0;
     J.names_used = 0;
 }
@@ -62,7 +62,7 @@ static void add(uintptr_t start, size_t size, const char *name, size_t len)
     memcpy(n, name, len);
     n[len] = 0;
     J.names_used += len + 1;
-    J.adds[J.nadds++] = (ht_jit_add_t){ start, size, n };
+    J.adds[J.nadds++] = (ht_jit_add_t){ .start = start, .size = size, .name = n };
 }
 
 static int hex(const char **p, const char *end, uint64_t *out)

@@ -1,10 +1,9 @@
 /* jit.c -- a mini JIT: stacks through emitted x86-64 code.
  *
- * Emits functions of two shapes into mmap'd executable memory, each
- * `void f(void (*next)(void *), void *arg)` calling next(arg):
- *   FP:   push rbp; mov rbp,rsp; call; pop rbp; ret  (frame pointer, no CFI)
- *   CFI:  push rbp; sub rsp,16; rbp = junk; call; ...  (no frame pointer:
- *         only its CFI can unwind it; a frame-pointer step would fail)
+ * Emits functions of two shapes (tests/jitcode.h) into mmap'd executable
+ * memory, each `void f(void (*next)(void *), void *arg)` calling next(arg):
+ * FP (frame pointer, no CFI) and CFI (no frame pointer: only its CFI can
+ * unwind it; a frame-pointer step would fail),
  * registered in every way the unwinder learns of JIT code: ht_register_code
  * (FP), nothing at all (FP in anonymous executable memory, like V8),
  * libgcc's __register_frame (CFI), ht_register_code + ht_register_unwind
@@ -26,35 +25,12 @@
 #include <sys/mman.h>
 #include "heaptrail.h"
 #include "check.h"
+#include "jitcode.h"
 
 void __register_frame(void *begin);
 void __deregister_frame(void *begin);
 
 #define MAXF 64
-
-enum { SHAPE_FP, SHAPE_CFI };
-static const uint8_t code_fp[] = {
-    0x55,                               /* push rbp */
-    0x48, 0x89, 0xe5,                   /* mov rbp, rsp */
-    0x48, 0x89, 0xf8,                   /* mov rax, rdi */
-    0x48, 0x89, 0xf7,                   /* mov rdi, rsi */
-    0xff, 0xd0,                         /* call rax   -> return address at 12 */
-    0x5d,                               /* pop rbp */
-    0xc3,                               /* ret */
-};
-static const uint8_t code_cfi[] = {
-    0x55,                               /* 0: push rbp */
-    0x48, 0x83, 0xec, 0x10,             /* 1: sub rsp, 16 */
-    0x48, 0xbd, 0xef, 0xbe, 0x00, 0x00, 0xad, 0xde, 0x00, 0x00, /* 5: movabs rbp, junk */
-    0x48, 0x89, 0xf8,                   /* 15: mov rax, rdi */
-    0x48, 0x89, 0xf7,                   /* 18: mov rdi, rsi */
-    0xff, 0xd0,                         /* 21: call rax -> return address at 23 */
-    0x48, 0x83, 0xc4, 0x10,             /* 23: add rsp, 16 */
-    0x5d,                               /* 27: pop rbp */
-    0xc3,                               /* 28: ret */
-};
-static const int ra_off[2] = { 12, 23 };
-static const size_t code_size[2] = { sizeof code_fp, sizeof code_cfi };
 
 typedef void (*jit_fn)(void (*)(void *), void *);
 
@@ -65,51 +41,16 @@ static jit_fn emit(int slot, int shape)
     uint8_t *p = code_area + 64 * slot;
     CHECK(mprotect(code_area, 4096, PROT_READ | PROT_WRITE) == 0);
     memset(p, 0xcc, 64);
-    memcpy(p, shape == SHAPE_FP ? code_fp : code_cfi, code_size[shape]);
+    memcpy(p, shape == JIT_SHAPE_FP ? jit_code_fp : jit_code_cfi, jit_code_size[shape]);
     CHECK(mprotect(code_area, 4096, PROT_READ | PROT_EXEC) == 0);
     __builtin___clear_cache((char *)p, (char *)p + 64);
     return (jit_fn)(void *)p;
 }
 
-/* .eh_frame for one CFI-shaped function at `code`: a CIE and an FDE with
- * absolute pc encoding, zero-terminated. Returns its size. */
+/* .eh_frame for one CFI-shaped function at `code` (jitcode.h). */
 static size_t make_eh_frame(uint8_t *out, uintptr_t code)
 {
-    uint8_t *p = out;
-    /* CIE */
-    static const uint8_t cie[] = {
-        0x14, 0, 0, 0,          /* length 20 */
-        0, 0, 0, 0,             /* CIE id */
-        1, 'z', 'R', 0,         /* version, augmentation */
-        1, 0x78, 16,            /* code align 1, data align -8, RA column 16 */
-        1, 0x00,                /* augmentation data: FDE pointers absolute */
-        0x0c, 7, 8,             /* DW_CFA_def_cfa rsp+8 */
-        0x90, 1,                /* DW_CFA_offset RA at cfa-8 */
-        0, 0,                   /* padding */
-    };
-    memcpy(p, cie, sizeof cie);
-    p += sizeof cie;
-    /* FDE */
-    uint8_t *fde = p;
-    static const uint8_t insns[] = {
-        0x41, 0x0e, 16, 0x86, 2,    /* +1: cfa = rsp+16, rbp at cfa-16 */
-        0x44, 0x0e, 32,             /* +4: cfa = rsp+32 */
-        0x56, 0x0e, 16,             /* +22 (at 27): cfa = rsp+16 */
-        0x41, 0x0e, 8, 0xc6,        /* +1 (at 28): cfa = rsp+8, rbp restored */
-        0, 0, 0, 0, 0,
-    };
-    uint32_t len = 4 + 8 + 8 + 1 + sizeof insns;
-    memcpy(p, &len, 4);
-    uint32_t cie_ptr = (uint32_t)(p + 4 - out);
-    memcpy(p + 4, &cie_ptr, 4);
-    uint64_t begin = code, range = sizeof code_cfi;
-    memcpy(p + 8, &begin, 8);
-    memcpy(p + 16, &range, 8);
-    p[24] = 0;                  /* augmentation data length */
-    memcpy(p + 25, insns, sizeof insns);
-    p = fde + 4 + len;
-    memset(p, 0, 4);            /* terminator */
-    return (size_t)(p + 4 - out);
+    return jit_eh_frame(out, (uintptr_t)out, &code, 1, 0);
 }
 
 /* ---- the chain -------------------------------------------------------- */
@@ -176,7 +117,7 @@ static int check_chain(const chain_t *c, const uint32_t *serial, const char *wha
     ok &= c->n > 0 && ra_in(c->frames[i++], (void *)c_step);
     for (int k = c->count - 1; ok && k >= 0; k--) {
         uintptr_t f = (uintptr_t)c->frames[i++];
-        uintptr_t want = (uintptr_t)(void *)c->fn[k] + (uintptr_t)ra_off[((uintptr_t)(void *)c->fn[k] - (uintptr_t)code_area) / 64 % 2 ? SHAPE_CFI : SHAPE_FP];
+        uintptr_t want = (uintptr_t)(void *)c->fn[k] + (uintptr_t)jit_ra_off[((uintptr_t)(void *)c->fn[k] - (uintptr_t)code_area) / 64 % 2 ? JIT_SHAPE_CFI : JIT_SHAPE_FP];
         ok &= HT_FRAME_ADDRESS(f) == want && HT_FRAME_JIT_SERIAL(f) == serial[k];
         ok &= i < c->n && ra_in(c->frames[i++], (void *)c_step);
     }
@@ -199,20 +140,20 @@ int main(void)
     code_area = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     CHECK(code_area != MAP_FAILED);
     /* slot parity gives the shape: even slots FP, odd slots CFI */
-    jit_fn fp_named = emit(0, SHAPE_FP);
-    jit_fn cfi_libgcc = emit(1, SHAPE_CFI);
-    jit_fn fp_anon = emit(2, SHAPE_FP);
-    jit_fn cfi_api = emit(3, SHAPE_CFI);
-    jit_fn cfi_none = emit(5, SHAPE_CFI);
+    jit_fn fp_named = emit(0, JIT_SHAPE_FP);
+    jit_fn cfi_libgcc = emit(1, JIT_SHAPE_CFI);
+    jit_fn fp_anon = emit(2, JIT_SHAPE_FP);
+    jit_fn cfi_api = emit(3, JIT_SHAPE_CFI);
+    jit_fn cfi_none = emit(5, JIT_SHAPE_CFI);
 
-    uint32_t s_fp = ht_register_code((void *)fp_named, sizeof code_fp, "jit:fp_named");
+    uint32_t s_fp = ht_register_code((void *)fp_named, sizeof jit_code_fp, "jit:fp_named");
     CHECK(s_fp != 0);
     static uint8_t eh1[256], eh3[256];
     make_eh_frame(eh1, (uintptr_t)(void *)cfi_libgcc);
     __register_frame(eh1);
     size_t eh3_size = make_eh_frame(eh3, (uintptr_t)(void *)cfi_api);
-    uint32_t s_api = ht_register_code((void *)cfi_api, sizeof code_cfi, "jit:cfi_api");
-    CHECK(ht_register_unwind((void *)cfi_api, sizeof code_cfi, eh3, eh3_size - 4) == s_api);
+    uint32_t s_api = ht_register_code((void *)cfi_api, sizeof jit_code_cfi, "jit:cfi_api");
+    CHECK(ht_register_unwind((void *)cfi_api, sizeof jit_code_cfi, eh3, eh3_size - 4) == s_api);
 
     /* 1. every registration kind in one chain, twice (cold, then cached) */
     for (int round = 0; round < 2; round++) {
@@ -240,8 +181,8 @@ int main(void)
     uint32_t ids[2], serials[2];
     for (int v = 0; v < 2; v++) {
         CHECK(ht_unregister_code((void *)fp_named) == 0);
-        jit_fn f = emit(0, SHAPE_FP);
-        serials[v] = ht_register_code((void *)f, sizeof code_fp, v ? "jit:beta" : "jit:alpha");
+        jit_fn f = emit(0, JIT_SHAPE_FP);
+        serials[v] = ht_register_code((void *)f, sizeof jit_code_fp, v ? "jit:beta" : "jit:alpha");
         chain_t c = { 0, 1, { f }, { 0 }, 0 };
         c_start(&c);
         uint32_t serial[1] = { serials[v] };

@@ -12,6 +12,7 @@
 typedef struct {
     const uint8_t *p, *lo, *end;
     int bad;
+    intptr_t bias;              /* pc-relative pointers: relative to p + bias */
 } cursor_t;
 
 static inline int cur_has(cursor_t *c, size_t n)
@@ -104,7 +105,7 @@ static uintptr_t cur_encoded(cursor_t *c, uint8_t enc, uintptr_t datarel)
     }
     switch (enc & 0x70) {
     case 0: break;
-    case PE_pcrel: v += at; break;
+    case PE_pcrel: v += at + (uintptr_t)c->bias; break;
     case PE_datarel: v += datarel; break;
     default: c->bad = 1; return 0;  /* textrel/funcrel/aligned: unused on x86-64 */
     }
@@ -120,12 +121,14 @@ typedef struct {
     uint8_t fde_enc;
     int has_z, signal_frame;
     const uint8_t *insns, *insns_end;
+    intptr_t bias;              /* of the section (cursor_t) */
 } cie_t;
 
-/* Parses the CIE at `p`. Returns 0 on success. */
-static int parse_cie(const uint8_t *p, const uint8_t *lo, const uint8_t *hi, cie_t *cie)
+/* Parses the CIE at `p` of a section whose pc-relative pointers are
+ * relative to their address + `bias`. Returns 0 on success. */
+static int parse_cie(const uint8_t *p, const uint8_t *lo, const uint8_t *hi, intptr_t bias, cie_t *cie)
 {
-    cursor_t c = { p, lo, hi, 0 };
+    cursor_t c = { p, lo, hi, 0, bias };
     uint64_t len = cur_fixed(&c, 4);
     if (len == 0xffffffffu)
         len = cur_fixed(&c, 8);
@@ -154,6 +157,7 @@ static int parse_cie(const uint8_t *p, const uint8_t *lo, const uint8_t *hi, cie
     cie->ra_reg = version == 1 ? cur_fixed(&c, 1) : cur_uleb(&c);
     cie->fde_enc = PE_absptr;
     cie->has_z = cie->signal_frame = 0;
+    cie->bias = bias;
     const uint8_t *aug_end = NULL;
     for (const uint8_t *a = aug; *a; a++) {
         switch (*a) {
@@ -202,10 +206,10 @@ typedef struct {
 
 /* Parses the FDE at `p` (with its CIE). Returns 0, or -1 if malformed,
  * or 1 if `p` is a CIE or the terminator. */
-static int parse_fde(const uint8_t *p, const uint8_t *lo, const uint8_t *hi, fde_t *f,
+static int parse_fde(const uint8_t *p, const uint8_t *lo, const uint8_t *hi, intptr_t bias, fde_t *f,
                      const uint8_t **next)
 {
-    cursor_t c = { p, lo, hi, 0 };
+    cursor_t c = { p, lo, hi, 0, bias };
     uint64_t len = cur_fixed(&c, 4);
     if (len == 0xffffffffu)
         len = cur_fixed(&c, 8);
@@ -224,7 +228,7 @@ static int parse_fde(const uint8_t *p, const uint8_t *lo, const uint8_t *hi, fde
     if (cie_off == 0)
         return 1;                       /* a CIE */
     const uint8_t *ciep = idp - cie_off;
-    if (ciep < lo || ciep >= hi || parse_cie(ciep, lo, hi, &f->cie) != 0)
+    if (ciep < lo || ciep >= hi || parse_cie(ciep, lo, hi, bias, &f->cie) != 0)
         return -1;
     f->pc_begin = cur_encoded(&c, f->cie.fde_enc, 0);
     f->pc_end = f->pc_begin + cur_encoded(&c, f->cie.fde_enc & 0x0f, 0);
@@ -243,13 +247,13 @@ static int parse_fde(const uint8_t *p, const uint8_t *lo, const uint8_t *hi, fde
 
 /* Finds the FDE covering pc by walking an .eh_frame section from `start`
  * to its zero terminator (or `hi`). */
-static int scan_eh_frame(const uint8_t *start, const uint8_t *lo, const uint8_t *hi, uintptr_t pc,
-                         fde_t *f)
+static int scan_eh_frame(const uint8_t *start, const uint8_t *lo, const uint8_t *hi, intptr_t bias,
+                         uintptr_t pc, fde_t *f)
 {
     if (start < lo || start >= hi)
         return HT_CFI_BAD;
     for (const uint8_t *p = start, *next; p < hi; p = next) {
-        int r = parse_fde(p, lo, hi, f, &next);
+        int r = parse_fde(p, lo, hi, bias, f, &next);
         if (r < 0)
             return HT_CFI_BAD;
         if (next == p + 4 && r == 1)    /* zero terminator */
@@ -268,7 +272,7 @@ static int find_fde(const ht_module_t *m, uintptr_t pc, fde_t *f)
 {
     const uint8_t *lo = (const uint8_t *)m->rd_lo, *hi = (const uint8_t *)m->rd_hi;
     const uint8_t *hdr = (const uint8_t *)m->eh_hdr;
-    cursor_t c = { hdr, lo, hi, 0 };
+    cursor_t c = { hdr, lo, hi, 0, 0 };
     uint8_t version = (uint8_t)cur_fixed(&c, 1);
     uint8_t eh_enc = (uint8_t)cur_fixed(&c, 1);
     uint8_t cnt_enc = (uint8_t)cur_fixed(&c, 1);
@@ -301,13 +305,13 @@ static int find_fde(const ht_module_t *m, uintptr_t pc, fde_t *f)
         int32_t fde_rel;
         __builtin_memcpy(&fde_rel, tab + (l - 1) * 8 + 4, 4);
         const uint8_t *fp = hdr + fde_rel;
-        if (parse_fde(fp, lo, hi, f, NULL) != 0)
+        if (parse_fde(fp, lo, hi, 0, f, NULL) != 0)
             return HT_CFI_BAD;
         return pc >= f->pc_begin && pc < f->pc_end ? HT_CFI_OK : HT_CFI_NONE;
     }
 
     /* no usable table: walk .eh_frame to its terminator */
-    return scan_eh_frame(eh_frame, lo, hi, pc, f);
+    return scan_eh_frame(eh_frame, lo, hi, 0, pc, f);
 }
 
 /* ---- the CFA program -------------------------------------------------- */
@@ -321,7 +325,7 @@ static int run_program(const uint8_t *p, const uint8_t *end, const cie_t *cie,
                        const uint8_t *lo, const uint8_t *hi, uintptr_t *loc,
                        uintptr_t pc, ht_cfi_row_t *row, const ht_cfi_row_t *init)
 {
-    cursor_t c = { p, lo, end > hi ? hi : end, 0 };
+    cursor_t c = { p, lo, end > hi ? hi : end, 0, cie->bias };
     ht_cfi_rule_t saved_cfa[STATE_STACK];
     ht_cfi_rule_t saved_reg[STATE_STACK][HT_DW_NREGS];
     int depth = 0;
@@ -551,13 +555,13 @@ size_t ht__eh_frame_length(const uint8_t *eh, size_t max)
     return 0;
 }
 
-int ht__eh_frame_each(const uint8_t *eh, size_t size, void (*fn)(void *, uintptr_t, uintptr_t),
-                      void *ctx)
+int ht__eh_frame_each(const uint8_t *eh, size_t size, intptr_t bias,
+                      void (*fn)(void *, uintptr_t, uintptr_t), void *ctx)
 {
     const uint8_t *hi = eh + size;
     fde_t f;
     for (const uint8_t *p = eh, *next; p < hi; p = next) {
-        int r = parse_fde(p, eh, hi, &f, &next);
+        int r = parse_fde(p, eh, hi, bias, &f, &next);
         if (r < 0 || next <= p)
             return -1;
         if (r == 1 && next == p + 4)
@@ -568,10 +572,10 @@ int ht__eh_frame_each(const uint8_t *eh, size_t size, void (*fn)(void *, uintptr
     return 0;
 }
 
-int ht__cfi_row_eh(const uint8_t *eh, size_t size, uintptr_t pc, ht_cfi_row_t *row)
+int ht__cfi_row_eh(const uint8_t *eh, size_t size, intptr_t bias, uintptr_t pc, ht_cfi_row_t *row)
 {
     fde_t f;
-    int r = scan_eh_frame(eh, eh, eh + size, pc, &f);
+    int r = scan_eh_frame(eh, eh, eh + size, bias, pc, &f);
     if (r != HT_CFI_OK)
         return r;
     return fde_row(&f, eh, eh + size, pc, row);
@@ -586,7 +590,7 @@ int ht__dw_eval(const uint8_t *expr, size_t len, const ht_regs_t *regs, int push
 {
     uintptr_t st[EVAL_STACK];
     int sp = 0;
-    cursor_t c = { expr, expr, expr + len, 0 };
+    cursor_t c = { expr, expr, expr + len, 0, 0 };
     unsigned steps = 0;
 #define PUSH(v) do { uintptr_t v_ = (v); if (sp == EVAL_STACK) return 0; st[sp++] = v_; } while (0)
 #define NEED(k) do { if (sp < (k)) return 0; } while (0)

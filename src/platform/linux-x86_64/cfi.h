@@ -77,15 +77,20 @@ enum { HT_CFI_OK = 0, HT_CFI_NONE = -1, HT_CFI_BAD = -2 };
 HT_INTERNAL int ht__cfi_row(const ht_module_t *m, uintptr_t pc, ht_cfi_row_t *row);
 
 /* The same from a bare .eh_frame section [eh, eh + size) (no header), as
- * JIT compilers register them: a linear scan of its FDEs. */
-HT_INTERNAL int ht__cfi_row_eh(const uint8_t *eh, size_t size, uintptr_t pc, ht_cfi_row_t *row);
+ * JIT compilers register them: a linear scan of its FDEs. `bias` is 0 for
+ * a section read where it was loaded; for a copy, the loaded section's
+ * address minus the copy's, so pc-relative pointers decode as they would
+ * there. */
+HT_INTERNAL int ht__cfi_row_eh(const uint8_t *eh, size_t size, intptr_t bias, uintptr_t pc,
+                               ht_cfi_row_t *row);
 
 /* The length of the zero-terminated .eh_frame at eh (terminator included),
  * reading at most `max` bytes; 0 if it is malformed. */
 HT_INTERNAL size_t ht__eh_frame_length(const uint8_t *eh, size_t max);
-/* Calls fn(ctx, begin, end) for each FDE's pc range in [eh, eh + size).
- * Returns 0, or -1 if the section is malformed. */
-HT_INTERNAL int ht__eh_frame_each(const uint8_t *eh, size_t size,
+/* Calls fn(ctx, begin, end) for each FDE's pc range in [eh, eh + size)
+ * (`bias` as for ht__cfi_row_eh). Returns 0, or -1 if the section is
+ * malformed. */
+HT_INTERNAL int ht__eh_frame_each(const uint8_t *eh, size_t size, intptr_t bias,
                                   void (*fn)(void *, uintptr_t, uintptr_t), void *ctx);
 
 /* A checked reader of process memory: returns 1 and stores the word at

@@ -34,6 +34,7 @@ typedef struct jit_entry_s {
     uintptr_t start, end;
     const uint8_t *eh;          /* registered .eh_frame, or NULL */
     size_t eh_size;
+    intptr_t eh_bias;           /* see ht__cfi_row_eh */
     const char *name;           /* in the name arena, or NULL */
     uint32_t serial;
     uint32_t from_register_frame; /* learned from __register_frame(eh) */
@@ -108,6 +109,7 @@ int ht__jit_find(uintptr_t pc, ht_jit_range_t *out)
             out->end = e->end;
             out->eh = e->eh;
             out->eh_size = e->eh_size;
+            out->eh_bias = e->eh_bias;
             out->name = e->name;
             out->serial = e->serial;
             found = 1;
@@ -208,7 +210,7 @@ static uint32_t register_range(uintptr_t start, size_t size, const char *name, c
 {
     if (!start || !size || start + size < start)
         return 0;
-    jit_entry_t e = { start, start + size, eh, eh_size, NULL, 0, (uint32_t)from_register_frame };
+    jit_entry_t e = { start, start + size, eh, eh_size, 0, NULL, 0, (uint32_t)from_register_frame };
     ht__spin_lock(&g_lock);
     e.name = keep_name(name);
     uint32_t serial = update(&e, 0, 0);
@@ -219,9 +221,35 @@ static uint32_t register_range(uintptr_t start, size_t size, const char *name, c
 /* ---- many at once ------------------------------------------------------
  * A perf map or jitdump file announces code by the thousand; one table
  * rebuild for a batch keeps that linear. Later entries of the batch win
- * over earlier ones they overlap, like separate registrations would. */
+ * over earlier ones they overlap, like separate registrations would.
+ *
+ * A name for code whose only unwind information came from
+ * __register_frame (wasmtime writes a perf map and registers its
+ * .eh_frame; LLVM ORC registers frames and announces names) keeps that
+ * CFI: the name replaces the registration, and without the CFI a frame in
+ * code that keeps no frame pointer would end the walk. The CFI is kept
+ * when one registration with CFI holds the whole named range, and it came
+ * from __register_frame (whose __deregister_frame removes by section, so
+ * the named range goes with it) or starts where the name does (so
+ * ht_unregister_code of that start still removes it). */
 
 typedef struct { jit_entry_t e; size_t order; } add_t;
+
+/* The entry of `t` (may be NULL) that holds pc, or NULL. Under g_lock. */
+static const jit_entry_t *entry_at(const jit_table_t *t, uintptr_t pc)
+{
+    if (!t)
+        return NULL;
+    size_t l = 0, r = t->n;
+    while (l < r) {
+        size_t mid = l + (r - l) / 2;
+        if (t->e[mid].start <= pc)
+            l = mid + 1;
+        else
+            r = mid;
+    }
+    return l > 0 && pc < t->e[l - 1].end ? &t->e[l - 1] : NULL;
+}
 
 static void sort_adds(add_t *a, size_t n)
 {
@@ -239,8 +267,10 @@ static void sort_adds(add_t *a, size_t n)
         }
 }
 
-size_t ht__jit_add_many(const ht_jit_add_t *adds, size_t n)
+size_t ht__jit_add_many(const ht_jit_add_t *adds, size_t n, uint32_t *serials)
 {
+    if (serials)
+        __builtin_memset(serials, 0, n * sizeof *serials);
     if (!n)
         return 0;
     size_t bytes = (n * sizeof(add_t) + 4095) & ~(size_t)4095;
@@ -252,8 +282,17 @@ size_t ht__jit_add_many(const ht_jit_add_t *adds, size_t n)
     for (size_t i = 0; i < n; i++) {
         if (!adds[i].start || !adds[i].size || adds[i].start + adds[i].size < adds[i].start)
             continue;
-        a[m].e = (jit_entry_t){ adds[i].start, adds[i].start + adds[i].size, NULL, 0,
+        a[m].e = (jit_entry_t){ adds[i].start, adds[i].start + adds[i].size, adds[i].eh,
+                                adds[i].eh ? adds[i].eh_size : 0, adds[i].eh ? adds[i].eh_bias : 0,
                                 keep_name(adds[i].name), 0, 0 };
+        const jit_entry_t *old = a[m].e.eh ? NULL : entry_at(g_table, adds[i].start);
+        if (old && old->eh && a[m].e.end <= old->end &&
+            (old->from_register_frame || old->start == a[m].e.start)) {
+            a[m].e.eh = old->eh;
+            a[m].e.eh_size = old->eh_size;
+            a[m].e.eh_bias = old->eh_bias;
+            a[m].e.from_register_frame = old->from_register_frame;
+        }
         a[m].order = i;
         m++;
     }
@@ -280,6 +319,8 @@ size_t ht__jit_add_many(const ht_jit_add_t *adds, size_t n)
             const jit_entry_t *e = &cur->e[i];
             while (x < k && a[x].e.start <= e->start) {
                 a[x].e.serial = g_serial = g_serial % HT_JIT_SERIAL_MAX + 1;
+                if (serials)
+                    serials[a[x].order] = a[x].e.serial;
                 t->e[t->n++] = a[x++].e;
             }
             /* dropped if an add overlaps it: the adds around its start */
@@ -292,6 +333,8 @@ size_t ht__jit_add_many(const ht_jit_add_t *adds, size_t n)
         }
         while (x < k) {
             a[x].e.serial = g_serial = g_serial % HT_JIT_SERIAL_MAX + 1;
+            if (serials)
+                serials[a[x].order] = a[x].e.serial;
             t->e[t->n++] = a[x++].e;
         }
         publish(t);
@@ -301,6 +344,64 @@ size_t ht__jit_add_many(const ht_jit_add_t *adds, size_t n)
     ht__spin_unlock(&g_lock);
     ht__unmap(a, bytes);
     return t ? k : 0;
+}
+
+static void sort_regs(ht_jit_reg_t *r, size_t n)
+{
+    for (size_t gap = n / 2; gap > 0; gap /= 2)
+        for (size_t i = gap; i < n; i++) {
+            ht_jit_reg_t t = r[i];
+            size_t j = i;
+            while (j >= gap && r[j - gap].start > t.start) {
+                r[j] = r[j - gap];
+                j -= gap;
+            }
+            r[j] = t;
+        }
+}
+
+size_t ht__jit_remove_many(const ht_jit_reg_t *regs, size_t n)
+{
+    if (!n)
+        return 0;
+    size_t bytes = (n * sizeof *regs + 4095) & ~(size_t)4095;
+    ht_jit_reg_t *r = ht__map(bytes);
+    if (!r)
+        return 0;
+    __builtin_memcpy(r, regs, n * sizeof *regs);
+    sort_regs(r, n);
+    size_t removed = 0;
+    ht__spin_lock(&g_lock);
+    const jit_table_t *cur = g_table;
+    jit_table_t *t = cur ? table_new(cur->n) : NULL;
+    if (t) {
+        if (ht__jit_leaving)
+            ht__jit_leaving();
+        size_t x = 0;       /* both sorted by start: one merge */
+        for (size_t i = 0; i < cur->n; i++) {
+            const jit_entry_t *e = &cur->e[i];
+            while (x < n && r[x].start < e->start)
+                x++;
+            int drop = 0;
+            for (size_t y = x; y < n && r[y].start == e->start && !drop; y++)
+                drop = r[y].serial == e->serial;
+            if (drop)
+                removed++;
+            else
+                t->e[t->n++] = *e;
+        }
+        if (removed) {
+            publish(t->n ? t : NULL);
+            if (!t->n)
+                ht__unmap(t, t->bytes);
+            ht__code_changed();
+        } else {
+            ht__unmap(t, t->bytes);
+        }
+    }
+    ht__spin_unlock(&g_lock);
+    ht__unmap(r, bytes);
+    return removed;
 }
 
 uint32_t ht_register_code(const void *start, size_t size, const char *name)
@@ -322,6 +423,7 @@ uint32_t ht_register_unwind(const void *start, size_t size, const void *eh_frame
             jit_entry_t keep = *e;
             keep.eh = eh_frame;
             keep.eh_size = eh_frame_size;
+            keep.eh_bias = 0;
             jit_table_t *t = table_new(cur->n);
             if (!t)
                 break;
@@ -359,7 +461,7 @@ struct add_ctx { const uint8_t *eh; size_t size; int added; };
 static void add_fde(void *p, uintptr_t begin, uintptr_t end)
 {
     struct add_ctx *c = p;
-    jit_entry_t e = { begin, end, c->eh, c->size, NULL, 0, 1 };
+    jit_entry_t e = { begin, end, c->eh, c->size, 0, NULL, 0, 1 };
     if (update(&e, 0, 0))
         c->added++;
 }
@@ -374,7 +476,7 @@ HT_API void __register_frame(void *begin)
     if (size) {
         struct add_ctx c = { eh, size, 0 };
         ht__spin_lock(&g_lock);
-        (void)ht__eh_frame_each(eh, size, add_fde, &c);
+        (void)ht__eh_frame_each(eh, size, 0, add_fde, &c);
         ht__spin_unlock(&g_lock);
     }
     if (real)

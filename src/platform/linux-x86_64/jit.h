@@ -10,22 +10,39 @@ typedef struct ht_jit_range_s {
     uintptr_t start, end;
     const uint8_t *eh;          /* its .eh_frame, or NULL: frame pointers */
     size_t eh_size;
+    intptr_t eh_bias;           /* for ht__cfi_row_eh: 0, or a copy's distance */
     const char *name;
     uint32_t serial;
 } ht_jit_range_t;
 
 /* The registered range holding pc. Async-signal-safe, lock-free. */
 HT_INTERNAL int ht__jit_find(uintptr_t pc, ht_jit_range_t *out);
-/* Registers many JIT ranges with one table rebuild (perf maps, jitdump):
- * each replaces registrations it overlaps; within the batch the later of
- * two overlapping entries wins. Names are copied. Returns how many were
+/* Registers many JIT ranges with one table rebuild (perf maps, jitdump,
+ * the GDB JIT interface): each replaces registrations it overlaps; within
+ * the batch the later of two overlapping entries wins. Names are copied;
+ * an .eh_frame is not (it must stay readable while registered). A range
+ * without one keeps the CFI of a __register_frame registration holding
+ * it (see jit.c). If `serials` is not NULL, serials[i] receives the serial
+ * of adds[i], 0 if it was not registered. Returns how many were
  * registered. Not from a signal handler. */
 typedef struct ht_jit_add_s {
     uintptr_t start;
     size_t size;
     const char *name;
+    const uint8_t *eh;          /* its .eh_frame, or NULL */
+    size_t eh_size;
+    intptr_t eh_bias;           /* see ht__cfi_row_eh (cfi.h) */
 } ht_jit_add_t;
-HT_INTERNAL size_t ht__jit_add_many(const ht_jit_add_t *adds, size_t n);
+HT_INTERNAL size_t ht__jit_add_many(const ht_jit_add_t *adds, size_t n, uint32_t *serials);
+/* Removes, with one table rebuild, each registration that starts at
+ * regs[i].start and still has serial regs[i].serial (one a later
+ * registration replaced is left alone). Returns how many were removed.
+ * Not from a signal handler. */
+typedef struct ht_jit_reg_s {
+    uintptr_t start;
+    uint32_t serial;
+} ht_jit_reg_t;
+HT_INTERNAL size_t ht__jit_remove_many(const ht_jit_reg_t *regs, size_t n);
 
 /* Whether pc is in registered JIT code or in an executable mapping the
  * dynamic loader does not know (re-read from /proc/self/maps at most every

@@ -136,7 +136,7 @@ static rule_t compute_rule(uintptr_t ra)
             return r;
         }
         /* registered JIT code: its own CFI, or frame pointers */
-        rc = j.eh ? ht__cfi_row_eh(j.eh, j.eh_size, ra - 1, &row) : HT_CFI_NONE;
+        rc = j.eh ? ht__cfi_row_eh(j.eh, j.eh_size, j.eh_bias, ra - 1, &row) : HT_CFI_NONE;
         if (rc == HT_CFI_OK && !row.signal_frame)
             r = compact(&row);
         else
@@ -459,7 +459,7 @@ static int step_full(walk_t *w, ht_regs_t *r, int exact)
         ht_jit_range_t j;
         if (!jit_find_w(w, at, &j) || !j.eh)
             return step_fp(w, r);
-        rc = ht__cfi_row_eh(j.eh, j.eh_size, at, &row);
+        rc = ht__cfi_row_eh(j.eh, j.eh_size, j.eh_bias, at, &row);
     }
     if (rc == HT_CFI_NONE)
         return step_fp(w, r);
