@@ -375,7 +375,7 @@ $(WIN_BUILD)/bench/capture_bench.exe: bench/windows/capture_bench.c $(WIN_TBUILD
 # LSan on ../shared/workloads (docs/BENCHMARKS.md). BENCH_RUNS=N.
 .PHONY: bench-agent
 bench-agent: deps-bench
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory all $(TOOL_BIN)
 	@sh bench/agent.sh
 
 # The analyzer against heaptrack_print, and symbolization speed

@@ -8,7 +8,7 @@
 # under deflateInit2_, those whose stack names deflateA or deflateB, and
 # JS frames shown only as an address or "??".
 set -u
-ROOT=$(pwd)
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
 B=$ROOT/build
 D=$B/bench/node-names
 rm -rf "$D"; mkdir -p "$D"; cd "$D" || exit 1

@@ -158,6 +158,15 @@ static uint64_t clock_ns(clockid_t id)
 
 /* ---- our own memory ----------------------------------------------------- */
 
+/* Gives v's memory back (scratch that one search needed). */
+static void vec_free(vec_t *v)
+{
+    if (v->p)
+        ht__unmap(v->p, v->bytes);
+    v->p = NULL;
+    v->n = v->cap = v->bytes = 0;
+}
+
 /* Makes room for `n` elements in v (contents kept). Returns 0 or -1. */
 static int vec_reserve(vec_t *v, size_t n)
 {
@@ -446,6 +455,9 @@ static void find_descriptors(void)
             add_desc(o[i].bias + (uintptr_t)v);
     }
     ht__unmap(o, bytes);
+    /* the files' 1 MiB read buffer: not resident in every traced program */
+    vec_free(&G.tmp);
+    vec_free(&G.symtab);
 }
 
 /* ---- the known entries -------------------------------------------------- */
