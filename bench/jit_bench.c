@@ -383,36 +383,21 @@ __attribute__((noinline)) static void leaf(struct run *r)
     if (r->cold)
         flush_caches();
     double t0 = now_ns(), t1;
-    if (r->method == M_HT) {
-        for (int i = 0;; i++) {
-            n = ht_capture(0, MAXF, f, NULL);
-            __asm__ volatile("" ::"r"(f) : "memory");
-            if (__builtin_expect(i == 0, 0)) {
-                r->cold_ns = now_ns() - t0;
-                memcpy(first, f, sizeof f);
-                fn = n;
-                t0 = now_ns();
-            } else if (__builtin_expect(n != fn, 0)) {
-                die("ht_capture: a capture of a different depth");
-            }
-            if (i == ITERS)
-                break;
+    const int ht = r->method == M_HT;     /* the same branch every time: predicted */
+    for (int i = 0;; i++) {
+        n = ht ? ht_capture(0, MAXF, f, NULL) : unw_backtrace(f, MAXF);
+        __asm__ volatile("" ::"r"(f) : "memory");
+        if (__builtin_expect(i == 0, 0)) {
+            r->cold_ns = now_ns() - t0;
+            memcpy(first, f, sizeof f);
+            fn = n;
+            t0 = now_ns();
+        } else if (__builtin_expect(n != fn, 0)) {
+            die(ht ? "ht_capture: a capture of a different depth"
+                   : "unw_backtrace: a capture of a different depth");
         }
-    } else {
-        for (int i = 0;; i++) {
-            n = unw_backtrace(f, MAXF);
-            __asm__ volatile("" ::"r"(f) : "memory");
-            if (__builtin_expect(i == 0, 0)) {
-                r->cold_ns = now_ns() - t0;
-                memcpy(first, f, sizeof f);
-                fn = n;
-                t0 = now_ns();
-            } else if (__builtin_expect(n != fn, 0)) {
-                die("unw_backtrace: a capture of a different depth");
-            }
-            if (i == ITERS)
-                break;
-        }
+        if (i == ITERS)
+            break;
     }
     t1 = now_ns();
     r->ns = (t1 - t0) / ITERS;

@@ -16,70 +16,23 @@
 #include "heaptrail.h"
 #include "check.h"
 #include "platform/linux-x86_64/jit.h"
+#include "../jitcode.h"
 
 void __register_frame(void *begin);
 void __deregister_frame(void *begin);
 
 #define MAXF 64
 
-/* void f(void (*next)(void *), void *arg): calls next(arg) with rbp
- * clobbered, so only its CFI can unwind it. */
-static const uint8_t code_cfi[] = {
-    0x55,                               /* 0: push rbp */
-    0x48, 0x83, 0xec, 0x10,             /* 1: sub rsp, 16 */
-    0x48, 0xbd, 0xef, 0xbe, 0x00, 0x00, 0xad, 0xde, 0x00, 0x00, /* 5: movabs rbp, junk */
-    0x48, 0x89, 0xf8,                   /* 15: mov rax, rdi */
-    0x48, 0x89, 0xf7,                   /* 18: mov rdi, rsi */
-    0xff, 0xd0,                         /* 21: call rax -> return address at 23 */
-    0x48, 0x83, 0xc4, 0x10,             /* 23: add rsp, 16 */
-    0x5d,                               /* 27: pop rbp */
-    0xc3,                               /* 28: ret */
-};
-#define RA_OFF 23
+#define RA_OFF 23                /* jit_ra_off[JIT_SHAPE_CFI] */
 
 typedef void (*jit_fn)(void (*)(void *), void *);
 
-/* A zero-terminated .eh_frame (CIE + one FDE) for code_cfi at `code`,
- * with absolute pointers, or pc-relative ones (sdata4) as if the section
- * were at `at`. Returns its size. */
+/* A zero-terminated .eh_frame (tests/jitcode.h) for one CFI-shaped
+ * function at `code`, with absolute pointers, or pc-relative ones as if
+ * the section were at `at`. Returns its size. */
 static size_t make_eh_frame_at(uint8_t *out, uintptr_t code, int pcrel, uintptr_t at)
 {
-    uint8_t cie[] = {
-        0x14, 0, 0, 0, 0, 0, 0, 0,      /* length 20, CIE id */
-        1, 'z', 'R', 0,                 /* version, augmentation */
-        1, 0x78, 16,                    /* code align 1, data align -8, RA column 16 */
-        1, pcrel ? 0x1b : 0x00,         /* FDE pointers: pcrel sdata4, or absolute */
-        0x0c, 7, 8, 0x90, 1,            /* cfa = rsp+8, RA at cfa-8 */
-        0, 0,
-    };
-    static const uint8_t insns[] = {
-        0x41, 0x0e, 16, 0x86, 2,        /* +1: cfa = rsp+16, rbp at cfa-16 */
-        0x44, 0x0e, 32,                 /* +4: cfa = rsp+32 */
-        0x56, 0x0e, 16,                 /* +22: cfa = rsp+16 */
-        0x41, 0x0e, 8, 0xc6,            /* +1: cfa = rsp+8, rbp restored */
-        0, 0, 0, 0, 0,
-    };
-    uint8_t *p = out;
-    memcpy(p, cie, sizeof cie);
-    p += sizeof cie;
-    size_t w = pcrel ? 4 : 8;           /* pointer width */
-    uint32_t len = (uint32_t)(4 + 2 * w + 1 + sizeof insns), cie_ptr = (uint32_t)(p + 4 - out);
-    memcpy(p, &len, 4);
-    memcpy(p + 4, &cie_ptr, 4);
-    if (pcrel) {
-        int32_t begin = (int32_t)(code - (at + (uintptr_t)(p + 8 - out))), range = sizeof code_cfi;
-        memcpy(p + 8, &begin, 4);
-        memcpy(p + 12, &range, 4);
-    } else {
-        uint64_t begin = code, range = sizeof code_cfi;
-        memcpy(p + 8, &begin, 8);
-        memcpy(p + 16, &range, 8);
-    }
-    p[8 + 2 * w] = 0;                   /* augmentation data length */
-    memcpy(p + 9 + 2 * w, insns, sizeof insns);
-    p += 4 + len;
-    memset(p, 0, 4);
-    return (size_t)(p + 4 - out);
+    return jit_eh_frame(out, at, &code, 1, pcrel);
 }
 
 static size_t make_eh_frame(uint8_t *out, uintptr_t code)
@@ -127,7 +80,7 @@ int main(void)
     uint8_t *area = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     CHECK(area != MAP_FAILED);
     for (int slot = 0; slot < 6; slot++)
-        memcpy(area + 64 * slot, code_cfi, sizeof code_cfi);
+        memcpy(area + 64 * slot, jit_code_cfi, sizeof jit_code_cfi);
     CHECK(mprotect(area, 4096, PROT_READ | PROT_EXEC) == 0);
     jit_fn f0 = (jit_fn)(void *)area, f1 = (jit_fn)(void *)(area + 64);
     jit_fn f2 = (jit_fn)(void *)(area + 128), f3 = (jit_fn)(void *)(area + 192);
@@ -138,7 +91,7 @@ int main(void)
     make_eh_frame(eh0, (uintptr_t)area);
     __register_frame(eh0);
     CHECK(ht__jit_find((uintptr_t)area, &r) && r.eh == eh0);
-    uint32_t s0 = add_one(area, sizeof code_cfi, "named_whole");
+    uint32_t s0 = add_one(area, sizeof jit_code_cfi, "named_whole");
     CHECK(ht__jit_find((uintptr_t)area + 3, &r) && r.serial == s0 && r.eh == eh0 &&
           r.name && strcmp(r.name, "named_whole") == 0);
     CHECK(walks_through(f0, s0));
@@ -159,15 +112,15 @@ int main(void)
 
     /* 3. ht_register_unwind: kept from the same start only */
     size_t n2 = make_eh_frame(eh2, (uintptr_t)f2);
-    uint32_t a2 = ht_register_unwind((void *)f2, sizeof code_cfi, eh2, n2 - 4);
+    uint32_t a2 = ht_register_unwind((void *)f2, sizeof jit_code_cfi, eh2, n2 - 4);
     CHECK(a2 != 0);
-    uint32_t s2 = add_one((void *)f2, sizeof code_cfi, "named_api");
+    uint32_t s2 = add_one((void *)f2, sizeof jit_code_cfi, "named_api");
     CHECK(s2 != a2 && ht__jit_find((uintptr_t)f2, &r) && r.eh == eh2);
     CHECK(walks_through(f2, s2));
     CHECK_EQ(ht_unregister_code((void *)f2), 0);
     CHECK(!ht__jit_find((uintptr_t)f2, &r));
     size_t n3 = make_eh_frame(eh3, (uintptr_t)f3);
-    CHECK(ht_register_unwind((void *)f3, sizeof code_cfi, eh3, n3 - 4) != 0);
+    CHECK(ht_register_unwind((void *)f3, sizeof jit_code_cfi, eh3, n3 - 4) != 0);
     add_one((char *)(void *)f3 + 1, 20, "named_inside");
     CHECK(ht__jit_find((uintptr_t)f3 + 1, &r) && r.eh == NULL);
 
@@ -206,14 +159,14 @@ int main(void)
     memcpy(copy, loaded, n4);
     memset(loaded, 0xff, n4);                           /* the copy is all there is */
     uint32_t s4;
-    ht_jit_add_t moved = { .start = (uintptr_t)f4, .size = sizeof code_cfi, .name = "moved",
+    ht_jit_add_t moved = { .start = (uintptr_t)f4, .size = sizeof jit_code_cfi, .name = "moved",
                            .eh = copy, .eh_size = n4, .eh_bias = (intptr_t)((uintptr_t)loaded - (uintptr_t)copy) };
     CHECK_EQ(ht__jit_add_many(&moved, 1, &s4), 1);
     CHECK(walks_through(f4, s4));
     static uint8_t copy5[256];
     size_t n5 = make_eh_frame_at(copy5, (uintptr_t)f5, 1, (uintptr_t)loaded);
     uint32_t s5;
-    ht_jit_add_t unmoved = { .start = (uintptr_t)f5, .size = sizeof code_cfi, .name = "unmoved",
+    ht_jit_add_t unmoved = { .start = (uintptr_t)f5, .size = sizeof jit_code_cfi, .name = "unmoved",
                              .eh = copy5, .eh_size = n5 };
     CHECK_EQ(ht__jit_add_many(&unmoved, 1, &s5), 1);
     CHECK(!walks_through(f5, s5));
