@@ -317,9 +317,13 @@ static int find_name(int fd, uint64_t off, uint64_t size, uint32_t *at, int max)
         ssize_t got = pread(fd, buf, len, (off_t)(off + pos));
         if (got != (ssize_t)len)
             break;
-        for (size_t i = 0; i + need <= len && found < max; i++)
-            if (buf[i] == want_sym[0] && memcmp(buf + i, want_sym, need) == 0)
-                at[found++] = (uint32_t)(pos + i);
+        for (const char *q = buf, *end = buf + len; found < max && end - q >= (ptrdiff_t)need;) {
+            const char *hit = memmem(q, (size_t)(end - q), want_sym, need);
+            if (!hit)
+                break;
+            at[found++] = (uint32_t)(pos + (size_t)(hit - buf));
+            q = hit + 1;
+        }
         if (pos + len >= size)
             break;
         pos += len - (need - 1);  /* chunks overlap by a name */
