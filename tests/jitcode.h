@@ -40,7 +40,7 @@ static const size_t jit_code_size[2] = { sizeof jit_code_fp, sizeof jit_code_cfi
  * with `pcrel` pc-relative 32-bit (as compilers and most JITs write them),
  * relative to where the section will be read: `at` (out itself, or where
  * a copy of it will live). Returns its size, terminator included. */
-static size_t jit_eh_frame(uint8_t *out, uintptr_t at, const uintptr_t *code, size_t n, int pcrel)
+static inline size_t jit_eh_frame(uint8_t *out, uintptr_t at, const uintptr_t *code, size_t n, int pcrel)
 {
     uint8_t *p = out;
     const uint8_t cie[] = {

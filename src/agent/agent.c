@@ -144,7 +144,7 @@ __attribute__((destructor)) static void agent_stop(void)
      * in it get their names (not from _exit: it may run in a handler) */
     int g = ht__guard;
     ht__guard = 2;
-    ht__jitmaps_poll();
+    ht__jitmaps_poll(1);
     ht__gdbjit_poll(1);
     ht__guard = g;
     final_snapshot(HT_SNAP_EXIT);
@@ -272,7 +272,7 @@ static void *control_main(void *arg)
     struct timespec next;
     clock_gettime(CLOCK_MONOTONIC, &next);
     for (;;) {
-        ht__jitmaps_poll();
+        ht__jitmaps_poll(0);
         ht__gdbjit_poll(0);
         int timeout = JITMAPS_MS;
         if (A.interval_ms > 0) {

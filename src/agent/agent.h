@@ -48,8 +48,10 @@ HT_INTERNAL extern ht_agent_drops_t ht__drops;
 HT_INTERNAL uint64_t ht__now_ns(void);          /* monotonic ns since start-up */
 
 /* jitmaps.c: registers JIT code announced in /tmp/perf-PID.map and
- * jit-PID.dump files since the last call. Control thread only. */
-HT_INTERNAL void ht__jitmaps_poll(void);
+ * jit-PID.dump files since the last call; `force`: look for a jitdump
+ * file now (otherwise every 25th call). Control thread, and the exiting
+ * thread once. */
+HT_INTERNAL void ht__jitmaps_poll(int force);
 /* A forked child forgets its parent's files. */
 HT_INTERNAL void ht__jitmaps_forget(void);
 /* gdbjit.c: registers JIT code announced through the GDB JIT interface

@@ -172,7 +172,6 @@ static void find_dump(void)
                     close(J.dump_fd);
                     J.dump_fd = -1;
                 }
-                J.dump_off = 40;
                 close(fd);
                 return;
             }
@@ -191,25 +190,31 @@ static int read_at(void *p, size_t n, uint64_t off)
     return pread(J.dump_fd, p, n, (off_t)off) == (ssize_t)n;
 }
 
-static void poll_jitdump(void)
+static void poll_jitdump(int force)
 {
     if (J.dump_fd < 0) {
-        if (J.dump_looked++ % 25)       /* search the maps every 25 polls */
+        if (J.dump_looked++ % 25 && !force)     /* search the maps every 25 polls */
             return;
         find_dump();
         if (J.dump_fd < 0)
             return;
-        uint32_t magic;
-        if (!read_at(&magic, 4, 0) || magic != JITDUMP_MAGIC) {
+        /* the header: magic, version, its own size, ... (40 bytes in
+         * version 1; a later version may be longer) */
+        uint32_t hdr[3];
+        if (!read_at(hdr, sizeof hdr, 0) || hdr[0] != JITDUMP_MAGIC || hdr[2] < 40 || hdr[2] > 4096) {
             close(J.dump_fd);
             J.dump_fd = -1;
             return;
         }
+        J.dump_off = hdr[2];
     }
     for (;;) {
         struct { uint32_t id, size; uint64_t ts; } h;
-        if (!read_at(&h, sizeof h, J.dump_off) || h.size < sizeof h)
-            return;             /* not written yet */
+        char last;
+        /* a record is read once all of it is in the file */
+        if (!read_at(&h, sizeof h, J.dump_off) || h.size < sizeof h ||
+            !read_at(&last, 1, J.dump_off + h.size - 1))
+            return;             /* not (all) written yet */
         uint64_t body = J.dump_off + sizeof h;
         if (h.id == 0) {        /* JIT_CODE_LOAD */
             struct { uint32_t pid, tid; uint64_t vma, addr, size, index; } l;
@@ -238,7 +243,7 @@ static void poll_jitdump(void)
     }
 }
 
-void ht__jitmaps_poll(void)
+void ht__jitmaps_poll(int force)
 {
     ht__spin_lock(&J.lock);
     if (!J.pid) {
@@ -247,7 +252,7 @@ void ht__jitmaps_poll(void)
     }
     if (J.buf || (J.buf = ht__map(CHUNK))) {
         poll_perf_map();
-        poll_jitdump();
+        poll_jitdump(force);
         flush_batch();
     }
     ht__spin_unlock(&J.lock);

@@ -44,6 +44,7 @@
 #define MAX_MODULES 65536
 #define PATHS_CAP   (16u << 20)
 #define JIT_PENDING 4096
+#define NODE_BATCH 2048         /* nodes per NODES record */
 
 typedef struct {
     uint64_t start, end, bias;
@@ -86,8 +87,11 @@ static struct {
     char cmdline[4096];
     size_t cmdline_len;
     uint8_t jit_seen[(HT_JIT_SERIAL_MAX + 1) / 8];  /* JIT serials recorded */
-    uint64_t jit_pending[JIT_PENDING];  /* frames in JIT code not yet registered */
+    uint32_t jit_pending[JIT_PENDING];  /* nodes in JIT code not yet registered */
     uint32_t njit_pending;
+    uint32_t jn_node[NODE_BATCH];       /* untagged nodes of a batch named ... */
+    uint16_t jn_serial[NODE_BATCH];     /* ... by these registrations */
+    uint32_t njn;
     int ppid;
 } W;
 
@@ -427,19 +431,21 @@ static int note_module(uint64_t addr)
  * its range and name once (while it is still registered) so a reader can
  * name the frame even after the code is gone. A frame captured before its
  * code was registered (perf maps are read every few ms) has no serial: the
- * registration that covers it now is recorded, and a reader names it by
- * address and time. Returns 0 if nothing covers it yet. */
-static int note_jit(uint64_t frame)
+ * registration that covers it when the node is staged names it (a
+ * JIT_NODE record after the node's), or, if none does yet, the first that
+ * covers it at a later staging (pend_jit). Returns the serial that names
+ * the frame, 0 if nothing covers it yet. */
+static unsigned note_jit(uint64_t frame)
 {
     unsigned serial = HT_FRAME_JIT_SERIAL(frame);
     ht_jit_range_t r;
     if (!ht__jit_find(HT_FRAME_ADDRESS(frame) - 1, &r))
-        return 0;
+        return serial;
     if (serial && r.serial != serial)
-        return 1;               /* gone: replaced by other code */
+        return serial;          /* gone: replaced by other code */
     serial = r.serial;
     if (W.jit_seen[serial >> 3] & (1u << (serial & 7)))
-        return 1;
+        return serial;
     size_t at = rec_begin(HT_REC_JIT);
     put_varint(serial);
     put_varint(r.start);
@@ -450,26 +456,38 @@ static int note_jit(uint64_t frame)
     put_str(name, len < 1024 ? len : 1024);
     rec_end(at);
     W.jit_seen[serial >> 3] |= (uint8_t)(1u << (serial & 7));
-    return 1;
+    return serial;
 }
 
-/* An untagged frame nothing covers yet: tried again at each later staging,
- * since its perf map line may still be on its way. */
-static void pend_jit(uint64_t frame)
+/* Says that untagged node `id` is named by registration `serial`. */
+static void put_jit_node(uint32_t id, unsigned serial)
 {
-    for (uint32_t i = 0; i < W.njit_pending; i++)
-        if (W.jit_pending[i] == frame)
-            return;
+    size_t at = rec_begin(HT_REC_JIT_NODE);
+    put_varint(id);
+    put_varint(serial);
+    rec_end(at);
+}
+
+/* An untagged node nothing covers yet: tried again at each later staging,
+ * since its perf map line may still be on its way. (Past JIT_PENDING
+ * waiting nodes, the rest stay unnamed.) */
+static void pend_jit(uint32_t id)
+{
     if (W.njit_pending < JIT_PENDING)
-        W.jit_pending[W.njit_pending++] = frame;
+        W.jit_pending[W.njit_pending++] = id;
 }
 
 static void retry_pending_jit(void)
 {
     uint32_t k = 0;
-    for (uint32_t i = 0; i < W.njit_pending; i++)
-        if (!note_jit(W.jit_pending[i]))
+    for (uint32_t i = 0; i < W.njit_pending; i++) {
+        ht_stacknode_t nd;
+        unsigned serial = ht__stackdb_node(W.jit_pending[i], &nd) == 0 ? note_jit(nd.addr) : 0;
+        if (serial)
+            put_jit_node(W.jit_pending[i], serial);
+        else
             W.jit_pending[k++] = W.jit_pending[i];
+    }
     W.njit_pending = k;
 }
 
@@ -483,18 +501,26 @@ static void stage_nodes(void)
     retry_pending_jit();
     while (W.node_mark < count) {
         uint32_t first = W.node_mark, n = count - first;
-        if (n > 2048)
-            n = 2048;
-        /* modules first, so a reader knows them before the nodes */
+        if (n > NODE_BATCH)
+            n = NODE_BATCH;
+        /* modules and JIT code first, so a reader knows them before the
+         * nodes */
+        W.njn = 0;
         for (uint32_t i = 0; i < n; i++) {
             ht_stacknode_t nd;
+            unsigned serial;
             if (ht__stackdb_node(first + i, &nd) != 0)
                 continue;
             if (HT_FRAME_JIT_SERIAL(nd.addr))
                 note_jit(nd.addr);
-            else if (nd.addr > 1 && !note_module(nd.addr - 1) &&   /* 1: HT_FRAME_UNWIND_STOPPED */
-                     !note_jit(nd.addr))
-                pend_jit(nd.addr);
+            else if (nd.addr <= 1 || note_module(nd.addr - 1))    /* 1: HT_FRAME_UNWIND_STOPPED */
+                continue;
+            else if ((serial = note_jit(nd.addr)) != 0) {
+                W.jn_node[W.njn] = first + i;
+                W.jn_serial[W.njn++] = (uint16_t)serial;
+            } else {
+                pend_jit(first + i);
+            }
         }
         size_t at = rec_begin(HT_REC_NODES);
         put_varint(first);
@@ -506,6 +532,8 @@ static void stage_nodes(void)
             put_varint(nd.addr);
         }
         rec_end(at);
+        for (uint32_t i = 0; i < W.njn; i++)
+            put_jit_node(W.jn_node[i], W.jn_serial[i]);
         W.node_mark = first + n;
     }
 }

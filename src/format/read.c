@@ -389,6 +389,21 @@ static int rec_jit(rd_t *r, cur_t *c)
     return 0;
 }
 
+/* JIT_NODE: a node whose frame was captured before its JIT code was
+ * registered (no serial in its address) and that the agent named later by
+ * the registration `serial`: the node gets the serial, as if tagged. */
+static int rec_jit_node(rd_t *r, cur_t *c)
+{
+    uint64_t id = get(c), serial = get(c);
+    ht_trace_t *t = r->t;
+    if (c->bad || serial == 0 || serial > 0x7fff || id == 0 || id >= t->nnodes)
+        return -1;
+    uint64_t *a = &t->nodes[id].addr;
+    if (t->nodes[id].module == UINT32_MAX && ((*a >> 48) & 0x7fff) == 0 && *a > 1)
+        *a |= serial << 48;
+    return 0;
+}
+
 /* Decodes one block's records. Returns 0, or -1 at the first bad one. */
 static int parse_payload(rd_t *r, const uint8_t *p, size_t len)
 {
@@ -412,6 +427,7 @@ static int parse_payload(rd_t *r, const uint8_t *p, size_t len)
         case HT_REC_SNAP_END: rc = rec_snap_end(r, &c); break;
         case HT_REC_DROPS: rc = rec_drops(r, &c); break;
         case HT_REC_JIT: rc = rec_jit(r, &c); break;
+        case HT_REC_JIT_NODE: rc = rec_jit_node(r, &c); break;
         case HT_REC_END: {
             (void)get(&c);
             uint64_t lost = get(&c);
