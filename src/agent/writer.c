@@ -86,7 +86,10 @@ static struct {
     char prog[80];
     char cmdline[4096];
     size_t cmdline_len;
-    uint8_t jit_seen[(HT_JIT_SERIAL_MAX + 1) / 8];  /* JIT serials recorded */
+    /* per serial, the registration last recorded with it (jit_key; 0:
+     * none): serials wrap after 32767 registrations, so one serial can
+     * name different code over a run, even two live ranges at once */
+    uint64_t jit_seen[HT_JIT_SERIAL_MAX + 1];
     uint32_t jit_pending[JIT_PENDING];  /* nodes in JIT code not yet registered */
     uint32_t njit_pending;
     uint32_t jn_node[NODE_BATCH];       /* untagged nodes of a batch named ... */
@@ -427,6 +430,13 @@ static int note_module(uint64_t addr)
     return 1;
 }
 
+/* What tells registrations with the same serial apart: range and name
+ * (names are copies in the registry's arena, one per registration). */
+static uint64_t jit_key(const ht_jit_range_t *r)
+{
+    return (r->start ^ (uint64_t)(r->end - r->start) << 40 ^ (uint64_t)(uintptr_t)r->name * 0x9e3779b97f4a7c15ull) | 1;
+}
+
 /* Frames in registered JIT code carry the registration's serial: record
  * its range and name once (while it is still registered) so a reader can
  * name the frame even after the code is gone. A frame captured before its
@@ -444,7 +454,8 @@ static unsigned note_jit(uint64_t frame)
     if (serial && r.serial != serial)
         return serial;          /* gone: replaced by other code */
     serial = r.serial;
-    if (W.jit_seen[serial >> 3] & (1u << (serial & 7)))
+    uint64_t key = jit_key(&r);
+    if (W.jit_seen[serial] == key)
         return serial;
     size_t at = rec_begin(HT_REC_JIT);
     put_varint(serial);
@@ -455,7 +466,7 @@ static unsigned note_jit(uint64_t frame)
     size_t len = ht__strlen(name);
     put_str(name, len < 1024 ? len : 1024);
     rec_end(at);
-    W.jit_seen[serial >> 3] |= (uint8_t)(1u << (serial & 7));
+    W.jit_seen[serial] = key;
     return serial;
 }
 

@@ -123,9 +123,9 @@ static const modspan_t *find_span(const modspan_t *sp, size_t n, uint64_t addr, 
 }
 
 /* For each node outside every module, the JIT record that names it. A
- * frame tagged with a registration serial (HT_FRAME_JIT_SERIAL) is in the
- * latest record with that serial; an untagged one (captured before its
- * code was registered, e.g. a perf map line not read yet) in the record
+ * frame tagged with a registration serial (HT_FRAME_JIT_SERIAL, or given
+ * one by a JIT_NODE record) is in the latest record with that serial that
+ * covers it; an untagged one (traces of earlier versions) in the record
  * covering its address that began last before the node was first seen. */
 static void name_jit_nodes(ht_input_t *in, const uint64_t *seen)
 {
@@ -143,7 +143,17 @@ static void name_jit_nodes(ht_input_t *in, const uint64_t *seen)
         uint64_t a = t->nodes[i].addr, at = HT_FRAME_ADDRESS(a) - 1;
         uint32_t serial = HT_FRAME_JIT_SERIAL(a);
         if (serial) {
-            in->node_jit[i] = by_serial[serial];
+            /* the latest record with the serial; serials wrap, so if that
+             * one is elsewhere, the latest with the serial that covers the
+             * address */
+            uint32_t j = by_serial[serial];
+            if (j != UINT32_MAX && (at < t->jit[j].start || at - t->jit[j].start >= t->jit[j].size))
+                for (size_t k = j; k-- > 0;)
+                    if (t->jit[k].serial == serial && at >= t->jit[k].start && at - t->jit[k].start < t->jit[k].size) {
+                        j = (uint32_t)k;
+                        break;
+                    }
+            in->node_jit[i] = j;
             continue;
         }
         if (a <= 1)
