@@ -26,10 +26,8 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
-#include "heaptrail.h"
 #include "jitcode.h"
-
-typedef void (*jit_fn)(void (*)(void *), void *);
+#include "jitrun.h"
 
 static int g_fd;
 static uint8_t *g_code;
@@ -100,52 +98,16 @@ static void emit(int i)
         exit(2);
 }
 
-static void *volatile sink;
-static void *frames[64];
-static int nframes;
-
-__attribute__((noinline)) void leaf(void *arg)
-{
-    size_t n = (size_t)arg;
-    if (n)
-        sink = malloc(n);
-    else
-        nframes = ht_capture(0, 64, frames, NULL);
-    __asm__ volatile("" ::: "memory");
-}
-
-__attribute__((noinline)) void run(jit_fn fn, size_t size, int times)
-{
-    for (int i = 0; i < times; i++)
-        fn(leaf, (void *)size);
-    __asm__ volatile("" ::: "memory");
-}
-
-/* The registration serial of the frame in slot i (0: none yet). */
-static unsigned serial_of(int i)
-{
-    run(slot(i), 0, 1);
-    for (int k = 0; k < nframes; k++) {
-        uintptr_t a = HT_FRAME_ADDRESS(frames[k]);
-        if (a > (uintptr_t)(void *)slot(i) && a <= (uintptr_t)(void *)slot(i) + 64)
-            return HT_FRAME_JIT_SERIAL(frames[k]);
-    }
-    return 0;
-}
-
-/* Waits until a capture through slot i carries a serial other than 0 and
- * `old` (the agent has read the dump), at most 5 s. */
+/* Waits until the agent has registered slot i under a serial other than
+ * `old`; exits 3 if it never does. */
 static unsigned wait_registered(int i, unsigned old)
 {
-    unsigned s = 0;
-    for (int ms = 0; ms < 5000; ms += 10) {
-        if ((s = serial_of(i)) != 0 && s != old)
-            return s;
-        struct timespec ts = { 0, 10000000L };
-        nanosleep(&ts, NULL);
+    unsigned s = wait_serial(slot(i), old);
+    if (!s) {
+        fprintf(stderr, "jitdump: slot %d never registered\n", i);
+        exit(3);
     }
-    fprintf(stderr, "jitdump: slot %d never registered (serial %u)\n", i, s);
-    exit(3);
+    return s;
 }
 
 int main(void)

@@ -16,54 +16,11 @@
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
-#include "heaptrail.h"
 #include "jitcode.h"
+#include "jitrun.h"
 
-typedef void (*jit_fn)(void (*)(void *), void *);
 #define DUMMIES 32766
 #define DUMMY_SIZE 16
-
-static void *volatile sink;
-static void *frames[64];
-static int nframes;
-
-__attribute__((noinline)) void leaf(void *arg)
-{
-    size_t n = (size_t)arg;
-    if (n)
-        sink = malloc(n);
-    else
-        nframes = ht_capture(0, 64, frames, NULL);
-    __asm__ volatile("" ::: "memory");
-}
-
-__attribute__((noinline)) void run(jit_fn fn, size_t size, int times)
-{
-    for (int i = 0; i < times; i++)
-        fn(leaf, (void *)size);
-    __asm__ volatile("" ::: "memory");
-}
-
-static unsigned serial_in(jit_fn fn)
-{
-    run(fn, 0, 1);
-    for (int k = 0; k < nframes; k++) {
-        uintptr_t a = HT_FRAME_ADDRESS(frames[k]);
-        if (a > (uintptr_t)(void *)fn && a <= (uintptr_t)(void *)fn + 64)
-            return HT_FRAME_JIT_SERIAL(frames[k]);
-    }
-    return 0;
-}
-
-static unsigned wait_registered(jit_fn fn)
-{
-    unsigned s = 0;
-    for (int ms = 0; ms < 10000 && !(s = serial_in(fn)); ms += 10) {
-        struct timespec ts = { 0, 10000000L };
-        nanosleep(&ts, NULL);
-    }
-    return s;
-}
 
 int main(void)
 {
@@ -88,12 +45,12 @@ int main(void)
         return 2;
     fprintf(map, "%lx %zx wrap_first\n", (unsigned long)(uintptr_t)code, sizeof jit_code_fp);
     fflush(map);
-    unsigned s1 = wait_registered(first);
+    unsigned s1 = wait_serial(first, 0);
     for (int i = 0; i < DUMMIES; i++)
         fprintf(map, "%lx %x dummy_%d\n", (unsigned long)(uintptr_t)(base + (size_t)i * DUMMY_SIZE), DUMMY_SIZE, i);
     fprintf(map, "%lx %zx wrap_second\n", (unsigned long)(uintptr_t)(code + 64), sizeof jit_code_fp);
     fflush(map);
-    unsigned s2 = wait_registered(second);
+    unsigned s2 = wait_serial(second, 0);
     fclose(map);
     unlink(path);
     if (!s1 || s1 != s2) {
