@@ -261,8 +261,15 @@ static void serve(int fd)
 
 /* How often the control thread looks for JIT code announced in perf map
  * and jitdump files (jitmaps.c) and through the GDB JIT interface
- * (gdbjit.c). */
+ * (gdbjit.c): every JITMAPS_MS, and every JITMAPS_BUSY_MS (perf map and
+ * jitdump only) for JITMAPS_BUSY_FOR ms after a look that found new code.
+ * Until its line is read, a frame in new code at an address that older,
+ * dead code was registered for is named after the old code (a perf map
+ * never says code died): while a JIT is emitting, the short interval keeps
+ * that window to a few ms. A look that finds nothing is one read(). */
 #define JITMAPS_MS 20
+#define JITMAPS_BUSY_MS 2
+#define JITMAPS_BUSY_FOR 200
 
 static void *control_main(void *arg)
 {
@@ -271,10 +278,16 @@ static void *control_main(void *arg)
     prctl(PR_SET_NAME, "heaptrail", 0, 0, 0);
     struct timespec next;
     clock_gettime(CLOCK_MONOTONIC, &next);
+    uint64_t busy_until = 0, gdb_next = 0;
     for (;;) {
-        ht__jitmaps_poll(0);
-        ht__gdbjit_poll(0);
-        int timeout = JITMAPS_MS;
+        uint64_t t = ht__now_ns();
+        if (ht__jitmaps_poll(0))
+            busy_until = t + JITMAPS_BUSY_FOR * 1000000ull;
+        if (t >= gdb_next) {
+            ht__gdbjit_poll(0);
+            gdb_next = t + JITMAPS_MS * 1000000ull;
+        }
+        int timeout = t < busy_until ? JITMAPS_BUSY_MS : JITMAPS_MS;
         if (A.interval_ms > 0) {
             struct timespec now;
             clock_gettime(CLOCK_MONOTONIC, &now);

@@ -49,9 +49,9 @@ HT_INTERNAL uint64_t ht__now_ns(void);          /* monotonic ns since start-up *
 
 /* jitmaps.c: registers JIT code announced in /tmp/perf-PID.map and
  * jit-PID.dump files since the last call; `force`: look for a jitdump
- * file now (otherwise every 25th call). Control thread, and the exiting
- * thread once. */
-HT_INTERNAL void ht__jitmaps_poll(int force);
+ * file now (otherwise every 25th call). Returns whether anything new was
+ * registered. Control thread, and the exiting thread once. */
+HT_INTERNAL int ht__jitmaps_poll(int force);
 /* A forked child forgets its parent's files. */
 HT_INTERNAL void ht__jitmaps_forget(void);
 /* gdbjit.c: registers JIT code announced through the GDB JIT interface

@@ -243,19 +243,22 @@ static void poll_jitdump(int force)
     }
 }
 
-void ht__jitmaps_poll(int force)
+int ht__jitmaps_poll(int force)
 {
     ht__spin_lock(&J.lock);
     if (!J.pid) {
         J.pid = getpid();
         snprintf(J.perf_path, sizeof J.perf_path, "/tmp/perf-%d.map", J.pid);
     }
+    uint64_t before = J.registered;
     if (J.buf || (J.buf = ht__map(CHUNK))) {
         poll_perf_map();
         poll_jitdump(force);
         flush_batch();
     }
+    int grew = J.registered != before;
     ht__spin_unlock(&J.lock);
+    return grew;
 }
 
 void ht__jitmaps_forget(void)
