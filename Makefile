@@ -89,7 +89,7 @@ v_exe = $(if $(filter nopie,$(word 3,$(subst -, ,$1))),-fno-pie -no-pie,)
 $(BUILD)/tests/libchain_%.so: tests/capture/chainlib.c tests/capture/chain.h
 	@mkdir -p $(dir $@)
 	$(call v_cc,$*) $(call v_opt,$*) -fPIC -shared -Wall -Werror -Iinclude -o $@ $<
-$(BUILD)/tests/capture_%: tests/capture/chain.c tests/capture/chain.h tests/check.h $(BUILD)/tests/libchain_%.so $(LIB)
+$(BUILD)/tests/capture_%: tests/capture/chain.c tests/capture/shapes.inc tests/capture/chain.h tests/check.h $(BUILD)/tests/libchain_%.so $(LIB)
 	$(call v_cc,$*) $(call v_opt,$*) $(call v_exe,$*) -Wall -Werror -Wno-unused-parameter -Iinclude -Itests -pthread -o $@ $< \
 	    -L$(BUILD)/tests -lchain_$* -L$(BUILD) -lheaptrail -lunwind -Wl,-rpath,'$$ORIGIN:$$ORIGIN/..'
 
@@ -259,11 +259,11 @@ $(WIN_TBUILD)/heaptrail.dll: $(WIN_DLL)
 $(WIN_TBUILD)/chain_%.dll: tests/capture/chainlib.c tests/capture/chain.h
 	@mkdir -p $(dir $@)
 	$(WIN_CC) $(call v_opt,$*) -shared $(WIN_TFLAGS) -o $@ $<
-$(WIN_TBUILD)/chains_%.exe: tests/windows/chains.c $(WIN_TBUILD)/genchains.c tests/windows/genchains.h \
+$(WIN_TBUILD)/chains_%.exe: tests/windows/chains.c tests/capture/shapes.inc $(WIN_TBUILD)/genchains.c tests/windows/genchains.h \
 		tests/windows/refwalk.h tests/check.h $(WIN_TBUILD)/chain_%.dll $(WIN_TBUILD)/heaptrail.dll $(WIN_IMPLIB)
 	$(WIN_CC) $(call v_opt,$*) $(WIN_TFLAGS) -o $@ $< $(WIN_TBUILD)/genchains.c \
 	    $(WIN_TBUILD)/chain_$*.dll -L$(WIN_BUILD) -lheaptrail
-$(BUILD)/tests/windows/chains_%: tests/windows/chains.c $(WIN_TBUILD)/genchains.c tests/windows/genchains.h \
+$(BUILD)/tests/windows/chains_%: tests/windows/chains.c tests/capture/shapes.inc $(WIN_TBUILD)/genchains.c tests/windows/genchains.h \
 		tests/check.h $(BUILD)/tests/libchain_%.so $(LIB)
 	@mkdir -p $(dir $@)
 	$(call v_cc,$*) $(call v_opt,$*) $(WIN_TFLAGS) -D_GNU_SOURCE -o $@ $< $(WIN_TBUILD)/genchains.c \

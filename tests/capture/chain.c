@@ -77,7 +77,7 @@ __attribute__((noinline)) static void capture_pair(void **ours, int *n, uint64_t
 
 /* ht_capture vs unw_backtrace from this point. Also checks the hash, skip
  * and max contracts on the same stack. */
-__attribute__((noinline)) static void check_here(const char *what)
+__attribute__((noinline)) static void check_point(const char *what)
 {
     void *ours[MAXF], *ref[MAXF + 2], *part[MAXF];
     uint64_t h = 0;
@@ -101,106 +101,13 @@ __attribute__((noinline)) static void check_here(const char *what)
 
 /* ---- chain shapes ----------------------------------------------------- */
 
-__attribute__((noinline)) static int ping(int d, int x);
-
-__attribute__((noinline)) static int pong(int d, int x)
-{
-    /* keeps callee-saved registers alive across the call */
-    long a = x * 3, b = x ^ 0x55, c = x + 7, e = x * x, f = a + b;
-    int r = ping(d - 1, (int)(a + c));
-    return r + (int)(a ^ b ^ c ^ e ^ f);
-}
-
-__attribute__((noinline)) static int ping(int d, int x)
-{
-    volatile int arr[16];
-    arr[x & 15] = x;
-    if (d <= 0) {
-        check_here("ping/pong");
-        return arr[x & 15];
-    }
-    return pong(d, x + 1) + arr[x & 15];
-}
-
-__attribute__((noinline)) static int with_vla(int n, int d)
-{
-    volatile char buf[n];
-    buf[0] = (char)d;
-    buf[n - 1] = 1;
-    int r = ping(d, buf[0]);
-    return r + buf[n - 1];
-}
-
-__attribute__((noinline)) static int with_alloca(int n, int d)
-{
-    volatile char *p = __builtin_alloca((size_t)n);
-    p[0] = (char)d;
-    int r = with_vla(n + 1, d);
-    return r + p[0];
-}
-
-__attribute__((noinline)) static int tailee(int d, int x)
-{
-    volatile int v = x;
-    check_here("tail call");
-    return v + d;
-}
-
-__attribute__((noinline)) static int tailer(int d, int x)
-{
-    if (d > 0)
-        return tailer(d - 1, x + 1);     /* self tail call */
-    return tailee(d, x * 2);             /* sibling call at -O2 */
-}
-
-__attribute__((noinline)) static int call_tailer(int d, int x)
-{
-    int r = tailer(d, x);
-    return r + 1;
-}
-
-/* an over-aligned local forces stack realignment; stack-passed arguments
- * make gcc use a DRAP register and a CFA expression */
-__attribute__((noinline)) static int realigned(int a, int b, int c, int d, int e, int f,
-                                               int g, int h)
-{
-    char buf[64] __attribute__((aligned(64)));
-    memset(buf, a + h, sizeof buf);
-    sink += buf[g & 63];
-    int r = ping(2, b + c + d + e + f);
-    return r + buf[1];
-}
-
-static int lib_cb2(int depth, int arg)
-{
-    return ping(1, arg);
-}
-
-static int lib_cb(int depth, int arg)
-{
-    return chainlib_recurse(lib_cb2, depth, arg);
-}
-
-__attribute__((noinline)) static int through_lib(int d)
-{
-    return chainlib_call(lib_cb, d, 5) + 1;
-}
-
-__attribute__((noinline)) static int deep(int d)
-{
-    if (d <= 0) {
-        check_here("deep");
-        return 0;
-    }
-    int r = deep(d - 1);
-    return r + 1;
-}
+#include "capture/shapes.inc"
 
 /* ---- signals ---------------------------------------------------------- */
 
 static void on_usr1(int sig)
 {
-    check_here("signal handler");
+    check_point("signal handler");
 }
 
 __attribute__((noinline)) static int raise_in_chain(int d)
