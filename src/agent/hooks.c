@@ -396,6 +396,8 @@ typedef void *(*new_nt_fn)(size_t, const void *);
 typedef void *(*new_al_fn)(size_t, size_t);
 typedef void *(*new_al_nt_fn)(size_t, size_t, const void *);
 
+/* The next definition of `name` after ours (RTLD_NEXT), looked up once
+ * into *cache: operator new's fallbacks and the exec family. */
 static void *next_sym(void **cache, const char *name)
 {
     void *f = ht_load_acquire(cache);
@@ -630,15 +632,6 @@ typedef int (*execve_fn)(const char *, char *const[], char *const[]);
 typedef int (*execv_fn)(const char *, char *const[]);
 typedef int (*fexecve_fn)(int, char *const[], char *const[]);
 
-static void *exec_next(void **cache, const char *name)
-{
-    void *f = ht_load_acquire(cache);
-    if (!f) {
-        f = dlsym(RTLD_NEXT, name);
-        ht_store_release(cache, f);
-    }
-    return f;
-}
 
 #define EXEC_CALL(ret, call) \
     do { \
@@ -649,24 +642,27 @@ static void *exec_next(void **cache, const char *name)
         errno = e_; \
     } while (0)
 
-HT_API int execve(const char *path, char *const argv[], char *const envp[])
-{
-    static void *next;
-    execve_fn f = (execve_fn)exec_next(&next, "execve");
-    if (!f) {
-        errno = ENOSYS;
-        return -1;
+#define EXECVE_LIKE(sym) \
+    HT_API int sym(const char *path, char *const argv[], char *const envp[]) \
+    { \
+        static void *next; \
+        execve_fn f = (execve_fn)next_sym(&next, #sym); \
+        if (!f) { \
+            errno = ENOSYS; \
+            return -1; \
+        } \
+        int r; \
+        EXEC_CALL(r, f(path, argv, envp)); \
+        return r; \
     }
-    int r;
-    EXEC_CALL(r, f(path, argv, envp));
-    return r;
-}
+EXECVE_LIKE(execve)
+EXECVE_LIKE(execvpe)
 
 #define EXECV_LIKE(sym) \
     HT_API int sym(const char *path, char *const argv[]) \
     { \
         static void *next; \
-        execv_fn f = (execv_fn)exec_next(&next, #sym); \
+        execv_fn f = (execv_fn)next_sym(&next, #sym); \
         if (!f) { \
             errno = ENOSYS; \
             return -1; \
@@ -678,23 +674,10 @@ HT_API int execve(const char *path, char *const argv[], char *const envp[])
 EXECV_LIKE(execv)
 EXECV_LIKE(execvp)
 
-HT_API int execvpe(const char *file, char *const argv[], char *const envp[])
-{
-    static void *next;
-    execve_fn f = (execve_fn)exec_next(&next, "execvpe");
-    if (!f) {
-        errno = ENOSYS;
-        return -1;
-    }
-    int r;
-    EXEC_CALL(r, f(file, argv, envp));
-    return r;
-}
-
 HT_API int fexecve(int fd, char *const argv[], char *const envp[])
 {
     static void *next;
-    fexecve_fn f = (fexecve_fn)exec_next(&next, "fexecve");
+    fexecve_fn f = (fexecve_fn)next_sym(&next, "fexecve");
     if (!f) {
         errno = ENOSYS;
         return -1;
