@@ -14,6 +14,7 @@
  * CLI side only: uses malloc and stdio, never runs inside a traced process. */
 #include "trace.h"
 #include "wire.h"
+#include "heaptrail.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -399,7 +400,7 @@ static int rec_jit_node(rd_t *r, cur_t *c)
     if (c->bad || serial == 0 || serial > 0x7fff || id == 0 || id >= t->nnodes)
         return -1;
     uint64_t *a = &t->nodes[id].addr;
-    if (t->nodes[id].module == UINT32_MAX && ((*a >> 48) & 0x7fff) == 0 && *a > 1)
+    if (t->nodes[id].module == UINT32_MAX && HT_FRAME_JIT_SERIAL(*a) == 0 && *a > 1)
         *a |= serial << 48;
     return 0;
 }

@@ -721,14 +721,6 @@ static const exec_range_t *in_exec_fresh(uintptr_t pc)
     return in_exec(pc);
 }
 
-int ht__jit_is_code(uintptr_t pc)
-{
-    ht_jit_range_t r;
-    if (ht__jit_find(pc, &r))
-        return 1;
-    return in_exec_fresh(pc) != NULL;
-}
-
 int ht__jit_in_exec(uintptr_t pc) { return in_exec_fresh(pc) != NULL; }
 
 uint64_t ht__jit_version(void) { return __atomic_load_n(&g_version, __ATOMIC_ACQUIRE); }

@@ -44,12 +44,9 @@ typedef struct ht_jit_reg_s {
 } ht_jit_reg_t;
 HT_INTERNAL size_t ht__jit_remove_many(const ht_jit_reg_t *regs, size_t n);
 
-/* Whether pc is in registered JIT code or in an executable mapping the
- * dynamic loader does not know (re-read from /proc/self/maps at most every
- * 2 ms). Async-signal-safe. */
-HT_INTERNAL int ht__jit_is_code(uintptr_t pc);
-/* Only the executable mappings the loader does not know (ht__jit_is_code
- * without the registry). */
+/* Whether pc is in an executable mapping the dynamic loader does not know
+ * (re-read from /proc/self/maps at most every 2 ms; the registry is asked
+ * separately, ht__jit_find). Async-signal-safe. */
 HT_INTERNAL int ht__jit_in_exec(uintptr_t pc);
 /* Changes (acquire) after every change of the registry, never 0: a
  * ht__jit_find answer obtained after reading version V stays true while

@@ -392,7 +392,9 @@ static int set_stack(walk_t *w, uintptr_t sp)
 }
 
 /* Whether `pc` is a plausible return address: inside an executable
- * segment of a loaded module. */
+ * segment of a loaded module, registered JIT code or an executable mapping
+ * the loader does not know. With the walk's registry cache the registry
+ * goes first (a hit costs less than the loader); without, last. */
 static int is_code(const walk_t *w, uintptr_t pc)
 {
     ht_module_t m;
@@ -576,7 +578,7 @@ typedef struct trail_s {
     struct trail_s *next_free;
     int spare;                  /* the buffer walks record into (never a trail) */
     uint32_t clock;
-    int useless;                /* recent recorded walks whose join gained < 2 frames */
+    int useless;                /* useless recorded walks in a row (see above) */
     int rest;                   /* walks left that do not record */
     uint16_t join[1 << JOIN_BITS]; /* (sp >> 3) & mask -> buffer << 8 | position */
     jcache_t jc[1 << JC_BITS];  /* registry lookups (walk_t.jc) */
