@@ -101,8 +101,8 @@ static void perf_line(const char *s, const char *end)
 
 static void poll_perf_map(void)
 {
-    if (J.perf_fd < 0) {
-        J.perf_fd = open(J.perf_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (J.perf_fd == -1) {      /* not there yet (-2: someone else's) */
+        J.perf_fd = open(J.perf_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);  /* a FIFO must not block us */
         if (J.perf_fd < 0)
             return;
         struct stat st;
