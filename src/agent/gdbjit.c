@@ -336,7 +336,7 @@ static int find_name(int fd, uint64_t off, uint64_t size, uint32_t *at, int max)
  * offset against its size. */
 static uint64_t file_symbol(const char *path)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
         return 0;
     uint64_t value = 0;

@@ -167,7 +167,7 @@ static void find_dump(void)
             size_t pl = path ? strlen(path) : 0;
             struct stat st;
             if (path && pl >= (size_t)wl && strcmp(path + pl - (size_t)wl, want) == 0 &&
-                (J.dump_fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) >= 0) {
+                (J.dump_fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)) >= 0) {
                 if (fstat(J.dump_fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
                     close(J.dump_fd);
                     J.dump_fd = -1;
