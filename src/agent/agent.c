@@ -514,11 +514,10 @@ HT_API int ht_snapshot(void)
     return r;
 }
 
-/* Called by the JIT registry (src/platform/.../jit.c) before a
- * registration may be dropped or replaced: the nodes pointing into it and
- * its name are staged while it is still registered. */
-HT_INTERNAL void ht__jit_leaving(void);
-void ht__jit_leaving(void)
+/* Stages the stack nodes and modules seen so far (and unloads), as agent
+ * code: what the program is about to unmap or replace is recorded while it
+ * is still there. */
+static void stage_now(void)
 {
     if (!A.started)
         return;
@@ -528,16 +527,20 @@ void ht__jit_leaving(void)
     ht__guard = g;
 }
 
+/* Called by the JIT registry (src/platform/.../jit.c) before a
+ * registration may be dropped or replaced: the nodes pointing into it and
+ * its name are staged while it is still registered. */
+HT_INTERNAL void ht__jit_leaving(void);
+void ht__jit_leaving(void)
+{
+    stage_now();
+}
+
 /* Called by the dlclose wrapper (src/platform/.../modules.c) before and
  * after the real dlclose. */
 HT_INTERNAL void ht__dlclose_event(int after);
 void ht__dlclose_event(int after)
 {
     (void)after;
-    if (!A.started)
-        return;
-    int g = ht__guard;
-    ht__guard = 2;
-    ht__modules_rescan();
-    ht__guard = g;
+    stage_now();
 }

@@ -929,6 +929,22 @@ void ht__modules_rescan(void)
     wunlock();
 }
 
+/* No file yet: the next snapshot creates one and sends every node, module
+ * and JIT record again (a fork child, or after a failed exec). */
+static void forget_file(void)
+{
+    W.created = W.create_failed = 0;
+    W.finished = 0;
+    W.size = 0;
+    W.seq = 0;
+    W.node_mark = W.node_mark_ok = 0;
+    W.raw_len = 0;
+    for (uint32_t i = 0; i < W.nmods; i++)
+        W.mods[i].written = W.mods[i].unload_written = W.mods[i].staged = 0;
+    __builtin_memset(W.jit_seen, 0, sizeof W.jit_seen);
+    W.njit_pending = 0;
+}
+
 /* After a failed exec (the trace was finished): the process goes on in a
  * new file, created at its next snapshot, with every node and module
  * again -- like a fork child's. */
@@ -936,18 +952,8 @@ void ht__writer_reopen(void)
 {
     if (!W.initialised || !wlock(HT_WCTX_NORMAL))
         return;
-    if (W.finished) {
-        W.created = W.create_failed = 0;
-        W.finished = 0;
-        W.size = 0;
-        W.seq = 0;
-        W.node_mark = W.node_mark_ok = 0;
-        W.raw_len = 0;
-        for (uint32_t i = 0; i < W.nmods; i++)
-            W.mods[i].written = W.mods[i].unload_written = W.mods[i].staged = 0;
-        __builtin_memset(W.jit_seen, 0, sizeof W.jit_seen);
-        W.njit_pending = 0;
-    }
+    if (W.finished)
+        forget_file();
     wunlock();
 }
 
@@ -960,17 +966,7 @@ void ht__writer_fork_child(void)
 {
     /* a new process, a new trace (created at its first snapshot): every
      * node and module goes out again */
-    W.created = W.create_failed = 0;
-    W.finished = 0;
-    W.size = 0;
-    W.seq = 0;
-    W.node_mark = W.node_mark_ok = 0;
-    W.raw_len = 0;
-    for (uint32_t i = 0; i < W.nmods; i++) {
-        W.mods[i].written = W.mods[i].unload_written = W.mods[i].staged = 0;
-    }
-    __builtin_memset(W.jit_seen, 0, sizeof W.jit_seen);
-    W.njit_pending = 0;
+    forget_file();
     W.owner = 0;
     W.lock.v = 0;
 }
