@@ -10,19 +10,27 @@
  * kept as its low 32 bits plus one byte: the index of its high 32 bits in a
  * table of the (few: two in a typical process) high halves seen, and a
  * segment-start flag. An address whose high half does not fit the table
- * is kept whole in a side array. About 5 bytes a node instead of 12.
+ * is kept whole in a side array. About 5 bytes a node instead of 12, and
+ * 4 more a segment.
  *
- *   lo[x]          low 32 bits of node x's address (or an index into wide[])
- *   hi[x]          START | index into hi_tab[] (HI_WIDE: the address is wide[lo[x]])
- *   starts/rank    a bitmap of segment starts and its rank directory, which
- *                  number segments in id order
+ *   lo[x]          low 32 bits of node x's address (or an index into wide[]);
+ *                  for a segment's first node, the segment's number k
+ *   hi[x]          START | index into hi_tab[] (HI_WIDE: the address is in
+ *                  wide[], at the index lo[x] or seg_lo[k] would hold)
+ *   seg_lo[k]      segment k's first address, as lo[x] would hold it
  *   seg_parent[k]  the parent of segment k's first node
+ *
+ * So the parent of any node is one load away: x - 1 inside a segment,
+ * seg_parent[lo[x]] at its start. (Numbering segments by a bitmap of
+ * starts and its rank directory took 1.5 bits a node instead of seg_lo's
+ * 4 bytes a segment, but a popcount and two more dependent loads at every
+ * segment a lookup crosses: 50 vs 41 ns for a known 10-frame stack.)
  *
  * Two hash tables index the tree:
  *  - the stack table maps the caller's 64-bit stack hash (ht_capture's) to
  *    the innermost node of every interned stack. Lookups take no lock: one
  *    probe, then the frames are compared in full against the node's chain
- *    (sequential reads inside a segment, one rank look-up per segment
+ *    (sequential reads inside a segment, one parent load per segment
  *    crossed). Entries are 4 bytes: the id and, in the bits the budget
  *    leaves unused above it, a tag from the hash. Rebuilt at twice the
  *    size into a second region by rehashing each stack from the tree, then
@@ -70,12 +78,18 @@
 #define SEG_MIN_BITS  6
 #define START         0x80u                 /* hi[x]: x starts a segment */
 #define HI_WIDE       0x7fu                 /* hi[x] & 0x7f: address in wide[] */
+#define NPARTS        9                     /* arrays: see parts() */
 /* The hot-stack cache: direct-mapped slots of one stack each (up to
  * HOT_FRAMES frames), at most HOT_MAX_SLOTS, grown with the database so it
  * stays under a quarter of the bytes the rest uses. */
 #define HOT_FRAMES    61
 #define HOT_MAX_SLOTS 2048u
 #define HOT_MIN_SLOTS 8u
+/* A slot is refilled on every HOT_REFILL-th miss only: filling takes a
+ * locked compare-and-swap and a copy (4 of the 41 ns a known 10-frame
+ * stack cost when every miss refilled), and a stack that repeats still
+ * takes its slot after a few lookups. */
+#define HOT_REFILL    4u
 /* Tables grow past 7/10 full; when the budget forbids growing they may
  * fill to 9/10 (longer probes, still exact) before they refuse entries. */
 #define GROW_NUM 7
@@ -91,7 +105,7 @@ typedef struct hot_s {
     uint32_t seq;
     uint32_t id;
     uint32_t n;
-    uint32_t pad;
+    uint32_t misses;          /* lookups that found another stack here (a hint) */
     uint64_t hash;
     uint64_t f[HOT_FRAMES];
 } hot_t;
@@ -103,8 +117,7 @@ static struct {
     uint32_t id_bits;         /* table entry = tag << id_bits | id */
     uint32_t *lo;
     uint8_t *hi;
-    uint64_t *starts;         /* bit x % 64 of word x / 64: node x starts a segment */
-    uint32_t *rank;           /* rank[b]: segment starts among nodes [0, 64 b) */
+    uint32_t *seg_lo;
     uint32_t *seg_parent;
     uint64_t *wide;
     uint64_t hash_mask;       /* ~0; tests weaken it to force collisions */
@@ -129,12 +142,12 @@ static struct {
     uint64_t used;            /* bytes touched, all structures, page-rounded */
     uint64_t used_exact;      /* the same without page rounding */
     uint64_t reserved;        /* address space reserved */
-    uint64_t committed[10];   /* bytes of each reservation ht__commit'ed, in
+    uint64_t committed[NPARTS];   /* bytes of each reservation ht__commit'ed, in
                                  parts() order */
     uint64_t leaf_rebuilds, seg_rebuilds;
     int fork_locked;
     /* reservation sizes, for teardown */
-    size_t sz_lo, sz_hi, sz_starts, sz_rank, sz_segp, sz_wide, sz_segtab, sz_leaf, sz_hot;
+    size_t sz_lo, sz_hi, sz_seglo, sz_segp, sz_wide, sz_segtab, sz_leaf, sz_hot;
 } db = { .hash_mask = ~0ull };
 
 /* A signal handler that interrupts this thread's insert must not wait for
@@ -147,20 +160,18 @@ static uint64_t page_round(uint64_t b) { return (b + PAGE - 1) & ~(uint64_t)(PAG
 
 static HT_ALWAYS_INLINE uint64_t node_addr(uint32_t x)
 {
-    uint32_t h = db.hi[x] & HI_WIDE;
-    if (ht_unlikely(h == HI_WIDE))
-        return db.wide[db.lo[x]];
-    return db.hi_tab[h] | db.lo[x];
+    uint32_t h = db.hi[x], v = db.lo[x];
+    if (h & START)
+        v = db.seg_lo[v];
+    if (ht_unlikely((h & HI_WIDE) == HI_WIDE))
+        return db.wide[v];
+    return db.hi_tab[h & HI_WIDE] | v;
 }
 
-/* The parent of segment-start node x: the rank of x among starts numbers
- * its segment. */
+/* The parent of segment-start node x. */
 static HT_ALWAYS_INLINE uint32_t start_parent(uint32_t x)
 {
-    uint64_t w = ht_load_relaxed(&db.starts[x >> 6]);
-    uint64_t below = w & ((2ull << (x & 63)) - 1);      /* starts in [64b, x] */
-    uint32_t k = db.rank[x >> 6] + (uint32_t)__builtin_popcountll(below) - 1;
-    return db.seg_parent[k];
+    return db.seg_parent[db.lo[x]];
 }
 
 static HT_ALWAYS_INLINE uint32_t node_parent(uint32_t x)
@@ -178,11 +189,14 @@ static HT_ALWAYS_INLINE int chain_equals(uint32_t x, void *const *frames, int n)
     for (;;) {
         if (ht_unlikely(x == 0))
             return 0;                         /* chain shorter than the stack */
-        uint32_t h = hi[x];
-        uint64_t a = (h & HI_WIDE) == HI_WIDE ? db.wide[lo[x]] : (db.hi_tab[h & HI_WIDE] | lo[x]);
+        uint32_t h = hi[x], v = lo[x], p = x - 1;
+        if (h & START) {
+            p = db.seg_parent[v];
+            v = db.seg_lo[v];
+        }
+        uint64_t a = (h & HI_WIDE) == HI_WIDE ? db.wide[v] : (db.hi_tab[h & HI_WIDE] | v);
         if (a != (uint64_t)(uintptr_t)frames[i])
             return 0;
-        uint32_t p = (h & START) ? start_parent(x) : x - 1;
         if (++i == n)
             return p == 0;                    /* same depth: must end at the root */
         x = p;
@@ -197,10 +211,10 @@ static HT_ALWAYS_INLINE hot_t *hot_slot(uint64_t h)
     return &db.hot[(uint32_t)(h >> 17) & ht_load_relaxed(&db.hot_mask)];
 }
 
-/* Returns the id cached for frames[0..n) with hash h, or 0. Lock-free. */
-static HT_ALWAYS_INLINE uint32_t hot_find(void *const *frames, int n, uint64_t h)
+/* Returns the id cached for frames[0..n) with hash h in slot s, or 0.
+ * Lock-free. */
+static HT_ALWAYS_INLINE uint32_t hot_find(hot_t *s, void *const *frames, int n, uint64_t h)
 {
-    hot_t *s = hot_slot(h);
     uint32_t seq = ht_load_acquire(&s->seq);
     if ((seq & 1) || s->hash != h || s->n != (uint32_t)n)
         return 0;
@@ -210,11 +224,10 @@ static HT_ALWAYS_INLINE uint32_t hot_find(void *const *frames, int n, uint64_t h
     return eq && ht_load_relaxed(&s->seq) == seq ? id : 0;
 }
 
-/* Caches (frames, id), an id just verified against the tree. Skips a slot
- * another writer (or this thread, interrupted) is filling. */
-static HT_NOINLINE void hot_fill(void *const *frames, int n, uint64_t h, uint32_t id)
+/* Caches (frames, id), an id just verified against the tree, in slot s.
+ * Skips a slot another writer (or this thread, interrupted) is filling. */
+static HT_NOINLINE void hot_fill(hot_t *s, void *const *frames, int n, uint64_t h, uint32_t id)
 {
-    hot_t *s = hot_slot(h);
     uint32_t seq = ht_load_relaxed(&s->seq);
     if ((seq & 1) || !__atomic_compare_exchange_n(&s->seq, &seq, seq + 1, 0, __ATOMIC_ACQUIRE,
                                                   __ATOMIC_RELAXED))
@@ -336,27 +349,25 @@ static sizes_t sizes_now(void)
     return z;
 }
 
-/* Bytes each array uses for these sizes: lo, hi, starts, rank,
- * seg_parent, wide, seg_tab, the two stack table regions, hot. */
-static void parts(sizes_t z, uint64_t part[10])
+/* Bytes each array uses for these sizes: lo, hi, seg_lo, seg_parent,
+ * wide, seg_tab, the two stack table regions, hot. */
+static void parts(sizes_t z, uint64_t part[NPARTS])
 {
-    uint64_t blocks = (z.nodes + 63) / 64;
     part[0] = z.nodes * 4;
     part[1] = z.nodes;
-    part[2] = blocks * 8;
-    part[3] = blocks * 4;
-    part[4] = z.segs * 4;
-    part[5] = z.wide * 8;
-    part[6] = z.seg_slots * 4;
-    part[7] = z.leaf0;
-    part[8] = z.leaf1;
-    part[9] = z.hot_slots * sizeof(hot_t);
+    part[2] = z.segs * 4;
+    part[3] = z.segs * 4;
+    part[4] = z.wide * 8;
+    part[5] = z.seg_slots * 4;
+    part[6] = z.leaf0;
+    part[7] = z.leaf1;
+    part[8] = z.hot_slots * sizeof(hot_t);
 }
 
 /* Bytes touched for these sizes; `round`: page-rounded per array. */
 static uint64_t bytes_for(sizes_t z, int round)
 {
-    uint64_t part[10], sum = 0;
+    uint64_t part[NPARTS], sum = 0;
     parts(z, part);
     for (unsigned i = 0; i < HT_ARRAY_SIZE(part); i++)
         sum += round ? page_round(part[i]) : part[i];
@@ -370,9 +381,9 @@ static uint64_t bytes_for(sizes_t z, int round)
  * which the callers treat like an exhausted budget. */
 static int commit_sizes(sizes_t z)
 {
-    uint64_t part[10];
-    void *base[10] = { db.lo, db.hi, db.starts, db.rank, db.seg_parent, db.wide, db.seg_tab,
-                       db.leaf_region[0], db.leaf_region[1], db.hot };
+    uint64_t part[NPARTS];
+    void *base[NPARTS] = { db.lo, db.hi, db.seg_lo, db.seg_parent, db.wide, db.seg_tab,
+                           db.leaf_region[0], db.leaf_region[1], db.hot };
     parts(z, part);
     for (unsigned i = 0; i < HT_ARRAY_SIZE(part); i++) {
         uint64_t b = page_round(part[i]);
@@ -414,7 +425,7 @@ static void hot_grow(void)
 }
 
 /* Makes room in the segment table for one more segment: doubles it and
- * rebuilds it in place from the start bitmap (only the lock holder reads
+ * rebuilds it in place from the start flags (only the lock holder reads
  * it) while the budget allows, else accepts up to 9/10 load. */
 static int seg_room(void)
 {
@@ -429,10 +440,9 @@ static int seg_room(void)
     for (uint64_t i = 0; i < (1ull << nb); i++)
         db.seg_tab[i] = 0;
     db.seg_tab_bits = nb;
-    uint32_t words = (db.node_count + 63) / 64;
-    for (uint32_t w = 0; w < words; w++)
-        for (uint64_t bitsw = db.starts[w]; bitsw; bitsw &= bitsw - 1)
-            seg_put(w * 64 + (uint32_t)__builtin_ctzll(bitsw));
+    for (uint32_t x = 1; x < db.node_count; x++)
+        if (db.hi[x] & START)
+            seg_put(x);
     db.seg_rebuilds++;
     return 1;
 }
@@ -490,17 +500,16 @@ static void teardown(void)
 {
     ht_store_release(&db.leaf_ref, 0);
     ht_store_release(&db.hot_mask, 0);
-    void *p[] = { db.lo, db.hi, db.starts, db.rank, db.seg_parent, db.wide, db.seg_tab,
+    void *p[] = { db.lo, db.hi, db.seg_lo, db.seg_parent, db.wide, db.seg_tab,
                   db.leaf_region[0], db.leaf_region[1], db.hot };
-    size_t sz[] = { db.sz_lo, db.sz_hi, db.sz_starts, db.sz_rank, db.sz_segp, db.sz_wide,
+    size_t sz[] = { db.sz_lo, db.sz_hi, db.sz_seglo, db.sz_segp, db.sz_wide,
                     db.sz_segtab, db.sz_leaf, db.sz_leaf, db.sz_hot };
     for (unsigned i = 0; i < HT_ARRAY_SIZE(p); i++)
         if (p[i])
             ht__unmap(p[i], sz[i]);
     db.lo = NULL;
     db.hi = NULL;
-    db.starts = NULL;
-    db.rank = NULL;
+    db.seg_lo = NULL;
     db.seg_parent = NULL;
     db.wide = NULL;
     db.seg_tab = NULL;
@@ -537,16 +546,14 @@ static int setup(uint64_t budget)
 
     db.sz_lo = page_round(maxn * 4);
     db.sz_hi = page_round(maxn);
-    db.sz_starts = page_round((maxn + 63) / 64 * 8);
-    db.sz_rank = page_round((maxn + 63) / 64 * 4);
+    db.sz_seglo = page_round(maxn * 4);
     db.sz_segp = page_round(maxn * 4);
     db.sz_wide = page_round((uint64_t)db.max_wide * 8);
     db.sz_segtab = (size_t)4 << tbits;
     db.sz_leaf = (size_t)4 << tbits;
     db.lo = ht__reserve(db.sz_lo);
     db.hi = ht__reserve(db.sz_hi);
-    db.starts = ht__reserve(db.sz_starts);
-    db.rank = ht__reserve(db.sz_rank);
+    db.seg_lo = ht__reserve(db.sz_seglo);
     db.seg_parent = ht__reserve(db.sz_segp);
     db.wide = ht__reserve(db.sz_wide);
     db.seg_tab = ht__reserve(db.sz_segtab);
@@ -555,9 +562,9 @@ static int setup(uint64_t budget)
     db.sz_hot = page_round((uint64_t)HOT_MAX_SLOTS * sizeof(hot_t));
     db.hot = ht__reserve(db.sz_hot);
     db.hot_slots = 0;
-    db.reserved = db.sz_lo + db.sz_hi + db.sz_starts + db.sz_rank + db.sz_segp + db.sz_wide +
+    db.reserved = db.sz_lo + db.sz_hi + db.sz_seglo + db.sz_segp + db.sz_wide +
                   db.sz_segtab + 2 * db.sz_leaf + (db.hot ? db.sz_hot : 0);
-    if (!db.lo || !db.hi || !db.starts || !db.rank || !db.seg_parent || !db.wide ||
+    if (!db.lo || !db.hi || !db.seg_lo || !db.seg_parent || !db.wide ||
         !db.seg_tab || !db.leaf_region[0] || !db.leaf_region[1])
         return 2;
     /* node 0, the root: lo 0, hi 0, not a start; reads as address 0 but is
@@ -600,21 +607,21 @@ static void node_write(uint32_t x, uint32_t parent, uint64_t addr, int start)
         ;
     if (k == db.nhi && db.nhi < HI_WIDE)
         db.hi_tab[db.nhi++] = (uint64_t)hi_half << 32;
+    uint32_t v;
     if (k < db.nhi) {
-        db.lo[x] = (uint32_t)addr;
+        v = (uint32_t)addr;
     } else {
         k = HI_WIDE;
         db.wide[db.nwide] = addr;
-        db.lo[x] = db.nwide++;
+        v = db.nwide++;
     }
-    db.hi[x] = (uint8_t)(k | (start ? START : 0));
-    uint32_t b = x >> 6;
-    if ((x & 63) == 0 && b > 0)
-        db.rank[b] = db.rank[b - 1] + (uint32_t)__builtin_popcountll(db.starts[b - 1]);
     if (start) {
-        db.seg_parent[db.nseg++] = parent;
-        ht_store_relaxed(&db.starts[b], db.starts[b] | 1ull << (x & 63));
+        db.seg_lo[db.nseg] = v;
+        db.seg_parent[db.nseg] = parent;
+        v = db.nseg++;
     }
+    db.lo[x] = v;
+    db.hi[x] = (uint8_t)(k | (start ? START : 0));
 }
 
 /* How many of frames[0..j) would need a wide[] slot. */
@@ -717,9 +724,10 @@ uint32_t ht__stackdb_intern(void *const *frames, int n, uint64_t hash)
     if (ht_unlikely(n <= 0))
         return HT_STACK_ID_EMPTY;
     uint64_t h = hash & ht_load_relaxed(&db.hash_mask);
-    int hot = n <= HOT_FRAMES && ht_load_acquire(&db.hot_mask) != 0;
-    if (hot) {
-        uint32_t id = hot_find(frames, n, h);
+    hot_t *hs = NULL;
+    if (n <= HOT_FRAMES && ht_load_acquire(&db.hot_mask) != 0) {
+        hs = hot_slot(h);
+        uint32_t id = hot_find(hs, frames, n, h);
         if (ht_likely(id != 0))
             return id;
     }
@@ -727,8 +735,13 @@ uint32_t ht__stackdb_intern(void *const *frames, int n, uint64_t hash)
     if (ht_likely(ref != 0)) {
         uint32_t id = leaf_find(ref, frames, n, h);
         if (ht_likely(id != 0)) {
-            if (hot)
-                hot_fill(frames, n, h, id);
+            if (hs) {
+                /* a racy count: a lost increment only delays a refill */
+                uint32_t m = ht_load_relaxed(&hs->misses) + 1;
+                ht_store_relaxed(&hs->misses, m);
+                if (m % HOT_REFILL == 0)
+                    hot_fill(hs, frames, n, h, id);
+            }
             return id;
         }
     }

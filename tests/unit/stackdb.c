@@ -225,6 +225,45 @@ static void test_basic(void)
     CHECK_EQ(ht__stackdb_intern(f, 4, 0), a);
 }
 
+/* Addresses whose high halves overflow the table of high halves are kept
+ * whole in a side array, also where such a node starts a segment (its lo
+ * then numbers the segment): ids, parents and frames stay exact. */
+static void test_wide_starts(void)
+{
+    ht__stackdb_reset_for_test(0, ~0ull);
+    void *f[200], *g[200];
+    /* 200 distinct high halves: the table holds 127, the rest go wide */
+    for (int i = 0; i < 200; i++)
+        f[i] = (void *)(uintptr_t)(((uint64_t)(i + 1) << 32) | (uint64_t)(0x100 + 16 * i));
+    uint32_t a = ht_stack_id(f, 200);
+    CHECK(info().wide_addresses > 0);
+    /* new inner segments whose first nodes are wide, under a parent that is
+     * itself wide and in the middle of the first segment */
+    uint32_t ids[8];
+    for (int k = 0; k < 8; k++) {
+        void *h[200];
+        memcpy(h, f, sizeof f);
+        h[10 + k] = (void *)(uintptr_t)(((uint64_t)(1000 + k) << 32) | 0x5550u);
+        h[9 + k] = (void *)(uintptr_t)(((uint64_t)(2000 + k) << 32) | 0x6660u);
+        ids[k] = ht_stack_id(h + 9 + k, 191 - k);
+        CHECK(ids[k] != a && ids[k] != HT_STACK_ID_OVERFLOW);
+        CHECK_EQ(ht_stack_frames(ids[k], g, 200), 191 - k);
+        CHECK(memcmp(g, h + 9 + k, (size_t)(191 - k) * sizeof(void *)) == 0);
+        ht_stacknode_t node;
+        CHECK_EQ(ht__stackdb_node(ids[k], &node), 0);
+        CHECK_EQ(node.addr, (uint64_t)(uintptr_t)h[9 + k]);
+        CHECK_EQ(ht__stackdb_node(node.parent, &node), 0);
+        CHECK_EQ(node.addr, (uint64_t)(uintptr_t)h[10 + k]);
+        CHECK_EQ(ht_stack_id(h + 9 + k, 191 - k), ids[k]);
+    }
+    for (int k = 0; k < 8; k++)
+        for (int j = 0; j < k; j++)
+            CHECK(ids[k] != ids[j]);
+    CHECK_EQ(ht_stack_id(f, 200), a);
+    CHECK_EQ(ht_stack_frames(a, g, 200), 200);
+    CHECK(memcmp(g, f, sizeof f) == 0);
+}
+
 static void test_adversarial(void)
 {
     build_adversarial();
@@ -682,6 +721,7 @@ int main(void)
 {
     set = calloc(4000, sizeof *set);
     test_basic();
+    test_wide_starts();
     test_adversarial();
     test_watermark();
     test_budget();

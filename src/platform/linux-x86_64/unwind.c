@@ -569,10 +569,16 @@ typedef struct tbuf_s {
     uintptr_t sp[TRAIL_CAP], pc[TRAIL_CAP], bp[TRAIL_CAP];
     uintptr_t sval[TRAIL_CAP];  /* the word the step from here read at its rbp slot */
     uint8_t fl[TRAIL_CAP];      /* TF_* | slot distance << 4 */
+} tbuf_t;
+
+/* A buffer's header, kept with the others in the trail_t (one cache line
+ * for all), not at the end of its 8 KiB of states: every join test and
+ * every choice of a buffer to recycle reads it. */
+typedef struct thead_s {
     int base, len;              /* its trail is [base, base + len); len 0: none */
     uint32_t gen;               /* code generation it was recorded in */
     uint32_t used;              /* when a walk last joined or made it */
-} tbuf_t;
+} thead_t;
 
 typedef struct trail_s {
     struct trail_s *next_free;
@@ -580,6 +586,7 @@ typedef struct trail_s {
     uint32_t clock;
     int useless;                /* useless recorded walks in a row (see above) */
     int rest;                   /* walks left that do not record */
+    thead_t h[TRAILS + 1];      /* b[x]'s header is h[x] */
     uint16_t join[1 << JOIN_BITS]; /* (sp >> 3) & mask -> buffer << 8 | position */
     jcache_t jc[1 << JC_BITS];  /* registry lookups (walk_t.jc) */
     tbuf_t b[TRAILS + 1];
@@ -627,7 +634,7 @@ static HT_NOINLINE trail_t *trail_new(void)
     if (!tr && !(tr = ht__map(sizeof(trail_t))))
         return NULL;
     for (int b = 0; b <= TRAILS; b++)
-        tr->b[b].len = 0;
+        tr->h[b].len = 0;
     tr->spare = TRAILS;
     tr->useless = 0;
     tr->rest = 0;
@@ -674,9 +681,10 @@ static HT_ALWAYS_INLINE void tcopy(tbuf_t *to, int t, const tbuf_t *from, int f)
 static void trail_mark(trail_t *tr, int bi, int from, int to)
 {
     tbuf_t *b = &tr->b[bi];
-    unsigned need = from == 0 ? TF_NEEDS_BP : b->fl[b->base + from - 1] & TF_NEEDS_BP;
+    int base = tr->h[bi].base;
+    unsigned need = from == 0 ? TF_NEEDS_BP : b->fl[base + from - 1] & TF_NEEDS_BP;
     for (int x = from; x <= to; x++) {
-        int at = b->base + x;
+        int at = base + x;
         unsigned f = b->fl[at] & ~(unsigned)TF_NEEDS_BP;
         if (f & (TF_USES_BP | TF_TERMINAL))
             need = TF_NEEDS_BP;
@@ -691,7 +699,7 @@ static void trail_mark(trail_t *tr, int bi, int from, int to)
  * trail's buffer becomes the spare. */
 static void adopt_record(trail_t *tr, uint32_t gen, uint32_t now)
 {
-    tbuf_t *R = &tr->b[tr->spare];
+    thead_t *R = &tr->h[tr->spare];
     R->gen = gen;
     R->used = now;
     trail_mark(tr, tr->spare, 0, R->len - 1);
@@ -699,14 +707,14 @@ static void adopt_record(trail_t *tr, uint32_t gen, uint32_t now)
     for (int b = 0; b <= TRAILS; b++) {
         if (b == tr->spare)
             continue;
-        if (tr->b[b].len == 0) {
+        if (tr->h[b].len == 0) {
             victim = b;
             break;
         }
-        if (victim < 0 || tr->b[b].used < tr->b[victim].used)
+        if (victim < 0 || tr->h[b].used < tr->h[victim].used)
             victim = b;
     }
-    tr->b[victim].len = 0;
+    tr->h[victim].len = 0;
     tr->spare = victim;
 }
 
@@ -746,6 +754,7 @@ typedef struct wstate_s {
     /* the trail */
     trail_t *tr;
     tbuf_t *T, *R;              /* previous walk; this walk's record */
+    int ti;                     /* T is tr->b[ti] */
     int tb;                     /* T index x is T->field[tb + x] */
     int ri;                     /* states recorded; R index x at TRAIL_CAP - 1 - x */
     int rec;                    /* still recording (only consecutive fast steps) */
@@ -936,7 +945,7 @@ static HT_NOINLINE void trail_update(wstate_t *st)
     trail_t *tr = st->tr;
     uint32_t now = ++tr->clock;
     if (st->spec_j >= 0)
-        st->T->used = now;      /* the joined trail paid: keep it */
+        tr->h[st->ti].used = now;   /* the joined trail paid: keep it */
     if (!st->ri && !st->spec_rec)
         return;                 /* recorded nothing (resting) */
     if (st->gain >= 2 && st->gain >= st->ri) {
@@ -946,14 +955,16 @@ static HT_NOINLINE void trail_update(wstate_t *st)
         tr->rest = TRAIL_REST;
     }
     tbuf_t *R = &tr->b[tr->spare];
+    thead_t *RH = &tr->h[tr->spare];
     if (st->spec_j >= 0 && st->spec_rec && !st->appended) {
         /* joined after consecutive fast steps, recorded nothing past the
          * join: the i new states go on top of T[0..j] */
         int j = st->spec_j, i = st->spec_i;
         tbuf_t *T = st->T;
-        if (i <= TRAIL_INPLACE && T->base + j + i < TRAIL_CAP) {
+        thead_t *TH = &tr->h[st->ti];
+        if (i <= TRAIL_INPLACE && TH->base + j + i < TRAIL_CAP) {
             /* in place; outermost new state first, so TF_NEEDS_BP flows in */
-            int bi = (int)(T - tr->b), at = T->base + j + 1;
+            int bi = st->ti, at = TH->base + j + 1;
             unsigned need = T->fl[at - 1] & TF_NEEDS_BP;
             for (int x = i - 1; x >= 0; x--, at++) {
                 int from = TRAIL_CAP - 1 - x;
@@ -969,20 +980,20 @@ static HT_NOINLINE void trail_update(wstate_t *st)
                 T->fl[at] = (uint8_t)(f | need);
                 tr->join[JOIN_SLOT(R->sp[from])] = (uint16_t)(bi << 8 | at);
             }
-            T->len = j + i + 1;
+            TH->len = j + i + 1;
             return;
         }
         /* a path of its own: the record on top of a copy of T[0..j],
          * keeping the innermost TRAIL_CAP states */
         int keep = j + 1 > TRAIL_CAP - i ? TRAIL_CAP - i : j + 1;
-        R->base = TRAIL_CAP - i - keep;
+        RH->base = TRAIL_CAP - i - keep;
         for (int x = 0; x < keep; x++)
-            tcopy(R, R->base + x, T, T->base + j + 1 - keep + x);
-        R->len = i + keep;
+            tcopy(R, RH->base + x, T, TH->base + j + 1 - keep + x);
+        RH->len = i + keep;
         adopt_record(tr, st->gen, now);
     } else if (st->ri > 0) {
-        R->base = TRAIL_CAP - st->ri;
-        R->len = st->ri;
+        RH->base = TRAIL_CAP - st->ri;
+        RH->len = st->ri;
         adopt_record(tr, st->gen, now);
     }
 }
@@ -1032,6 +1043,7 @@ static HT_NOINLINE int walk(const ht_regs_t *r, int exact, int skip, int max, vo
     st.join_bp = 0;
     st.T = NULL;
     st.R = NULL;
+    st.ti = 0;
     st.tb = 0;
 
     /* skipped frames: stepped, not emitted, not recorded */
@@ -1081,10 +1093,11 @@ static HT_NOINLINE int walk(const ht_regs_t *r, int exact, int skip, int max, vo
         if (join) {
             unsigned je = join[JOIN_SLOT(sp)];
             tbuf_t *J = &tr->b[je >> 8];
+            const thead_t *JH = &tr->h[je >> 8];
             int at = (int)(je & 0xff);
-            if (ht_unlikely(J->sp[at] == sp) && J->len > 0 && at >= J->base && at < J->base + J->len &&
-                J->gen == st.gen && J->pc[at] == pc && (J->bp[at] == bp || !(J->fl[at] & TF_NEEDS_BP)) &&
-                J->sp[J->base] <= hi && !st.exact) {
+            if (ht_unlikely(J->sp[at] == sp) && JH->len > 0 && at >= JH->base && at < JH->base + JH->len &&
+                JH->gen == st.gen && J->pc[at] == pc && (J->bp[at] == bp || !(J->fl[at] & TF_NEEDS_BP)) &&
+                J->sp[JH->base] <= hi && !st.exact) {
                 /* a later join may follow where this one's verification
                  * fails (several trails share inner frames); the record
                  * must stay consecutive, so it takes the states this join
@@ -1093,9 +1106,10 @@ static HT_NOINLINE int walk(const ht_regs_t *r, int exact, int skip, int max, vo
                     append_verified(&st);
                 st.appended = 0;
                 st.T = J;
-                st.tb = J->base;
+                st.ti = (int)(je >> 8);
+                st.tb = JH->base;
                 st.pc = pc, st.sp = sp, st.bp = bp, st.n = n, st.sum = sum;
-                int more = speculate(&st, at - J->base, frames, max);
+                int more = speculate(&st, at - JH->base, frames, max);
                 pc = st.pc, sp = st.sp, bp = st.bp, n = st.n, sum = st.sum;
                 if (!more)
                     goto done;
