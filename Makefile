@@ -135,6 +135,8 @@ $(BUILD)/tests/capture_dlreuse: tests/capture/dlreuse.c tests/check.h $(LIB) $(B
 	$(CC) -O2 -g -Wall -Werror -Iinclude -Itests -pthread -o $@ $< -L$(BUILD) -lheaptrail -lunwind -ldl \
 	    -Wl,-rpath,'$$ORIGIN/..'
 CAPTURE_BIN += $(BUILD)/tests/capture_dlreuse
+# module reads against a concurrent dlclose (loads libdlreuse1.so)
+$(BUILD)/tests/unit_dlclose_race: $(BUILD)/tests/libdlreuse1.so
 
 # stacks through JIT-compiled code (a mini JIT emitting x86-64)
 $(BUILD)/tests/capture_jit: tests/capture/jit.c tests/check.h tests/jitcode.h $(LIB)

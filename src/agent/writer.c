@@ -279,9 +279,8 @@ static int flush(void)
 
 /* ---- modules ----------------------------------------------------------- */
 
-static void read_build_id(const module_t *m, uint8_t *id, size_t *idlen)
+static void read_build_id_in(const module_t *m, uint8_t *id, size_t *idlen)
 {
-    *idlen = 0;
     const ElfW(Phdr) *ph;
     int phnum = ht__module_phdrs(m->map, m->start, m->end, &ph);
     for (int i = 0; i < phnum; i++) {
@@ -311,6 +310,18 @@ static void read_build_id(const module_t *m, uint8_t *id, size_t *idlen)
             p = next;
         }
     }
+}
+
+/* The module's GNU build-id note, read in a module read section: a
+ * dlclose on another thread may be unmapping it (then: no build-id; the
+ * closing module itself was staged before its dlclose began). */
+static void read_build_id(const module_t *m, uint8_t *id, size_t *idlen)
+{
+    *idlen = 0;
+    int tok = ht__module_enter();
+    if (tok)
+        read_build_id_in(m, id, idlen);
+    ht__module_leave(tok);
 }
 
 static void stage_module(module_t *m)

@@ -31,8 +31,16 @@ typedef struct ht_module_s {
 } ht_module_t;
 
 /* Finds the module containing `pc` (glibc's lock-free _dl_find_object).
- * Returns 0 and fills *m, or -1 if no loaded module contains pc. */
+ * Returns 0 and fills *m, or -1 if no loaded module contains pc. Reads the
+ * module's memory: call it, and read what *m points to, only inside a
+ * module read section. */
 HT_INTERNAL int ht__module_find(uintptr_t pc, ht_module_t *m);
+/* A module read section (see modules.c): ht__module_enter() returns 0 if
+ * a dlclose is under way on another thread (then read nothing: treat the
+ * address as unknown), else a token for ht__module_leave(). Sections may
+ * nest and may be entered from signal handlers. Async-signal-safe. */
+HT_INTERNAL int ht__module_enter(void);
+HT_INTERNAL void ht__module_leave(int token);
 /* Whether `pc` lies in an executable segment of *m. */
 HT_INTERNAL int ht__module_is_text(const ht_module_t *m, uintptr_t pc);
 /* The program headers of the loaded object `map` (a struct link_map *)

@@ -11,6 +11,8 @@
 #include <elf.h>
 #include <link.h>
 #include <sys/auxv.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include "heaptrail.h"
 
 /* The main program: its link map and program headers (from the auxiliary
@@ -110,10 +112,111 @@ int ht__module_is_text(const ht_module_t *m, uintptr_t pc)
     return 0;
 }
 
-/* dlclose changes which code lives where: bump the generation before and
- * after, so that a rule computed while it runs is stale at once. dlopen is
- * deliberately not wrapped: glibc resolves $ORIGIN and RUNPATH from
- * dlopen's caller, so a wrapper would change which library is loaded.
+/* ---- module memory against a concurrent dlclose --------------------------
+ * A walk reads a module's program headers and .eh_frame (and the agent its
+ * build-id note) at addresses _dl_find_object gave it, without any lock:
+ * another thread's dlclose could unmap the module in the middle of the
+ * read. (The stack is live, so a return address can point into a closing
+ * library only if the program is about to crash anyway, but a
+ * frame-pointer step also validates garbage values, and any of them may.)
+ * So such reads happen inside a read section, and our dlclose wrapper
+ * announces itself, waits until no section is open, and only then calls
+ * the real dlclose. A section that would open while a dlclose runs waits
+ * for it to end -- rule-cache misses only, since cached rules stay valid
+ * until the dlclose has returned -- but at most CLOSE_WAIT_NS: the real
+ * dlclose runs the library's destructors, which may wait for a lock the
+ * waiting thread's caller holds. After that the section is refused and
+ * its reader treats the address as unknown code (the walk ends with an
+ * "unwinding stopped" frame). Both sides announce themselves first
+ * (g_readers, g_closing) and then read the other's word, with
+ * sequentially consistent operations, so at least one sees the other.
+ * Never waited for, nor waiting: the closing thread's own sections (it
+ * allocates inside the real dlclose; they cannot overlap its own
+ * unmapping, and glibc serialises dlcloses), and a thread's sections
+ * nested in one it already holds (a signal handler's). */
+#define CLOSE_WAIT_NS 10000000ull
+
+static unsigned g_readers;          /* open sections, all threads */
+static unsigned g_closing;          /* dlcloses announced, not yet done */
+static HT_TLS int t_closing;        /* this thread is inside the real dlclose */
+static HT_TLS int t_reading;        /* sections this thread holds in g_readers */
+
+enum { SECTION_UNCOUNTED = 1, SECTION_COUNTED = 2 };
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    if (ht__sys2(SYS_clock_gettime, CLOCK_MONOTONIC, &ts) != 0)
+        return 0;
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int ht__module_enter(void)
+{
+    if (t_closing)
+        return SECTION_UNCOUNTED;
+    uint64_t until = 0;
+    for (unsigned spins = 0;; spins++) {
+        __atomic_fetch_add(&g_readers, 1, __ATOMIC_SEQ_CST);
+        if (ht_likely(__atomic_load_n(&g_closing, __ATOMIC_SEQ_CST) == 0) || t_reading) {
+            t_reading++;
+            return SECTION_COUNTED;
+        }
+        __atomic_fetch_sub(&g_readers, 1, __ATOMIC_RELEASE);
+        uint64_t now = mono_ns();
+        if (!until)
+            until = now + CLOSE_WAIT_NS;
+        else if (now >= until)
+            return 0;
+        if (spins < 64)
+            __builtin_ia32_pause();
+        else
+            ht__sys0(SYS_sched_yield);
+    }
+}
+
+void ht__module_leave(int token)
+{
+    if (token == SECTION_COUNTED) {
+        t_reading--;
+        __atomic_fetch_sub(&g_readers, 1, __ATOMIC_RELEASE);
+    }
+}
+
+/* For tests: how many sections are open, and dlcloses announced. */
+HT_INTERNAL void ht__module_sections(unsigned *readers, unsigned *closing);
+void ht__module_sections(unsigned *readers, unsigned *closing)
+{
+    *readers = __atomic_load_n(&g_readers, __ATOMIC_SEQ_CST);
+    *closing = __atomic_load_n(&g_closing, __ATOMIC_SEQ_CST);
+}
+
+/* Announces a dlclose and waits for the open sections to close (not for
+ * this thread's own: a dlclose from a signal handler that interrupted a
+ * walk on this thread would wait for itself). */
+static void closing_begin(void)
+{
+    __atomic_fetch_add(&g_closing, 1, __ATOMIC_SEQ_CST);
+    for (unsigned spins = 0; __atomic_load_n(&g_readers, __ATOMIC_SEQ_CST) > (unsigned)t_reading;
+         spins++) {
+        if (spins < 64)
+            __builtin_ia32_pause();
+        else
+            ht__sys0(SYS_sched_yield);
+    }
+}
+
+static void closing_end(void)
+{
+    __atomic_fetch_sub(&g_closing, 1, __ATOMIC_SEQ_CST);
+}
+
+/* dlclose changes which code lives where: bump the generation once the
+ * real dlclose has returned, so no rule for the old code is used again.
+ * (While it runs, rules cached before still hold: no thread has live
+ * frames in a library being closed, and misses wait for the end, above.)
+ * dlopen is deliberately not wrapped: glibc resolves $ORIGIN and RUNPATH
+ * from dlopen's caller, so a wrapper would change which library is loaded.
  * It needs no bump either, because the unwinder never caches "no module
  * here" answers. (Modules glibc loads for itself, NSS and iconv, are never
  * unloaded.) */
@@ -129,9 +232,12 @@ HT_API int dlclose(void *handle)
         real = (int (*)(void *))dlsym(RTLD_NEXT, "dlclose");
     if (ht__dlclose_event)
         ht__dlclose_event(0);
-    ht__code_changed();
+    closing_begin();
+    t_closing++;
     int r = real ? real(handle) : -1;
+    t_closing--;
     ht__code_changed();
+    closing_end();
     if (ht__dlclose_event)
         ht__dlclose_event(1);
     return r;

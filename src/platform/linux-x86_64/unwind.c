@@ -122,8 +122,9 @@ static int is_sigreturn(const ht_module_t *m, uintptr_t pc)
 }
 
 /* The rule for stepping out of a frame whose pc is the return address
- * `ra` (looked up at ra - 1, inside the call instruction). */
-static rule_t compute_rule(uintptr_t ra)
+ * `ra` (looked up at ra - 1, inside the call instruction). Inside a module
+ * read section. */
+static rule_t compute_rule_in(uintptr_t ra)
 {
     rule_t r = { .u = 0 };
     ht_module_t m;
@@ -153,6 +154,21 @@ static rule_t compute_rule(uintptr_t ra)
         r.s.kind = K_SIGNAL;
     else
         r = compact(&row);
+    return r;
+}
+
+/* compute_rule_in in a module read section; refused (a dlclose is under
+ * way), the address is unknown code, a kind that is never cached. */
+static rule_t compute_rule(uintptr_t ra)
+{
+    rule_t r = { .u = 0 };
+    int tok = ht__module_enter();
+    if (!tok) {
+        r.s.kind = K_NOMODULE;
+        return r;
+    }
+    r = compute_rule_in(ra);
+    ht__module_leave(tok);
     return r;
 }
 
@@ -403,7 +419,11 @@ static int is_code(const walk_t *w, uintptr_t pc)
         return 0;
     if (w->jc && jit_find_w(w, pc - 1, &j))  /* cached: cheaper than the loader */
         return 1;
-    if (ht__module_find(pc - 1, &m) == 0)
+    int tok = ht__module_enter(), found = tok && ht__module_find(pc - 1, &m) == 0;
+    ht__module_leave(tok);
+    if (!tok)
+        return 0;               /* a dlclose is under way: unknown */
+    if (found)
         return ht__module_is_text(&m, pc - 1);
     return (!w->jc && jit_find_w(w, pc - 1, &j)) || ht__jit_in_exec(pc - 1);
 }
@@ -454,22 +474,31 @@ static int step_full(walk_t *w, ht_regs_t *r, int exact)
     uintptr_t pc = r->r[HT_DW_RA], at = exact ? pc : pc - 1;
     ht_module_t m;
     ht_cfi_row_t row;
-    int rc;
-    if (ht__module_find(at, &m) == 0) {
+    ht_regs_t out;
+    int rc, ok = 0, outermost = 0;
+    /* the row's expressions point into the module's .eh_frame: the
+     * section stays open until they are evaluated */
+    int tok = ht__module_enter();
+    if (!tok)
+        return 0;               /* a dlclose is under way: unknown code */
+    int found = ht__module_find(at, &m) == 0;
+    if (found) {
         rc = ht__cfi_row(&m, at, &row);
-    } else {
+        if (rc == HT_CFI_OK)
+            ok = ht__cfi_apply(&row, r, &out, rd_stack, w, &outermost);
+    }
+    ht__module_leave(tok);
+    if (!found) {
         ht_jit_range_t j;
         if (!jit_find_w(w, at, &j) || !j.eh)
             return step_fp(w, r);
         rc = ht__cfi_row_eh(j.eh, j.eh_size, j.eh_bias, at, &row);
+        if (rc == HT_CFI_OK)
+            ok = ht__cfi_apply(&row, r, &out, rd_stack, w, &outermost);
     }
     if (rc == HT_CFI_NONE)
         return step_fp(w, r);
-    if (rc != HT_CFI_OK)
-        return 0;
-    ht_regs_t out;
-    int outermost;
-    if (!ht__cfi_apply(&row, r, &out, rd_stack, w, &outermost) || outermost)
+    if (rc != HT_CFI_OK || !ok || outermost)
         return 0;
     if (out.r[HT_DW_RSP] <= r->r[HT_DW_RSP] || out.r[HT_DW_RSP] > w->hi)
         return 0;
@@ -921,7 +950,9 @@ static HT_NOINLINE int slow_step(wstate_t *st, void **frames, int last)
     } else if (last >= 0) {
         /* an interrupted instruction: the pc itself, not pc - 1 */
         ht_module_t m;
-        if (ht__module_find(*pc, &m) != 0)
+        int tok = ht__module_enter(), found = tok && ht__module_find(*pc, &m) == 0;
+        ht__module_leave(tok);
+        if (!found)
             unknown_code = !tag_jit(&st->w, frames, last, *pc, sum, NULL);
     }
     r->r[HT_DW_RA] = *pc;
