@@ -290,9 +290,9 @@ static void leaf_put(uint32_t *tab, unsigned bits, uint64_t h, uint32_t id)
 /* ht_stack_hash of the stack ending at node x, from the tree. */
 static uint64_t stack_hash_of(uint32_t x)
 {
-    uint64_t sum = 0, i = 0;
-    for (; x != 0; x = node_parent(x), i++)
-        sum += ht_hash_term(node_addr(x), i);
+    uint64_t sum = 0, i = 0, rp = 1;
+    for (; x != 0; x = node_parent(x), i++, rp *= HT_HASH_R)
+        sum += ht_hash_mix(node_addr(x)) * rp;
     return ht_hash_finish(sum, i) & db.hash_mask;
 }
 
@@ -300,7 +300,7 @@ static uint64_t stack_hash_of(uint32_t x)
 
 static HT_ALWAYS_INLINE uint64_t seg_hash(uint32_t parent, uint64_t addr)
 {
-    return ht_hash_term(addr, parent) & db.hash_mask;
+    return ht_hash_mix(addr + parent * HT_HASH_K3) & db.hash_mask;
 }
 
 /* The child of `parent` with address `addr`, or 0. */

@@ -1,7 +1,8 @@
 /* agree_agent.c -- an LD_PRELOAD test agent for real programs: at malloc,
  * calloc and realloc calls it captures the stack with ht_capture and with
  * libunwind's unw_backtrace from the same frame and compares them frame
- * for frame. At exit it writes one line to $AGREE_OUT:
+ * for frame, and the hash against ht_stack_hash of the frames. At exit it
+ * writes one line to $AGREE_OUT:
  *     stacks N agree A frames F first_disagreement ...
  * and the first few disagreements (with dladdr names) to stderr.
  *
@@ -79,9 +80,12 @@ static void describe(const char *label, void **f, int n)
 __attribute__((noinline)) static void compare_here(void)
 {
     void *ours[MAXF], *ref[MAXF + 1];
-    int n = ht_capture(1, MAXF, ours, NULL);
+    uint64_t h;
+    int n = ht_capture(1, MAXF, ours, &h);
     int m = unw_backtrace(ref, MAXF + 1);
-    int ok = n == m - 1;
+    /* the frames, and the hash of exactly them (a walk that verified part
+     * of the stack against its trail adds that part's hash in one piece) */
+    int ok = n == m - 1 && h == ht_stack_hash(ours, n);
     for (int i = 0; ok && i < n; i++)
         ok = ours[i] == ref[i + 1];
     stacks++;

@@ -216,10 +216,26 @@ static uint64_t *g_fast;
 static rentry_t *g_rules;
 static int g_tables_state;      /* 0 not yet, 1 ready, -1 failed */
 
+/* Powers of the hash's R (hash.h): R^i for frame positions, R^-x for
+ * trail indexes. Filled by tables_init, before any walk records. */
+#define POW_N 1024
+static uint64_t g_pow[POW_N];
+static uint64_t g_rinv[256];
+
+static HT_ALWAYS_INLINE uint64_t pow_at(uint64_t i)
+{
+    return ht_likely(i < POW_N) ? g_pow[i] : ht_hash_powof(HT_HASH_R, i);
+}
+
 uint32_t ht__code_gen = 1;
 
 static HT_NOINLINE int tables_init(void)
 {
+    uint64_t p = 1, q = 1;
+    for (unsigned i = 0; i < POW_N; i++, p *= HT_HASH_R)
+        ht_store_relaxed(&g_pow[i], p);
+    for (unsigned i = 0; i < HT_ARRAY_SIZE(g_rinv); i++, q *= HT_HASH_RINV)
+        ht_store_relaxed(&g_rinv[i], q);
     uint64_t *f = ht__map(sizeof(uint64_t) << FAST_BITS);
     if (!f) {
         ht_store_relaxed(&g_tables_state, -1);
@@ -597,6 +613,10 @@ enum { TF_USES_BP = 1, TF_RELOADS_BP = 2, TF_NEEDS_BP = 4, TF_TERMINAL = 8 };
 typedef struct tbuf_s {
     uintptr_t sp[TRAIL_CAP], pc[TRAIL_CAP], bp[TRAIL_CAP];
     uintptr_t sval[TRAIL_CAP];  /* the word the step from here read at its rbp slot */
+    /* hash prefix sums over the trail [base, base + len): dsum[a] is the
+     * sum of mix(pc[x]) * R^-x for x in [base, a) (hash.h), so a verified
+     * run of states costs the hash one multiplication */
+    uint64_t dsum[TRAIL_CAP + 1];
     uint8_t fl[TRAIL_CAP];      /* TF_* | slot distance << 4 */
 } tbuf_t;
 
@@ -712,8 +732,11 @@ static void trail_mark(trail_t *tr, int bi, int from, int to)
     tbuf_t *b = &tr->b[bi];
     int base = tr->h[bi].base;
     unsigned need = from == 0 ? TF_NEEDS_BP : b->fl[base + from - 1] & TF_NEEDS_BP;
+    if (from == 0)
+        b->dsum[base] = 0;
     for (int x = from; x <= to; x++) {
         int at = base + x;
+        b->dsum[at + 1] = b->dsum[at] + ht_hash_mix(b->pc[at]) * g_rinv[at];
         unsigned f = b->fl[at] & ~(unsigned)TF_NEEDS_BP;
         if (f & (TF_USES_BP | TF_TERMINAL))
             need = TF_NEEDS_BP;
@@ -760,7 +783,7 @@ static int tag_jit(const walk_t *w, void **frames, int i, uintptr_t at, uint64_t
     if (jr)
         *jr = j;
     uintptr_t f = (uintptr_t)frames[i], tagged = HT_FRAME_ADDRESS(f) | (uintptr_t)j.serial << 48;
-    *sum += ht_hash_term(tagged, (uint64_t)i) - ht_hash_term(f, (uint64_t)i);
+    *sum += (ht_hash_mix(tagged) - ht_hash_mix(f)) * pow_at((uint64_t)i);
     frames[i] = (void *)tagged;
     return 1;
 }
@@ -878,7 +901,6 @@ static HT_NOINLINE int speculate(wstate_t *st, int j, void **frames, int max)
     const uintptr_t *tsp = T->sp + st->tb, *tpc = T->pc + st->tb, *tsval = T->sval + st->tb;
     const uint8_t *tfl = T->fl + st->tb;
     int k = j, reloaded = 0, n = st->n, more = 1;
-    uint64_t s = st->sum;
     st->spec_j = j;
     st->spec_i = st->ri;
     st->spec_rec = st->rec;
@@ -890,16 +912,18 @@ static HT_NOINLINE int speculate(wstate_t *st, int j, void **frames, int max)
         reloaded |= tfl[k];
         k--;
         frames[n] = (void *)npc;
-        s += ht_hash_term(npc, (uint64_t)n);
         if (++n >= max) {
             more = 0;
             break;
         }
     }
+    /* the frames of states x in [k, j) went to positions E - (tb + x) */
+    uint64_t E = (uint64_t)st->n + (uint64_t)j - 1 + (uint64_t)st->tb;
+    if (k < j)
+        st->sum += pow_at(E) * (T->dsum[st->tb + j] - T->dsum[st->tb + k]);
     st->spec_k = k;
     st->gain += j - k;
     st->n = n;
-    st->sum = s;
     st->pc = tpc[k];
     st->sp = tsp[k];
     if (reloaded & TF_RELOADS_BP)
@@ -1008,6 +1032,7 @@ static HT_NOINLINE void trail_update(wstate_t *st)
                 T->pc[at] = R->pc[from];
                 T->bp[at] = R->bp[from];
                 T->sval[at] = R->sval[from];
+                T->dsum[at + 1] = T->dsum[at] + ht_hash_mix(R->pc[from]) * g_rinv[at];
                 T->fl[at] = (uint8_t)(f | need);
                 tr->join[JOIN_SLOT(R->sp[from])] = (uint16_t)(bi << 8 | at);
             }
@@ -1037,7 +1062,7 @@ static HT_NOINLINE int walk(const ht_regs_t *r, int exact, int skip, int max, vo
 {
     wstate_t st;
     int n = 0, last = -1;
-    uint64_t sum = 0;
+    uint64_t sum = 0, rp = 1;   /* rp = R^n, the position factor (hash.h) */
     uintptr_t pc = r->r[HT_DW_RA], sp = r->r[HT_DW_RSP], bp = r->r[HT_DW_RBP];
     uint64_t e;
     uintptr_t sval;
@@ -1115,7 +1140,8 @@ static HT_NOINLINE int walk(const ht_regs_t *r, int exact, int skip, int max, vo
 
     for (int steps = 0; steps < MAX_STEPS; steps++) {
         frames[n] = (void *)pc;
-        sum += ht_hash_term(pc, (uint64_t)n);
+        sum += ht_hash_mix(pc) * rp;
+        rp *= HT_HASH_R;
         last = n;
         if (++n >= max)
             goto done;
@@ -1144,6 +1170,7 @@ static HT_NOINLINE int walk(const ht_regs_t *r, int exact, int skip, int max, vo
                 pc = st.pc, sp = st.sp, bp = st.bp, n = st.n, sum = st.sum;
                 if (!more)
                     goto done;
+                rp = pow_at((uint64_t)n);
                 last = n - 1;
             }
         }
@@ -1175,7 +1202,7 @@ static HT_NOINLINE int walk(const ht_regs_t *r, int exact, int skip, int max, vo
             /* code nobody vouches for, and no frame pointer to leave it by:
              * say so rather than end the stack silently */
             frames[n] = HT_FRAME_UNWIND_STOPPED;
-            sum += ht_hash_term((uintptr_t)HT_FRAME_UNWIND_STOPPED, (uint64_t)n);
+            sum += ht_hash_mix((uintptr_t)HT_FRAME_UNWIND_STOPPED) * rp;
             n++;
         }
         break;

@@ -260,6 +260,7 @@ typedef struct out_s {
     void **frames;
     int skip, max, n;
     uint64_t sum;
+    uint64_t rp;                /* R^n (hash.h) */
 } out_t;
 
 /* Records pc (with a JIT serial in bits 48..62); returns 0 when the output
@@ -271,7 +272,8 @@ static HT_ALWAYS_INLINE int emit(out_t *o, uintptr_t pc, int *skip)
         return 1;
     }
     o->frames[o->n] = (void *)pc;
-    o->sum += ht_hash_term(pc, (uint64_t)o->n);
+    o->sum += ht_hash_mix(pc) * o->rp;
+    o->rp *= HT_HASH_R;
     return ++o->n < o->max;
 }
 
@@ -390,7 +392,7 @@ static int capture(const ht_wregs_t *init, int exact, int skip, int max, void **
 {
     /* ntdll calls on a miss may set the last error: the caller's survives */
     uint32_t last_error = ht__teb_dword(HT_TEB_LAST_ERROR);
-    out_t o = { frames, skip < 0 ? 0 : skip, max, 0, 0 };
+    out_t o = { frames, skip < 0 ? 0 : skip, max, 0, 0, 1 };
     if (max > 0 && init->pc) {
         walk_t w;
         w.hist_ready = 0;
@@ -402,6 +404,7 @@ static int capture(const ht_wregs_t *init, int exact, int skip, int max, void **
         } else if (walk_fast(&w, init, exact, &o)) {
             o.n = 0;
             o.sum = 0;
+            o.rp = 1;
             walk_full(&w, init, exact, &o);
         }
     }
