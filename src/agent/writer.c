@@ -399,18 +399,23 @@ static module_t *module_of(uint64_t addr)
     module_t *m = find_known(addr);
     if (m)
         return m;
+    /* the link map (and its name) is the loader's memory, which a dlclose
+     * on another thread frees: read it in a module read section */
     struct dl_find_object fo;
-    if (_dl_find_object((void *)addr, &fo) == 0) {
+    int tok = ht__module_enter();
+    if (tok && _dl_find_object((void *)addr, &fo) == 0) {
         m = new_module((uint64_t)fo.dlfo_map_start, (uint64_t)fo.dlfo_map_end,
                        fo.dlfo_link_map ? (uint64_t)fo.dlfo_link_map->l_addr : 0);
-        if (!m)
-            return NULL;
-        m->map = fo.dlfo_link_map;
-        const char *name = fo.dlfo_link_map && fo.dlfo_link_map->l_name ?
-                           fo.dlfo_link_map->l_name : "";
-        m->path_off = keep_path(name[0] ? name : W.exe);   /* "": the main program */
+        if (m) {
+            m->map = fo.dlfo_link_map;
+            const char *name = fo.dlfo_link_map && fo.dlfo_link_map->l_name ?
+                               fo.dlfo_link_map->l_name : "";
+            m->path_off = keep_path(name[0] ? name : W.exe);   /* "": the main program */
+        }
+        ht__module_leave(tok);
         return m;
     }
+    ht__module_leave(tok);
     uintptr_t lo, hi, orig;
     module_t *o;
     if (!ht__jit_alias((uintptr_t)addr, &lo, &hi, &orig) || !(o = module_of(orig)) || o->orig != o->id)
