@@ -369,9 +369,23 @@ typedef struct jcache_s {
     ht_jit_range_t r;
 } jcache_t;
 
+/* A thread's recent "this is module code" answers (in its trail): a
+ * frame-pointer step validates every return address it reads, and asking
+ * the loader costs a _dl_find_object, the program headers and a module
+ * read section (two locked instructions). An executable segment found
+ * stays code until a dlclose bumps the code generation (dlopen only adds
+ * modules). */
+#define TC_N 4
+typedef struct textc_s {
+    uintptr_t lo, hi;           /* an executable segment */
+    uint32_t gen;               /* 0: empty */
+} textc_t;
+
 typedef struct walk_s {
     uintptr_t lo, hi;           /* readable stack: [lo, hi) */
     jcache_t *jc;               /* the thread's lookup cache, or NULL */
+    textc_t *tc;                /* the thread's TC_N text segments, or NULL */
+    uint32_t gen;               /* the code generation the walk started in */
 } walk_t;
 
 /* ht__jit_find through the walk's cache. */
@@ -433,14 +447,30 @@ static int is_code(const walk_t *w, uintptr_t pc)
     ht_jit_range_t j;
     if (pc <= 1)
         return 0;
+    if (w->tc)
+        for (int i = 0; i < TC_N; i++)
+            if (w->tc[i].gen == w->gen && pc - 1 >= w->tc[i].lo && pc - 1 < w->tc[i].hi)
+                return 1;
     if (w->jc && jit_find_w(w, pc - 1, &j))  /* cached: cheaper than the loader */
         return 1;
     int tok = ht__module_enter(), found = tok && ht__module_find(pc - 1, &m) == 0;
     ht__module_leave(tok);
     if (!tok)
         return 0;               /* a dlclose is under way: unknown */
-    if (found)
-        return ht__module_is_text(&m, pc - 1);
+    if (found) {
+        for (int i = 0; i < m.ntext; i++) {
+            if (pc - 1 < m.text_lo[i] || pc - 1 >= m.text_hi[i])
+                continue;
+            if (w->tc) {
+                /* most recent first; the oldest falls out */
+                for (int k = TC_N - 1; k > 0; k--)
+                    w->tc[k] = w->tc[k - 1];
+                w->tc[0] = (textc_t){ m.text_lo[i], m.text_hi[i], w->gen };
+            }
+            return 1;
+        }
+        return 0;
+    }
     return (!w->jc && jit_find_w(w, pc - 1, &j)) || ht__jit_in_exec(pc - 1);
 }
 
@@ -638,6 +668,7 @@ typedef struct trail_s {
     thead_t h[TRAILS + 1];      /* b[x]'s header is h[x] */
     uint16_t join[1 << JOIN_BITS]; /* JOIN_SLOT(sp, pc) -> buffer << 8 | position */
     jcache_t jc[1 << JC_BITS];  /* registry lookups (walk_t.jc) */
+    textc_t tc[TC_N];           /* module text segments (walk_t.tc) */
     tbuf_t b[TRAILS + 1];
 } trail_t;
 
@@ -1073,6 +1104,7 @@ static HT_NOINLINE int walk(const ht_regs_t *r, int exact, int skip, int max, vo
     if (max <= 0 || !pc)
         goto out;
     st.w.jc = NULL;             /* until the walk owns the thread's trail */
+    st.w.tc = NULL;
     int stack = set_stack(&st.w, sp);
     if (!stack) {
         /* unknown stack: only the first frame is certain */
@@ -1086,6 +1118,7 @@ static HT_NOINLINE int walk(const ht_regs_t *r, int exact, int skip, int max, vo
         tables_init();
     st.fast = stack == 2 ? ht_load_relaxed(&g_fast) : NULL;
     st.gen = ht_load_acquire(&ht__code_gen);
+    st.w.gen = st.gen;
     st.gentag = (uint64_t)(st.gen & ((1u << FAST_GENBITS) - 1)) << 31;
     st.exact = exact;
     if (exact)
@@ -1127,6 +1160,7 @@ static HT_NOINLINE int walk(const ht_regs_t *r, int exact, int skip, int max, vo
     if (tr) {
         st.tr = tr;
         st.w.jc = tr->jc;
+        st.w.tc = tr->tc;
         st.rec = 1;
         if (tr->rest > 0) {
             tr->rest--;
