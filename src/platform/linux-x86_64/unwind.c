@@ -666,16 +666,13 @@ typedef struct trail_s {
     int useless;                /* useless recorded walks in a row (see above) */
     int rest;                   /* walks left that do not record */
     thead_t h[TRAILS + 1];      /* b[x]'s header is h[x] */
-    uint16_t join[1 << JOIN_BITS]; /* JOIN_SLOT(sp, pc) -> buffer << 8 | position */
+    uint16_t join[1 << JOIN_BITS]; /* (sp >> 3) & mask -> buffer << 8 | position */
     jcache_t jc[1 << JC_BITS];  /* registry lookups (walk_t.jc) */
     textc_t tc[TC_N];           /* module text segments (walk_t.tc) */
     tbuf_t b[TRAILS + 1];
 } trail_t;
 
-/* by sp and pc: trails of the same code at other depths have states at
- * the same sp with other pcs, which would take each other's slots */
-#define JOIN_SLOT(sp, pc) \
-    ((unsigned)(((sp) >> 3) ^ (((pc) * 0x9e3779b97f4a7c15ull) >> 55)) & ((1u << JOIN_BITS) - 1))
+#define JOIN_SLOT(sp) (((sp) >> 3) & ((1u << JOIN_BITS) - 1))
 
 static HT_TLS trail_t *t_trail;
 static HT_TLS int t_trail_busy;     /* a walk on this thread uses t_trail */
@@ -777,7 +774,7 @@ static void trail_mark(trail_t *tr, int bi, int from, int to)
         else if (f & TF_RELOADS_BP)
             need = 0;
         b->fl[at] = (uint8_t)(f | need);
-        tr->join[JOIN_SLOT(b->sp[at], b->pc[at])] = (uint16_t)(bi << 8 | at);
+        tr->join[JOIN_SLOT(b->sp[at])] = (uint16_t)(bi << 8 | at);
     }
 }
 
@@ -1068,7 +1065,7 @@ static HT_NOINLINE void trail_update(wstate_t *st)
                 T->sval[at] = R->sval[from];
                 T->dsum[at + 1] = T->dsum[at] + ht_hash_mix(R->pc[from]) * g_rinv[at];
                 T->fl[at] = (uint8_t)(f | need);
-                tr->join[JOIN_SLOT(R->sp[from], R->pc[from])] = (uint16_t)(bi << 8 | at);
+                tr->join[JOIN_SLOT(R->sp[from])] = (uint16_t)(bi << 8 | at);
             }
             TH->len = j + i + 1;
             return;
@@ -1185,7 +1182,7 @@ static HT_NOINLINE int walk(const ht_regs_t *r, int exact, int skip, int max, vo
 
         /* joined an earlier walk? verify the rest of it */
         if (join) {
-            unsigned je = join[JOIN_SLOT(sp, pc)];
+            unsigned je = join[JOIN_SLOT(sp)];
             tbuf_t *J = &tr->b[je >> 8];
             const thead_t *JH = &tr->h[je >> 8];
             int at = (int)(je & 0xff);
