@@ -113,7 +113,9 @@ HT_API uint64_t ht_stack_hash(void *const *frames, int n);
 #define HT_FRAME_JIT_SERIAL(f) ((unsigned)(((uintptr_t)(f) >> 48) & 0x7fff))
 /* The last frame when the walk reached code it could neither unwind (no
  * unwind info, no valid frame pointer) nor attribute to any module or
- * registration: the stack continues beyond, unknown. */
+ * registration, or needed a module's unwind tables while another thread's
+ * dlclose had been running for over 10 ms (they may be going away): the
+ * stack continues beyond, unknown. */
 #define HT_FRAME_UNWIND_STOPPED ((void *)(uintptr_t)1)
 
 /*! ht_register_code() :

@@ -342,7 +342,7 @@ const char *ht__frame_fallback(const ht_report_t *r, const ht_rframe_t *f)
     if (f->jit)
         snprintf(buf, sizeof buf, "%.1024s (jit)", f->jit->name && f->jit->name[0] ? f->jit->name : "?");
     else if (f->mod == HT_NOMOD && f->addr == (uintptr_t)HT_FRAME_UNWIND_STOPPED)
-        snprintf(buf, sizeof buf, "[unwinding stopped: code without unwind information]");
+        snprintf(buf, sizeof buf, "[unwinding stopped: code without unwind information, or a dlclose under way]");
     else if (f->mod == HT_NOMOD)
         snprintf(buf, sizeof buf, "0x%llx", (unsigned long long)HT_FRAME_ADDRESS(f->addr));
     else
