@@ -4,6 +4,8 @@
  *    open on other threads and not for the calling thread's own; a section
  *    asked for while a dlclose runs waits for its end, and is refused after
  *    10 ms;
+ *  - a fork child does not inherit the other threads' sections or
+ *    dlcloses (it would wait for them forever);
  *  - a stress: threads whose stacks hold a return address into a library
  *    that another thread dlopens and dlcloses in a loop capture thousands
  *    of times; nothing faults (before module read sections, this faulted
@@ -12,6 +14,8 @@
 #include <dlfcn.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -146,6 +150,40 @@ static void test_protocol(void)
     CHECK_EQ(closing, 0);
 }
 
+/* ---- fork ------------------------------------------------------------- */
+
+static void test_fork(void)
+{
+    unsigned readers, closing;
+    entered = go = 0;
+    pthread_t r;
+    pthread_create(&r, NULL, reader, NULL);
+    while (!entered)
+        sleep_ms(1);
+    ht__module_sections(&readers, &closing);
+    CHECK_EQ(readers, 1);
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(10);              /* a hang is a failure, not a stuck test */
+        ht__module_sections(&readers, &closing);
+        int ok = readers == 0 && closing == 0;
+        void *h = dlopen(g_lib, RTLD_NOW);
+        ok = ok && h && dlclose(h) == 0;        /* does not wait for the parent's reader */
+        int tok = ht__module_enter();
+        ok = ok && tok != 0;
+        ht__module_leave(tok);
+        _exit(ok ? 0 : 1);
+    }
+    CHECK(pid > 0);
+    int st = -1;
+    waitpid(pid, &st, 0);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    go = 1;
+    pthread_join(r, NULL);
+    ht__module_sections(&readers, &closing);
+    CHECK_EQ(readers, 0);
+}
+
 /* ---- the stress ------------------------------------------------------- */
 
 #define MAXF 64
@@ -253,6 +291,7 @@ int main(void)
 {
     lib_path();
     test_protocol();
+    test_fork();
     test_stress();
     return check_done();
 }

@@ -10,6 +10,7 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
+#include <pthread.h>
 #include <sys/auxv.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -21,8 +22,11 @@ static const void *g_main_map;
 static const ElfW(Phdr) *g_main_phdr;
 static int g_main_phnum;
 
+static void sections_fork_child(void);
+
 __attribute__((constructor)) static void modules_init(void)
 {
+    pthread_atfork(NULL, NULL, sections_fork_child);
     g_main_phdr = (const ElfW(Phdr) *)getauxval(AT_PHDR);
     g_main_phnum = (int)getauxval(AT_PHNUM);
     struct dl_find_object fo;
@@ -209,6 +213,15 @@ static void closing_begin(void)
 static void closing_end(void)
 {
     __atomic_fetch_sub(&g_closing, 1, __ATOMIC_SEQ_CST);
+}
+
+/* A fork child has one thread, the one that forked: the sections and
+ * dlcloses of the others stay behind (counted, they would make every
+ * dlclose in the child wait forever and every rule miss wait 10 ms). */
+static void sections_fork_child(void)
+{
+    __atomic_store_n(&g_readers, (unsigned)t_reading, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&g_closing, (unsigned)t_closing, __ATOMIC_SEQ_CST);
 }
 
 /* dlclose changes which code lives where: bump the generation once the
