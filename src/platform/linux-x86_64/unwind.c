@@ -238,7 +238,7 @@ static HT_NOINLINE int tables_init(void)
         ht_store_relaxed(&g_rinv[i], q);
     uint64_t *f = ht__map(sizeof(uint64_t) << FAST_BITS);
     if (!f) {
-        ht_store_relaxed(&g_tables_state, -1);
+        ht_store_release(&g_tables_state, -1);    /* after the powers, too */
         return -1;
     }
     uint64_t *expect = NULL;
