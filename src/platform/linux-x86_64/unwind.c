@@ -292,15 +292,21 @@ static inline rentry_t *rule_set(rentry_t *t, uintptr_t pc)
 
 /* The low 20 bits of a fast-table entry for rule r, or 0 if r has no fast
  * form (then the entry says "slow path"). */
+static uint64_t fast_form(rule_t r);
+
 static uint64_t fast_bits(rule_t r)
 {
     if (r.s.kind == K_OUTERMOST)
         return FAST_END;
-    if (r.s.kind != K_NORMAL)
-        return 0;
-    unsigned base = r.s.how & 3, bph = (r.s.how >> 2) & 3;
-    if (r.s.how & HOW_JIT)
+    if (r.s.kind != K_NORMAL || (r.s.how & HOW_JIT))
         return 0;               /* the slow path tags JIT frames */
+    return fast_form(r);
+}
+
+/* The fast form of a K_NORMAL rule, JIT or not, or 0. */
+static uint64_t fast_form(rule_t r)
+{
+    unsigned base = r.s.how & 3, bph = (r.s.how >> 2) & 3;
     int32_t off = r.s.cfa_off;
     if ((base != CFA_RSP && base != CFA_RBP) || off < 8 || off > 0xfff8 || (off & 7))
         return 0;
@@ -843,6 +849,11 @@ typedef struct wstate_s {
     int rec;                    /* still recording (only consecutive fast steps) */
     int spec_j, spec_k, spec_i, spec_rec, appended;   /* the last join */
     int gain;                   /* frames verified by all joins */
+    /* set by slow_step when its step was a JIT frame's with a fast form
+     * (CFI or frame pointer): what the trail records for it, as for a
+     * fast step, so later walks verify through JIT frames too */
+    uint64_t jit_e;
+    uintptr_t jit_sval;
     uintptr_t join_bp;
 } wstate_t;
 
@@ -937,8 +948,10 @@ static HT_NOINLINE int speculate(wstate_t *st, int j, void **frames, int max)
     st->spec_rec = st->rec;
     st->join_bp = st->bp;
     while (k > 0) {
+        /* npc is the frame to emit: a JIT frame's carries its serial tag,
+         * the return-address slot holds the bare address */
         uintptr_t npc = tpc[k - 1], ras = tsp[k - 1] - 8;
-        if (*(const uintptr_t *)ras != npc || *(const uintptr_t *)(ras - 8 * (tfl[k] >> 4)) != tsval[k])
+        if (*(const uintptr_t *)ras != HT_FRAME_ADDRESS(npc) || *(const uintptr_t *)(ras - 8 * (tfl[k] >> 4)) != tsval[k])
             break;
         reloaded |= tfl[k];
         k--;
@@ -955,7 +968,7 @@ static HT_NOINLINE int speculate(wstate_t *st, int j, void **frames, int max)
     st->spec_k = k;
     st->gain += j - k;
     st->n = n;
-    st->pc = tpc[k];
+    st->pc = HT_FRAME_ADDRESS(tpc[k]);
     st->sp = tsp[k];
     if (reloaded & TF_RELOADS_BP)
         st->bp = T->bp[st->tb + k];
@@ -975,15 +988,24 @@ static HT_NOINLINE int slow_step(wstate_t *st, void **frames, int last)
     uint64_t *sum = &st->sum;
     uintptr_t *pc = &st->pc, *sp = &st->sp, *bp = &st->bp;
     ht_regs_t *r = &st->regs;
-    int unknown_code = 0, fp_jit = 0;
+    int unknown_code = 0, fp_jit = 0, jit = 0;
+    st->jit_e = 0;
     if (!st->exact) {
         rule_t ru = rule_lookup(*pc, st->gen);
         ht_jit_range_t j;
-        if ((ru.s.how & HOW_JIT) && last >= 0 && tag_jit(&st->w, frames, last, *pc - 1, sum, &j))
+        if ((ru.s.how & HOW_JIT) && last >= 0 && tag_jit(&st->w, frames, last, *pc - 1, sum, &j)) {
+            jit = 1;
             fp_jit = ru.s.kind == K_NOCFI && !j.eh;   /* registered without CFI */
+        }
         unknown_code = ru.s.kind == K_NOMODULE;
-        if (ru.s.kind == K_NORMAL)
-            return step_compact(&st->w, ru, pc, sp, bp) && *pc ? SLOW_OK : SLOW_STOP;
+        if (ru.s.kind == K_NORMAL) {
+            if (!step_compact(&st->w, ru, pc, sp, bp) || !*pc)
+                return SLOW_STOP;
+            uint64_t e = jit ? fast_form(ru) : 0;
+            if (e && rd_stack(&st->w, *sp - 8 - 8 * ((e >> 16) & 0xf), &st->jit_sval))
+                st->jit_e = e;
+            return SLOW_OK;
+        }
         if (ru.s.kind == K_OUTERMOST || ru.s.kind == K_BAD)
             return SLOW_STOP;
         if (ru.s.kind == K_SIGNAL) {
@@ -1021,6 +1043,10 @@ static HT_NOINLINE int slow_step(wstate_t *st, void **frames, int last)
     *pc = r->r[HT_DW_RA];
     *sp = r->r[HT_DW_RSP];
     *bp = (r->valid & (1u << HT_DW_RBP)) ? r->r[HT_DW_RBP] : 0;
+    /* a frame-pointer JIT step is the standard frame-pointer rule: the
+     * saved rbp it reloaded is at the new CFA - 16 */
+    if (fp_jit && rd_stack(&st->w, *sp - 16, &st->jit_sval))
+        st->jit_e = FAST_FPSTD;
     st->exact = 0;
     return *pc ? SLOW_OK : SLOW_STOP;
 }
@@ -1221,14 +1247,25 @@ static HT_NOINLINE int walk(const ht_regs_t *r, int exact, int skip, int max, vo
                 break;
             continue;
         }
-        if (st.rec) {
-            record(&st, pc, sp, bp, 0, 0);      /* the trail ends at this state */
-            st.rec = 0;
-        }
-        if (fs == FS_STOP)
+        if (fs == FS_STOP) {
+            if (st.rec)
+                record(&st, pc, sp, bp, 0, 0);  /* the trail ends at this state */
             break;
+        }
         st.pc = pc, st.sp = sp, st.bp = bp, st.sum = sum;
         int ss = slow_step(&st, frames, last);
+        if (st.rec) {
+            if (ss == SLOW_OK && st.jit_e && last >= 0) {
+                /* a JIT frame with a fast form: recorded like a fast step,
+                 * with the tagged frame it emitted */
+                if (ht_unlikely(st.spec_j >= 0 && !st.appended))
+                    append_verified(&st);
+                record(&st, (uintptr_t)frames[last], osp, obp, st.jit_e, st.jit_sval);
+            } else {
+                record(&st, opc, osp, obp, 0, 0);   /* the trail ends at this state */
+                st.rec = 0;
+            }
+        }
         pc = st.pc, sp = st.sp, bp = st.bp, sum = st.sum;
         if (ss == SLOW_OK)
             continue;
