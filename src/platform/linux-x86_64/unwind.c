@@ -606,7 +606,9 @@ static int step_compact(walk_t *w, rule_t ru, uintptr_t *pc, uintptr_t *sp, uint
  * state records whether some later step reads rbp before a step reloads it
  * (TF_NEEDS_BP); a join ignores rbp where it does not.
  *
- * A trail is a run of consecutive fast steps, stored outermost first in a
+ * A trail is a run of consecutive fast steps (and JIT steps with a fast
+ * form, recorded with their tagged frame: see slow_step's jit_e), stored
+ * outermost first in a
  * buffer at [base, base + len). Its outermost state may be terminal: the
  * walk left the fast path there (outermost frame, signal frame, a rule
  * without fast form), so a join that verifies up to it continues with the
