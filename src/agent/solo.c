@@ -100,10 +100,10 @@ int ht__solo_slow(void)
                 ht__sys0(SYS_sched_yield);
         }
         for (unsigned i = 0; ht_load_acquire(&ht__solo_busy); i++)
-            i < 64 ? __builtin_ia32_pause() : (void)ht__sys0(SYS_sched_yield);
+            ht__backoff(i);
         ht_store_release(&ht__mode, HT_MODE_MULTI);
     }
     for (unsigned i = 0; ht_load_acquire(&ht__mode) != HT_MODE_MULTI; i++)
-        i < 64 ? __builtin_ia32_pause() : (void)ht__sys0(SYS_sched_yield);
+        ht__backoff(i);
     return ht__t_solo = 0;
 }

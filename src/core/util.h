@@ -71,6 +71,9 @@ HT_INTERNAL uint64_t ht__parse_size(const char *s, uint64_t dflt);
  * success. ht__spin_lock() spins, then yields (sched_yield, SwitchToThread). */
 typedef struct { int v; } ht_spinlock_t;
 HT_INTERNAL int ht__spin_trylock(ht_spinlock_t *l);
+/* One round of a wait loop: a pause for the first 64 rounds, then a yield
+ * of the CPU. `round` counts from 0. */
+HT_INTERNAL void ht__backoff(unsigned round);
 HT_INTERNAL void ht__spin_lock(ht_spinlock_t *l);
 HT_INTERNAL void ht__spin_unlock(ht_spinlock_t *l);
 

@@ -172,10 +172,7 @@ int ht__module_enter(void)
             until = now + CLOSE_WAIT_NS;
         else if (now >= until)
             return 0;
-        if (spins < 64)
-            __builtin_ia32_pause();
-        else
-            ht__sys0(SYS_sched_yield);
+        ht__backoff(spins);
     }
 }
 
@@ -202,12 +199,8 @@ static void closing_begin(void)
 {
     __atomic_fetch_add(&g_closing, 1, __ATOMIC_SEQ_CST);
     for (unsigned spins = 0; __atomic_load_n(&g_readers, __ATOMIC_SEQ_CST) > (unsigned)t_reading;
-         spins++) {
-        if (spins < 64)
-            __builtin_ia32_pause();
-        else
-            ht__sys0(SYS_sched_yield);
-    }
+         spins++)
+        ht__backoff(spins);
 }
 
 static void closing_end(void)

@@ -49,14 +49,18 @@ int ht__spin_trylock(ht_spinlock_t *l)
            __atomic_exchange_n(&l->v, 1, __ATOMIC_ACQUIRE) == 0;
 }
 
+void ht__backoff(unsigned round)
+{
+    if (round < 64)
+        __builtin_ia32_pause();
+    else
+        ht__sys0(SYS_sched_yield);
+}
+
 void ht__spin_lock(ht_spinlock_t *l)
 {
-    for (unsigned i = 0; !ht__spin_trylock(l); i++) {
-        if (i < 64)
-            __builtin_ia32_pause();
-        else
-            ht__sys0(SYS_sched_yield);
-    }
+    for (unsigned i = 0; !ht__spin_trylock(l); i++)
+        ht__backoff(i);
 }
 
 void ht__spin_unlock(ht_spinlock_t *l) { __atomic_store_n(&l->v, 0, __ATOMIC_RELEASE); }
