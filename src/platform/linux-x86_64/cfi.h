@@ -41,8 +41,8 @@ HT_INTERNAL int ht__module_find(uintptr_t pc, ht_module_t *m);
  * nest and may be entered from signal handlers. Async-signal-safe. */
 HT_INTERNAL int ht__module_enter(void);
 HT_INTERNAL void ht__module_leave(int token);
-/* Whether `pc` lies in an executable segment of *m. */
-HT_INTERNAL int ht__module_is_text(const ht_module_t *m, uintptr_t pc);
+/* The executable segment of *m that holds `pc` (text_lo/hi[i]), or -1. */
+HT_INTERNAL int ht__module_text_seg(const ht_module_t *m, uintptr_t pc);
 /* The program headers of the loaded object `map` (a struct link_map *)
  * whose _dl_find_object span is [start, end): sets *ph and returns their
  * number, or 0 if they cannot be found. Async-signal-safe. */

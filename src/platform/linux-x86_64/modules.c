@@ -108,12 +108,12 @@ int ht__module_find(uintptr_t pc, ht_module_t *m)
     return 0;
 }
 
-int ht__module_is_text(const ht_module_t *m, uintptr_t pc)
+int ht__module_text_seg(const ht_module_t *m, uintptr_t pc)
 {
     for (int i = 0; i < m->ntext; i++)
         if (pc >= m->text_lo[i] && pc < m->text_hi[i])
-            return 1;
-    return 0;
+            return i;
+    return -1;
 }
 
 /* ---- module memory against a concurrent dlclose --------------------------

@@ -290,19 +290,6 @@ static inline rentry_t *rule_set(rentry_t *t, uintptr_t pc)
     return &t[(h & ((1u << RULE_SET_BITS) - 1)) * 2];
 }
 
-/* The low 20 bits of a fast-table entry for rule r, or 0 if r has no fast
- * form (then the entry says "slow path"). */
-static uint64_t fast_form(rule_t r);
-
-static uint64_t fast_bits(rule_t r)
-{
-    if (r.s.kind == K_OUTERMOST)
-        return FAST_END;
-    if (r.s.kind != K_NORMAL || (r.s.how & HOW_JIT))
-        return 0;               /* the slow path tags JIT frames */
-    return fast_form(r);
-}
-
 /* The fast form of a K_NORMAL rule, JIT or not, or 0. */
 static uint64_t fast_form(rule_t r)
 {
@@ -320,6 +307,17 @@ static uint64_t fast_form(rule_t r)
         return 0;
     }
     return e;
+}
+
+/* The low 20 bits of a fast-table entry for rule r, or 0 if r has no fast
+ * form (then the entry says "slow path"). */
+static uint64_t fast_bits(rule_t r)
+{
+    if (r.s.kind == K_OUTERMOST)
+        return FAST_END;
+    if (r.s.kind != K_NORMAL || (r.s.how & HOW_JIT))
+        return 0;               /* the slow path tags JIT frames */
+    return fast_form(r);
 }
 
 /* The rule for return address `ra` from the rule table, computing (and
@@ -464,18 +462,14 @@ static int is_code(const walk_t *w, uintptr_t pc)
     if (!tok)
         return 0;               /* a dlclose is under way: unknown */
     if (found) {
-        for (int i = 0; i < m.ntext; i++) {
-            if (pc - 1 < m.text_lo[i] || pc - 1 >= m.text_hi[i])
-                continue;
-            if (w->tc) {
-                /* most recent first; the oldest falls out */
-                for (int k = TC_N - 1; k > 0; k--)
-                    w->tc[k] = w->tc[k - 1];
-                w->tc[0] = (textc_t){ m.text_lo[i], m.text_hi[i], w->gen };
-            }
-            return 1;
+        int i = ht__module_text_seg(&m, pc - 1);
+        if (i >= 0 && w->tc) {
+            /* most recent first; the oldest falls out */
+            for (int k = TC_N - 1; k > 0; k--)
+                w->tc[k] = w->tc[k - 1];
+            w->tc[0] = (textc_t){ m.text_lo[i], m.text_hi[i], w->gen };
         }
-        return 0;
+        return i >= 0;
     }
     return (!w->jc && jit_find_w(w, pc - 1, &j)) || ht__jit_in_exec(pc - 1);
 }
@@ -640,6 +634,7 @@ static int step_compact(walk_t *w, rule_t ru, uintptr_t *pc, uintptr_t *sp, uint
  * (fl >> 4) words below CFA - 8. */
 
 #define TRAIL_CAP 256
+_Static_assert(HT_ARRAY_SIZE(g_rinv) >= TRAIL_CAP, "R^-x for every trail index");
 #define TRAILS 8                /* trails kept per thread */
 #define TRAIL_INPLACE 6
 #define TRAIL_USELESS 4
@@ -763,27 +758,33 @@ static HT_ALWAYS_INLINE void tcopy(tbuf_t *to, int t, const tbuf_t *from, int f)
     to->fl[t] = from->fl[f];
 }
 
-/* Sets TF_NEEDS_BP on states [from, to] of buffer bi's trail, whose states
- * below `from` are already marked, and indexes them for joins. Beyond the
- * trail (and at a terminal state), rbp is assumed needed. */
-static void trail_mark(trail_t *tr, int bi, int from, int to)
+/* Marks state `at` of buffer bi, whose state below is marked: its flags
+ * f (without TF_NEEDS_BP) with TF_NEEDS_BP as it flows in from below
+ * (`need`, returned updated), its hash prefix sum, its join-table slot.
+ * Beyond the trail (and at a terminal state), rbp is assumed needed. */
+static HT_ALWAYS_INLINE unsigned mark_state(trail_t *tr, int bi, int at, uintptr_t pc, uintptr_t sp,
+                                            unsigned f, unsigned need)
 {
     tbuf_t *b = &tr->b[bi];
-    int base = tr->h[bi].base;
-    unsigned need = from == 0 ? TF_NEEDS_BP : b->fl[base + from - 1] & TF_NEEDS_BP;
-    if (from == 0)
-        b->dsum[base] = 0;
-    for (int x = from; x <= to; x++) {
-        int at = base + x;
-        b->dsum[at + 1] = b->dsum[at] + ht_hash_mix(b->pc[at]) * g_rinv[at];
-        unsigned f = b->fl[at] & ~(unsigned)TF_NEEDS_BP;
-        if (f & (TF_USES_BP | TF_TERMINAL))
-            need = TF_NEEDS_BP;
-        else if (f & TF_RELOADS_BP)
-            need = 0;
-        b->fl[at] = (uint8_t)(f | need);
-        tr->join[JOIN_SLOT(b->sp[at])] = (uint16_t)(bi << 8 | at);
-    }
+    if (f & (TF_USES_BP | TF_TERMINAL))
+        need = TF_NEEDS_BP;
+    else if (f & TF_RELOADS_BP)
+        need = 0;
+    b->fl[at] = (uint8_t)(f | need);
+    b->dsum[at + 1] = b->dsum[at] + ht_hash_mix(pc) * g_rinv[at];
+    tr->join[JOIN_SLOT(sp)] = (uint16_t)(bi << 8 | at);
+    return need;
+}
+
+/* Marks the states of buffer bi's whole trail (mark_state). */
+static void trail_mark(trail_t *tr, int bi)
+{
+    tbuf_t *b = &tr->b[bi];
+    int base = tr->h[bi].base, end = base + tr->h[bi].len;
+    unsigned need = TF_NEEDS_BP;
+    b->dsum[base] = 0;
+    for (int at = base; at < end; at++)
+        need = mark_state(tr, bi, at, b->pc[at], b->sp[at], b->fl[at] & ~(unsigned)TF_NEEDS_BP, need);
 }
 
 /* The record (the spare buffer) becomes a trail; the least recently used
@@ -793,7 +794,7 @@ static void adopt_record(trail_t *tr, uint32_t gen, uint32_t now)
     thead_t *R = &tr->h[tr->spare];
     R->gen = gen;
     R->used = now;
-    trail_mark(tr, tr->spare, 0, R->len - 1);
+    trail_mark(tr, tr->spare);
     int victim = -1;
     for (int b = 0; b <= TRAILS; b++) {
         if (b == tr->spare)
@@ -1078,22 +1079,15 @@ static HT_NOINLINE void trail_update(wstate_t *st)
         thead_t *TH = &tr->h[st->ti];
         if (i <= TRAIL_INPLACE && TH->base + j + i < TRAIL_CAP) {
             /* in place; outermost new state first, so TF_NEEDS_BP flows in */
-            int bi = st->ti, at = TH->base + j + 1;
+            int at = TH->base + j + 1;
             unsigned need = T->fl[at - 1] & TF_NEEDS_BP;
             for (int x = i - 1; x >= 0; x--, at++) {
                 int from = TRAIL_CAP - 1 - x;
-                unsigned f = R->fl[from];
-                if (f & (TF_USES_BP | TF_TERMINAL))
-                    need = TF_NEEDS_BP;
-                else if (f & TF_RELOADS_BP)
-                    need = 0;
                 T->sp[at] = R->sp[from];
                 T->pc[at] = R->pc[from];
                 T->bp[at] = R->bp[from];
                 T->sval[at] = R->sval[from];
-                T->dsum[at + 1] = T->dsum[at] + ht_hash_mix(R->pc[from]) * g_rinv[at];
-                T->fl[at] = (uint8_t)(f | need);
-                tr->join[JOIN_SLOT(R->sp[from])] = (uint16_t)(bi << 8 | at);
+                need = mark_state(tr, st->ti, at, R->pc[from], R->sp[from], R->fl[from], need);
             }
             TH->len = j + i + 1;
             return;
