@@ -158,14 +158,22 @@ static uint64_t page_round(uint64_t b) { return (b + PAGE - 1) & ~(uint64_t)(PAG
 
 /* ---- reading the tree (lock-free for nodes below a published count) --- */
 
-static HT_ALWAYS_INLINE uint64_t node_addr(uint32_t x)
+/* Node x's address; its parent in *parent. */
+static HT_ALWAYS_INLINE uint64_t node_read(uint32_t x, uint32_t *parent)
 {
     uint32_t h = db.hi[x], v = db.lo[x];
-    if (h & START)
+    *parent = x - 1;
+    if (h & START) {
+        *parent = db.seg_parent[v];
         v = db.seg_lo[v];
-    if (ht_unlikely((h & HI_WIDE) == HI_WIDE))
-        return db.wide[v];
-    return db.hi_tab[h & HI_WIDE] | v;
+    }
+    return (h & HI_WIDE) == HI_WIDE ? db.wide[v] : (db.hi_tab[h & HI_WIDE] | v);
+}
+
+static HT_ALWAYS_INLINE uint64_t node_addr(uint32_t x)
+{
+    uint32_t p;
+    return node_read(x, &p);
 }
 
 /* The parent of segment-start node x. */
@@ -183,19 +191,12 @@ static HT_ALWAYS_INLINE uint32_t node_parent(uint32_t x)
  * node count read with acquire): same frames, same depth. */
 static HT_ALWAYS_INLINE int chain_equals(uint32_t x, void *const *frames, int n)
 {
-    const uint32_t *lo = db.lo;
-    const uint8_t *hi = db.hi;
     int i = 0;
     for (;;) {
         if (ht_unlikely(x == 0))
             return 0;                         /* chain shorter than the stack */
-        uint32_t h = hi[x], v = lo[x], p = x - 1;
-        if (h & START) {
-            p = db.seg_parent[v];
-            v = db.seg_lo[v];
-        }
-        uint64_t a = (h & HI_WIDE) == HI_WIDE ? db.wide[v] : (db.hi_tab[h & HI_WIDE] | v);
-        if (a != (uint64_t)(uintptr_t)frames[i])
+        uint32_t p;
+        if (node_read(x, &p) != (uint64_t)(uintptr_t)frames[i])
             return 0;
         if (++i == n)
             return p == 0;                    /* same depth: must end at the root */
