@@ -128,6 +128,35 @@ typedef struct {
     int tried;
 } symmod_t;
 
+/* The summary's search for separate debug info: local files by build-id
+ * only (/usr/lib/debug/.build-id/xx/rest.debug, where Debian's -dbgsym
+ * packages put them). libdw's standard callback would also load
+ * libdebuginfod and with it libcurl, gnutls and kerberos (15 of the 20 ms
+ * the sqlite3 summary took) and, where DEBUGINFOD_URLS is set, ask a
+ * server: neither belongs in the exit of every run. */
+static int local_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+                           const char *file_name, const char *debuglink, GElf_Word crc,
+                           char **debuginfo_file_name)
+{
+    (void)userdata, (void)modname, (void)base, (void)file_name, (void)debuglink, (void)crc;
+    const unsigned char *bid;
+    GElf_Addr va;
+    int n = dwfl_module_build_id(mod, &bid, &va);
+    if (n < 2 || n > 64)
+        return -1;
+    char path[sizeof "/usr/lib/debug/.build-id/" + 2 * 64 + 8];
+    int k = sprintf(path, "/usr/lib/debug/.build-id/%02x/", bid[0]);
+    for (int i = 1; i < n; i++)
+        k += sprintf(path + k, "%02x", bid[i]);
+    strcpy(path + k, ".debug");
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0 && !(*debuginfo_file_name = strdup(path))) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
+}
+
 static const char *symbolize(const ht_trace_t *t, symmod_t *cache, const ht_tnode_t *nd)
 {
     symmod_t *c = &cache[nd->module];
@@ -136,7 +165,7 @@ static const char *symbolize(const ht_trace_t *t, symmod_t *cache, const ht_tnod
         static char *dip;
         static const Dwfl_Callbacks cb = {
             .find_elf = dwfl_build_id_find_elf,
-            .find_debuginfo = dwfl_standard_find_debuginfo,
+            .find_debuginfo = local_debuginfo,
             .section_address = dwfl_offline_section_address,
             .debuginfo_path = &dip,
         };
