@@ -10,7 +10,7 @@
  *   HEAPTRAIL_MAX_FRAMES=N                   stack depth (1..128, default 128)
  *   HEAPTRAIL_SOLO=0                         no single-thread fast path (solo.c)
  *   HEAPTRAIL_COMPRESS=0                     stored blocks (writer.c)
- *   HEAPTRAIL_BENCH_MODE=hooks|capture|nocapture  benchmarks only: cost split
+ *   HEAPTRAIL_BENCH_MODE=hooks|capture|intern|nocapture  benchmarks only: cost split
  *
  * The control thread: `heaptrail snapshot PID` connects to the abstract
  * unix socket "\0heaptrail.PID" and asks for a snapshot; a thread of ours,
@@ -484,6 +484,8 @@ __attribute__((constructor(101))) static void agent_start(void)
         ht__agent.on = HT_ON_CAPTURE_ONLY;
     else if (s && !ht__strcmp(s, "nocapture"))
         ht__agent.on = HT_ON_NO_CAPTURE;
+    else if (s && !ht__strcmp(s, "intern"))
+        ht__agent.on = HT_ON_INTERN_ONLY;
     A.interval_ms = parse_seconds_ms(ht__env("HEAPTRAIL_INTERVAL"));
     s = ht__env("HEAPTRAIL_CONTROL");
     A.control = !(s && s[0] == '0');
