@@ -6,7 +6,10 @@
  * execvp on the user's own argv, and trace strings are printed with
  * control characters replaced. */
 #include "commands.h"
-#include <elfutils/libdwfl.h>
+#include <elfutils/libdwelf.h>
+#include <gelf.h>
+#include <libelf.h>
+#include "sym.h"
 #include "../format/trace.h"
 #include "heaptrail.h"
 #include <errno.h>
@@ -118,85 +121,202 @@ static int by_bytes(const void *a, const void *b)
     return x->live_blocks > y->live_blocks ? -1 : x->live_blocks < y->live_blocks;
 }
 
-/* Function names for the few frames the summary prints: each module's
- * ELF file is opened once, on first use, with libdw (offline, at the
- * recorded bias). A module whose file is gone or changed prints as
- * module+offset only. */
-typedef struct {
-    Dwfl *dwfl;
-    Dwfl_Module *mod;
-    int tried;
-} symmod_t;
+/* Function names for the frames the summary prints: at most TOP_STACKS *
+ * TOP_FRAMES, found in one pass over each module's symbol table. (libdw's
+ * dwfl_module_addrname loads and sorts the whole table first: node's
+ * 110,000 symbols took ~100 ms at the exit of every run, a third of a
+ * short node program's own run time. Its search for separate debug info
+ * also loaded libdebuginfod -- libcurl, gnutls, kerberos: 15 ms -- and,
+ * where DEBUGINFOD_URLS is set, asked a server.)
+ *
+ * The table: the module's file's .symtab; if it has none, the one in the
+ * debug file for its build-id under /usr/lib/debug (where Debian's -dbgsym
+ * packages put them); else the file's .dynsym. A file whose build-id
+ * differs from the trace's names nothing: a rebuilt file would name the
+ * wrong functions. The symbol chosen for an address is the analyzer's
+ * (sym.c): the highest function symbol at or below it, a global one first
+ * among equals, then the larger; none if that symbol's size ends before
+ * the address. C++ names are demangled. */
+typedef struct want_s {
+    uint32_t node;
+    uint64_t pc;                /* link-time address looked up (return address - 1) */
+    int found;
+    GElf_Sym best;
+    char *name;                 /* malloc'd */
+} want_t;
 
-/* The summary's search for separate debug info: local files by build-id
- * only (/usr/lib/debug/.build-id/xx/rest.debug, where Debian's -dbgsym
- * packages put them). libdw's standard callback would also load
- * libdebuginfod and with it libcurl, gnutls and kerberos (15 of the 20 ms
- * the sqlite3 summary took) and, where DEBUGINFOD_URLS is set, ask a
- * server: neither belongs in the exit of every run. */
-static int local_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
-                           const char *file_name, const char *debuglink, GElf_Word crc,
-                           char **debuginfo_file_name)
+static int by_pc(const void *a, const void *b)
 {
-    (void)userdata, (void)modname, (void)base, (void)file_name, (void)debuglink, (void)crc;
-    const unsigned char *bid;
-    GElf_Addr va;
-    int n = dwfl_module_build_id(mod, &bid, &va);
-    if (n < 2 || n > 64)
-        return -1;
-    char path[sizeof "/usr/lib/debug/.build-id/" + 2 * 64 + 8];
-    int k = sprintf(path, "/usr/lib/debug/.build-id/%02x/", bid[0]);
-    for (int i = 1; i < n; i++)
-        k += sprintf(path + k, "%02x", bid[i]);
-    strcpy(path + k, ".debug");
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd >= 0 && !(*debuginfo_file_name = strdup(path))) {
-        close(fd);
-        fd = -1;
-    }
-    return fd;
+    const want_t *x = *(want_t *const *)a, *y = *(want_t *const *)b;
+    return x->pc < y->pc ? -1 : x->pc > y->pc;
 }
 
-static const char *symbolize(const ht_trace_t *t, symmod_t *cache, const ht_tnode_t *nd)
+static int global_sym(const GElf_Sym *s)
 {
-    symmod_t *c = &cache[nd->module];
-    const ht_tmodule_t *m = &t->modules[nd->module];
-    if (!c->tried) {
-        static char *dip;
-        static const Dwfl_Callbacks cb = {
-            .find_elf = dwfl_build_id_find_elf,
-            .find_debuginfo = local_debuginfo,
-            .section_address = dwfl_offline_section_address,
-            .debuginfo_path = &dip,
-        };
-        c->tried = 1;
-        if (m->path && m->path[0] == '/' && (c->dwfl = dwfl_begin(&cb)) != NULL) {
-            c->mod = dwfl_report_elf(c->dwfl, base_name(m->path), m->path, -1, m->bias, false);
-            dwfl_report_end(c->dwfl, NULL, NULL);
-            const unsigned char *bid;
-            GElf_Addr va;
-            int n = c->mod ? dwfl_module_build_id(c->mod, &bid, &va) : -1;
-            /* a rebuilt file would name the wrong functions */
-            if (c->mod && m->build_id_len && (n != (int)m->build_id_len || memcmp(bid, m->build_id, (size_t)n)))
-                c->mod = NULL;
+    int b = GELF_ST_BIND(s->st_info);
+    return b == STB_GLOBAL || b == STB_WEAK;
+}
+
+/* Whether symbol c names an address better than b (both at or below it). */
+static int better(const GElf_Sym *c, const GElf_Sym *b)
+{
+    if (c->st_value != b->st_value)
+        return c->st_value > b->st_value;
+    if (global_sym(c) != global_sym(b))
+        return global_sym(c);
+    return c->st_size > b->st_size;
+}
+
+static Elf_Scn *section_of_type(Elf *e, Elf64_Word type)
+{
+    for (Elf_Scn *scn = elf_nextscn(e, NULL); scn; scn = elf_nextscn(e, scn)) {
+        GElf_Shdr sh;
+        if (gelf_getshdr(scn, &sh) && sh.sh_type == type && sh.sh_entsize)
+            return scn;
+    }
+    return NULL;
+}
+
+/* Names w[0..n) (sorted by pc) from the symbol table scn of e. */
+static void name_from(Elf *e, Elf_Scn *scn, want_t **w, size_t n)
+{
+    GElf_Shdr sh;
+    Elf_Data *d = elf_getdata(scn, NULL);
+    if (!gelf_getshdr(scn, &sh) || !d)
+        return;
+    size_t count = sh.sh_size / sh.sh_entsize;
+    for (size_t i = 1; i < count; i++) {
+        GElf_Sym sym;
+        if (!gelf_getsym(d, (int)i, &sym))
+            break;
+        int type = GELF_ST_TYPE(sym.st_info);
+        if (sym.st_name == 0 || sym.st_shndx == SHN_UNDEF ||
+            (type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_NOTYPE))
+            continue;
+        size_t lo = 0, hi = n;          /* the first address at or above it */
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (w[mid]->pc < sym.st_value)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        /* the best value so far grows with the address: once it is above
+         * this symbol's, it is for every later address too */
+        for (size_t k = lo; k < n; k++) {
+            if (w[k]->found && w[k]->best.st_value > sym.st_value)
+                break;
+            if (!w[k]->found || better(&sym, &w[k]->best)) {
+                w[k]->found = 1;
+                w[k]->best = sym;
+            }
         }
     }
-    return c->mod ? dwfl_module_addrname(c->mod, nd->addr - 1) : NULL;
+    for (size_t k = 0; k < n; k++) {
+        const GElf_Sym *b = &w[k]->best;
+        if (!w[k]->found || (b->st_size && w[k]->pc >= b->st_value + b->st_size))
+            continue;
+        const char *raw = elf_strptr(e, sh.sh_link, b->st_name);
+        if (raw && *raw) {
+            char *d = ht__demangle(raw);
+            w[k]->name = d ? d : strdup(raw);
+        }
+        w[k]->found = 0;                /* named, or the next table may */
+    }
 }
 
-static void print_frame(const ht_trace_t *t, symmod_t *cache, uint32_t node)
+/* Opens path as ELF; checks its build-id against m's. Returns NULL when it
+ * cannot be read or is another build. */
+static Elf *open_elf(const char *path, const ht_tmodule_t *m, int *fd)
 {
-    const ht_tnode_t *nd = &t->nodes[node];
+    *fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (*fd < 0)
+        return NULL;
+    Elf *e = elf_begin(*fd, ELF_C_READ_MMAP, NULL);
+    const void *bid;
+    ssize_t n = e ? dwelf_elf_gnu_build_id(e, &bid) : -1;
+    if (e && elf_kind(e) == ELF_K_ELF &&
+        (!m->build_id_len || (n == (ssize_t)m->build_id_len && !memcmp(bid, m->build_id, (size_t)n))))
+        return e;
+    if (e)
+        elf_end(e);
+    close(*fd);
+    return NULL;
+}
+
+/* Names the wants w[0..n) of module m. */
+static void name_module(const ht_tmodule_t *m, want_t **w, size_t n)
+{
+    int fd, dfd = -1;
+    if (!m->path || m->path[0] != '/')
+        return;
+    Elf *e = open_elf(m->path, m, &fd), *de = NULL;
+    if (!e)
+        return;
+    qsort(w, n, sizeof *w, by_pc);
+    Elf_Scn *tab = section_of_type(e, SHT_SYMTAB);
+    if (tab) {
+        name_from(e, tab, w, n);
+    } else {
+        if (m->build_id_len >= 2) {
+            char path[sizeof "/usr/lib/debug/.build-id//.debug" + 2 * sizeof m->build_id];
+            int k = sprintf(path, "/usr/lib/debug/.build-id/%02x/", m->build_id[0]);
+            for (uint32_t i = 1; i < m->build_id_len; i++)
+                k += sprintf(path + k, "%02x", m->build_id[i]);
+            strcpy(path + k, ".debug");
+            de = open_elf(path, m, &dfd);
+        }
+        Elf_Scn *dtab = de ? section_of_type(de, SHT_SYMTAB) : NULL;
+        if (dtab)
+            name_from(de, dtab, w, n);
+        else if ((tab = section_of_type(e, SHT_DYNSYM)) != NULL)
+            name_from(e, tab, w, n);
+    }
+    if (de) {
+        elf_end(de);
+        close(dfd);
+    }
+    elf_end(e);
+    close(fd);
+}
+
+/* Names every want whose node lies in a module (one pass per module). */
+static void name_wants(const ht_trace_t *t, want_t *w, size_t n)
+{
+    want_t **v = malloc((n ? n : 1) * sizeof *v);
+    int *done = calloc(t->nmodules + 1, sizeof *done);
+    if (!v || !done || elf_version(EV_CURRENT) == EV_NONE) {
+        free(v);
+        free(done);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        uint32_t mi = t->nodes[w[i].node].module;
+        if (mi >= t->nmodules || done[mi])
+            continue;
+        done[mi] = 1;
+        size_t k = 0;
+        for (size_t j = i; j < n; j++)
+            if (t->nodes[w[j].node].module == mi)
+                v[k++] = &w[j];
+        name_module(&t->modules[mi], v, k);
+    }
+    free(v);
+    free(done);
+}
+
+static void print_frame(const ht_trace_t *t, const want_t *w)
+{
+    const ht_tnode_t *nd = &t->nodes[w->node];
     fprintf(stderr, "      ");
     if (nd->module < t->nmodules) {
         const ht_tmodule_t *m = &t->modules[nd->module];
-        const char *fn = symbolize(t, cache, nd);
-        if (fn) {
-            put_clean(stderr, fn);
+        if (w->name) {
+            put_clean(stderr, w->name);
             fputs(" (", stderr);
         }
         put_clean(stderr, base_name(m->path));
-        fprintf(stderr, "+0x%llx%s\n", (unsigned long long)(nd->addr - m->bias), fn ? ")" : "");
+        fprintf(stderr, "+0x%llx%s\n", (unsigned long long)(nd->addr - m->bias), w->name ? ")" : "");
     } else if (HT_FRAME_JIT_SERIAL(nd->addr)) {
         /* JIT code: the latest registration with this frame's serial */
         const ht_tjit_t *j = NULL;
@@ -278,25 +398,31 @@ static void summarize(const char *path)
                 (unsigned long long)t.drops.write_errors, (unsigned long long)t.drops.other);
     if (leaks)
         qsort(leaks, nleaks, sizeof *leaks, by_bytes);
-    symmod_t *cache = calloc(t.nmodules + 1, sizeof *cache);
+    /* the frames to print, named all at once */
+    want_t w[TOP_STACKS * TOP_FRAMES];
+    size_t nw = 0;
     for (size_t i = 0; i < nleaks && i < TOP_STACKS; i++) {
+        uint32_t id = leaks[i].s->stack;
+        for (int k = 0; id != 0 && id < t.nnodes && k < TOP_FRAMES; k++, id = t.nodes[id].parent) {
+            const ht_tnode_t *nd = &t.nodes[id];
+            uint64_t bias = nd->module < t.nmodules ? t.modules[nd->module].bias : 0;
+            w[nw++] = (want_t){ .node = id, .pc = nd->addr - 1 - bias };
+        }
+    }
+    name_wants(&t, w, nw);
+    for (size_t i = 0, at = 0; i < nleaks && i < TOP_STACKS; i++) {
         const ht_tsite_t *x = leaks[i].s;
         fprintf(stderr, "  %s bytes in %s blocks (%s)%s\n", commas(x->live_bytes, b1),
                 commas(x->live_blocks, b2), x->kind == HT_KIND_MMAP ? "mmap" : "heap",
                 x->stack == 0xffffffffu ? ": stack not recorded (database full)" : ":");
         uint32_t id = x->stack;
-        for (int k = 0; id != 0 && id < t.nnodes && k < TOP_FRAMES; k++) {
-            if (cache)
-                print_frame(&t, cache, id);
-            id = t.nodes[id].parent;
-        }
+        for (int k = 0; id != 0 && id < t.nnodes && k < TOP_FRAMES; k++, id = t.nodes[id].parent)
+            print_frame(&t, &w[at++]);
         if (id != 0 && id < t.nnodes)
             fprintf(stderr, "      ...\n");
     }
-    for (size_t i = 0; cache && i < t.nmodules; i++)
-        if (cache[i].dwfl)
-            dwfl_end(cache[i].dwfl);
-    free(cache);
+    for (size_t i = 0; i < nw; i++)
+        free(w[i].name);
     free(leaks);
     ht_trace_free(&t);
 }

@@ -48,6 +48,7 @@ m=$("$DUMP" cxx.ht --match freed_all)
 expect_eq "C++ freed_all leaves nothing" "$(field live_blocks "$m")" 0
 expect_eq "C++ freed_all allocations" "$(field total_blocks "$m")" 350
 expect_eq "C++ unknown frees" "$(field unknown_frees "$("$DUMP" cxx.ht | grep '^drops ')")" 0
+expect_eq "summary: C++ names demangled" "$(grep -c '^      leak_new_array() (leaksxx+0x[0-9a-f]*)$' errxx)" 1
 
 # a library leaks, is dlclose'd, then opened and closed 50 times
 "$HT" run -o dl.ht "$P/dlopen_leak" "$B/tests/libs/libdlleak.so" >outdl 2>errdl; rc=$?
@@ -59,6 +60,12 @@ m=$("$DUMP" dl.ht --match dl_churn_site)
 expect_eq "churn allocations" "$(field total_blocks "$m") $(field live_blocks "$m")" "50 0"
 expect_eq "library recorded as unloaded" "$("$DUMP" dl.ht | grep -c 'libdlleak.so.*unloaded=1')" \
     "$("$DUMP" dl.ht | grep -c 'libdlleak.so')"
+expect_eq "summary names the library's function" "$(grep -c '^      dl_leak_site (libdlleak.so+0x[0-9a-f]*)$' errdl)" 1
+# stripped: no .symtab, so the summary names it from .dynsym
+cp "$B/tests/libs/libdlleak.so" libdlleak.so && strip libdlleak.so
+"$HT" run -o dls.ht "$P/dlopen_leak" "$T/libdlleak.so" >/dev/null 2>errdls
+expect_eq "summary names a stripped library's function from .dynsym" \
+    "$(grep -c '^      dl_leak_site (libdlleak.so+0x[0-9a-f]*)$' errdls)" 1
 
 # stacks through registered JIT code, named after the code is gone
 "$HT" run -o jit.ht "$P/jitleak" >outj 2>errj; rc=$?
