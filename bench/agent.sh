@@ -4,7 +4,8 @@
 # unwinding) against the uninstrumented program, side by side in one run,
 # on ../shared/workloads. Medians of BENCH_RUNS runs (default 5; 3 for the
 # slow tools). Also splits heaptrail's own cost on allocbench with
-# HEAPTRAIL_BENCH_MODE (hooks only, capture only, bookkeeping only).
+# HEAPTRAIL_BENCH_MODE (hooks only, capture, capture and intern,
+# bookkeeping only), on allocbench and sqlite3.
 # Writes build/bench/agent.md and prints it.
 set -u
 ROOT=$(pwd)
@@ -63,17 +64,25 @@ row node base "$RUNS" "$@"
 row node heaptrail "$RUNS" $HTR "$@"
 row node heaptrack "$SLOW" heaptrack -o "$O/tmp/traces/hk" "$@"
 
-# heaptrail's own share on allocbench: LD_PRELOAD directly, no CLI; the
-# CPU column here is the minimum of the runs (the least disturbed one)
-set -- "$O/allocbench"
+# heaptrail's own share on allocbench and sqlite3: LD_PRELOAD directly, no
+# CLI; the CPU column here is the minimum of the runs (the least disturbed
+# one). "bookkeeping" records every block under one empty stack: the same
+# live table, but one hot site record instead of one per stack.
 MINCPU=1
 echo "| (cost split: CPU s is the minimum of $RUNS runs) | | | | | | | | |" | tee -a "$out"
 AG="env LD_PRELOAD=$B/libheaptrail-preload.so HEAPTRAIL_CONTROL=0 HEAPTRAIL_OUTPUT=$O/tmp/traces/s.ht HEAPTRAIL_OUTPUT_PID=0"
-row allocbench base "$RUNS" "$@"
-row allocbench "agent: hooks only" "$RUNS" $AG HEAPTRAIL_BENCH_MODE=hooks "$@"
-row allocbench "agent: hooks+capture" "$RUNS" $AG HEAPTRAIL_BENCH_MODE=capture "$@"
-row allocbench "agent: hooks+bookkeeping" "$RUNS" $AG HEAPTRAIL_BENCH_MODE=nocapture "$@"
-row allocbench "agent: full" "$RUNS" $AG "$@"
+for w in allocbench sqlite3; do
+    case $w in
+    allocbench) set -- "$O/allocbench" ;;
+    sqlite3) set -- sqlite3 :memory: -init sqlite-workload.sql .quit ;;
+    esac
+    row $w base "$RUNS" "$@"
+    row $w "agent: hooks only" "$RUNS" $AG HEAPTRAIL_BENCH_MODE=hooks "$@"
+    row $w "agent: hooks+capture" "$RUNS" $AG HEAPTRAIL_BENCH_MODE=capture "$@"
+    row $w "agent: hooks+capture+intern" "$RUNS" $AG HEAPTRAIL_BENCH_MODE=intern "$@"
+    row $w "agent: hooks+bookkeeping" "$RUNS" $AG HEAPTRAIL_BENCH_MODE=nocapture "$@"
+    row $w "agent: full" "$RUNS" $AG "$@"
+done
 echo
 echo "written to $out"
 
