@@ -33,7 +33,6 @@ row() { # workload tool runs cmd...
     rm -rf "$O/tmp/traces"; mkdir -p "$O/tmp/traces"
     set -- $($M "$n" -- "$@")
     wall=$1 rss=$2 st=$3 cpu=$4
-    [ -n "${MINCPU:-}" ] && cpu=$5
     if [ "$tool" = base ]; then base_wall=$wall base_rss=$rss base_cpu=$cpu; fi
     rw=$(python3 -c "print('%.2fx' % ($wall / $base_wall))")
     rc=$(python3 -c "print('%.2fx' % ($cpu / max($base_cpu, 0.001)))")
@@ -65,23 +64,26 @@ row node heaptrail "$RUNS" $HTR "$@"
 row node heaptrack "$SLOW" heaptrack -o "$O/tmp/traces/hk" "$@"
 
 # heaptrail's own share on allocbench and sqlite3: LD_PRELOAD directly, no
-# CLI; the CPU column here is the minimum of the runs (the least disturbed
-# one). "bookkeeping" records every block under one empty stack: the same
-# live table, but one hot site record instead of one per stack.
-MINCPU=1
-echo "| (cost split: CPU s is the minimum of $RUNS runs) | | | | | | | | |" | tee -a "$out"
-AG="env LD_PRELOAD=$B/libheaptrail-preload.so HEAPTRAIL_CONTROL=0 HEAPTRAIL_OUTPUT=$O/tmp/traces/s.ht HEAPTRAIL_OUTPUT_PID=0"
+# CLI, the configurations run round-robin (bench/split.py). "bookkeeping"
+# records every block under one empty stack: the same live table, but one
+# hot site record instead of one per stack.
+AG="env LD_PRELOAD=$B/libheaptrail-preload.so HEAPTRAIL_CONTROL=0"
 for w in allocbench sqlite3; do
     case $w in
-    allocbench) set -- "$O/allocbench" ;;
-    sqlite3) set -- sqlite3 :memory: -init sqlite-workload.sql .quit ;;
+    allocbench) cmd="$O/allocbench" ;;
+    sqlite3) cmd="sqlite3 :memory: -init sqlite-workload.sql .quit" ;;
     esac
-    row $w base "$RUNS" "$@"
-    row $w "agent: hooks only" "$RUNS" $AG HEAPTRAIL_BENCH_MODE=hooks "$@"
-    row $w "agent: hooks+capture" "$RUNS" $AG HEAPTRAIL_BENCH_MODE=capture "$@"
-    row $w "agent: hooks+capture+intern" "$RUNS" $AG HEAPTRAIL_BENCH_MODE=intern "$@"
-    row $w "agent: hooks+bookkeeping" "$RUNS" $AG HEAPTRAIL_BENCH_MODE=nocapture "$@"
-    row $w "agent: full" "$RUNS" $AG "$@"
+    {
+    echo
+    echo "| $w, cost split ($RUNS rounds) | CPU s median | ratio | CPU s min | ratio |"
+    echo "| --- | --- | --- | --- | --- |"
+    } | tee -a "$out"
+    python3 "$ROOT/bench/split.py" "$RUNS" "uninstrumented=$cmd" \
+        "agent: hooks only=$AG HEAPTRAIL_BENCH_MODE=hooks $cmd" \
+        "agent: hooks+capture=$AG HEAPTRAIL_BENCH_MODE=capture $cmd" \
+        "agent: hooks+capture+intern=$AG HEAPTRAIL_BENCH_MODE=intern $cmd" \
+        "agent: hooks+bookkeeping=$AG HEAPTRAIL_BENCH_MODE=nocapture $cmd" \
+        "agent: full=$AG $cmd" | tee -a "$out"
 done
 echo
 echo "written to $out"
