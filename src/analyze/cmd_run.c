@@ -429,28 +429,70 @@ static void summarize(const char *path)
 
 /* Other traces written during the run next to the main one: forked
  * children's, and with --follow-exec executed programs'. Found by name
- * pattern and modification time (a concurrent run in the same directory
- * would be listed too). */
-static void list_other_traces(const char *path, const struct timespec *start)
-{
+ * pattern, among the files that were not there before the run (a trace
+ * is never overwritten) and were modified since it started (a concurrent
+ * run in the same directory would be listed too). */
+typedef struct {
+    dev_t dev;
+    ino_t ino;
+} fileid_t;
+
+typedef struct {
     char dir[PATH_MAX];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    const char *main_base = slash ? slash + 1 : path;
+    fileid_t *before;           /* traces in dir before the run */
+    size_t nbefore;
+} traces_t;
+
+static int trace_name(const char *name)
+{
+    size_t len = strlen(name);
+    return len >= 14 && strncmp(name, "heaptrail.", 10) == 0 && strcmp(name + len - 3, ".ht") == 0;
+}
+
+/* Notes the traces in the directory that will hold `path`. */
+static void traces_before(traces_t *tr, const char *path)
+{
+    snprintf(tr->dir, sizeof tr->dir, "%s", path);
+    char *slash = strrchr(tr->dir, '/');
     if (slash)
         *slash = 0;
     else
-        snprintf(dir, sizeof dir, ".");
-    DIR *d = opendir(dir);
+        snprintf(tr->dir, sizeof tr->dir, ".");
+    tr->before = NULL;
+    tr->nbefore = 0;
+    DIR *d = opendir(tr->dir);
+    if (!d)
+        return;
+    size_t cap = 0;
+    struct dirent *e;
+    struct stat st;
+    while ((e = readdir(d)) != NULL) {
+        if (!trace_name(e->d_name) || fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+            continue;
+        if (tr->nbefore == cap) {
+            cap = cap ? 2 * cap : 64;
+            fileid_t *v = realloc(tr->before, cap * sizeof *v);
+            if (!v)
+                break;
+            tr->before = v;
+        }
+        tr->before[tr->nbefore++] = (fileid_t){ st.st_dev, st.st_ino };
+    }
+    closedir(d);
+}
+
+static void list_other_traces(traces_t *tr, const char *path, const struct timespec *start)
+{
+    const char *slash = strrchr(path, '/');
+    const char *main_base = slash ? slash + 1 : path;
+    DIR *d = opendir(tr->dir);
     if (!d)
         return;
     int n = 0;
     char shown[5][256];
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
-        size_t len = strlen(e->d_name);
-        if (len < 14 || strncmp(e->d_name, "heaptrail.", 10) != 0 || strcmp(e->d_name + len - 3, ".ht") != 0 ||
-            strcmp(e->d_name, main_base) == 0)
+        if (!trace_name(e->d_name) || strcmp(e->d_name, main_base) == 0)
             continue;
         struct stat st;
         if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
@@ -458,11 +500,18 @@ static void list_other_traces(const char *path, const struct timespec *start)
         if (st.st_mtim.tv_sec < start->tv_sec ||
             (st.st_mtim.tv_sec == start->tv_sec && st.st_mtim.tv_nsec < start->tv_nsec))
             continue;
+        size_t k = 0;
+        while (k < tr->nbefore && !(tr->before[k].dev == st.st_dev && tr->before[k].ino == st.st_ino))
+            k++;
+        if (k < tr->nbefore)
+            continue;
         if (n < 5)
             snprintf(shown[n], sizeof shown[n], "%s", e->d_name);
         n++;
     }
     closedir(d);
+    free(tr->before);
+    tr->before = NULL;
     if (!n)
         return;
     fprintf(stderr, "heaptrail: %d more trace%s from processes it started:", n, n > 1 ? "s" : "");
@@ -531,6 +580,8 @@ int ht_cmd_run(int argc, char **argv)
         perror("heaptrail: pipe");
         return 2;
     }
+    static traces_t traces;
+    traces_before(&traces, out ? out : "heaptrail.ht");
     struct timespec start;
     clock_gettime(CLOCK_REALTIME, &start);
     start.tv_sec -= 1;          /* file system timestamps are coarser */
@@ -586,7 +637,7 @@ int ht_cmd_run(int argc, char **argv)
     else
         snprintf(path, sizeof path, "heaptrail.%s.%d.ht", prog, (int)pid);
     summarize(path);
-    list_other_traces(path, &start);
+    list_other_traces(&traces, path, &start);
     if (WIFEXITED(status))
         return WEXITSTATUS(status);
     if (WIFSIGNALED(status))

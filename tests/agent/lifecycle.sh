@@ -59,6 +59,13 @@ expect_eq "fork: child leak" "$(leak_of "$ct" leak_child)" "444 2"
 expect_eq "fork: child inherits the parent's live block" "$(leak_of "$ct" leak_parent)" "111 1"
 expect_eq "fork: child trace pid" "$(field pid "$("$DUMP" "$ct" | grep '^trace ')")" "$child"
 grep -q "1 more trace from processes it started: $ct" fork.err && echo "ok: child trace listed" || fail "child trace not listed"
+# at once again in the same directory: only this run's child is listed,
+# not the trace the run before left a moment ago
+mv fork.ht fork1.ht
+run fork 0
+child2=$(sed -n 's/^CHILD //p' fork.out)
+expect_eq "fork again: traces listed" "$(grep 'more trace' fork.err | sed 's/.*started: //')" \
+    "heaptrail.lifecycle.$child2.ht"
 rm -f heaptrail.lifecycle.*.ht
 
 run forkstorm 0
