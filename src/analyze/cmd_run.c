@@ -481,15 +481,47 @@ static void traces_before(traces_t *tr, const char *path)
     closedir(d);
 }
 
-static void list_other_traces(traces_t *tr, const char *path, const struct timespec *start)
+/* Whether a trace's default name, heaptrail.PROG.PID[.K].ht, carries pid
+ * (PROG may hold dots and digits: the pid is the last number or, with a
+ * suffix K, the one before). */
+static int name_has_pid(const char *name, long pid)
+{
+    char num[32];
+    snprintf(num, sizeof num, ".%ld.", pid);
+    size_t len = strlen(name), nl = strlen(num);
+    if (len > nl + 2 && strcmp(name + len - 3, ".ht") == 0 && strncmp(name + len - 2 - nl, num, nl) == 0)
+        return 1;               /* ...PID.ht */
+    const char *k = name + len - 3;
+    while (k > name && k[-1] >= '0' && k[-1] <= '9')
+        k--;
+    return k < name + len - 3 && k > name && k[-1] == '.' && (size_t)(k - name) >= nl &&
+           strncmp(k - nl, num, nl) == 0;  /* ...PID.K.ht */
+}
+
+/* After the run: the traces written next to the main one by the run's
+ * processes (files that were not there before -- a trace is never
+ * overwritten -- and modified since the start; a concurrent run in the
+ * same directory would be listed too). `last` receives the newest of the
+ * traced process's own other traces (pid in the name), the one it wrote
+ * after replacing itself with exec (with --follow-exec) or after an exec
+ * that failed; empty if none. */
+typedef struct {
+    int n;                      /* traces other than the main one */
+    char shown[5][256];         /* the first five */
+    int own;                    /* of them, the traced process's own */
+    char last[PATH_MAX + 256];
+} others_t;
+
+static void scan_other_traces(traces_t *tr, const char *path, long pid, const struct timespec *start,
+                              others_t *o)
 {
     const char *slash = strrchr(path, '/');
     const char *main_base = slash ? slash + 1 : path;
+    struct timespec newest = { 0, 0 };
+    memset(o, 0, sizeof *o);
     DIR *d = opendir(tr->dir);
     if (!d)
         return;
-    int n = 0;
-    char shown[5][256];
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         if (!trace_name(e->d_name) || strcmp(e->d_name, main_base) == 0)
@@ -505,21 +537,45 @@ static void list_other_traces(traces_t *tr, const char *path, const struct times
             k++;
         if (k < tr->nbefore)
             continue;
-        if (n < 5)
-            snprintf(shown[n], sizeof shown[n], "%s", e->d_name);
-        n++;
+        if (o->n < 5)
+            snprintf(o->shown[o->n], sizeof o->shown[o->n], "%s", e->d_name);
+        o->n++;
+        if (name_has_pid(e->d_name, pid)) {
+            o->own++;
+            if (st.st_mtim.tv_sec > newest.tv_sec ||
+                (st.st_mtim.tv_sec == newest.tv_sec && st.st_mtim.tv_nsec > newest.tv_nsec)) {
+                newest = st.st_mtim;
+                if (strcmp(tr->dir, ".") == 0)
+                    snprintf(o->last, sizeof o->last, "%s", e->d_name);
+                else
+                    snprintf(o->last, sizeof o->last, "%s/%s", tr->dir, e->d_name);
+            }
+        }
     }
     closedir(d);
     free(tr->before);
     tr->before = NULL;
+}
+
+/* Lists the other traces but `summarized` (a path). */
+static void list_other_traces(const others_t *o, const char *summarized)
+{
+    const char *slash = strrchr(summarized, '/');
+    const char *skip = slash ? slash + 1 : summarized;
+    int n = o->n, shown = 0;
+    for (int i = 0; i < o->n && i < 5; i++)
+        n -= strcmp(o->shown[i], skip) == 0;
     if (!n)
         return;
     fprintf(stderr, "heaptrail: %d more trace%s from processes it started:", n, n > 1 ? "s" : "");
-    for (int i = 0; i < n && i < 5; i++) {
+    for (int i = 0; i < o->n && i < 5; i++) {
+        if (strcmp(o->shown[i], skip) == 0)
+            continue;
         fputc(' ', stderr);
-        put_clean(stderr, shown[i]);
+        put_clean(stderr, o->shown[i]);
+        shown++;
     }
-    fprintf(stderr, "%s\n", n > 5 ? " ..." : "");
+    fprintf(stderr, "%s\n", n > shown ? " ..." : "");
 }
 
 int ht_cmd_run(int argc, char **argv)
@@ -636,8 +692,21 @@ int ht_cmd_run(int argc, char **argv)
         snprintf(path, sizeof path, "%s", out);
     else
         snprintf(path, sizeof path, "heaptrail.%s.%d.ht", prog, (int)pid);
+    others_t others;
+    scan_other_traces(&traces, path, (long)pid, &start, &others);
+    if (others.own && strlen(others.last) < sizeof path) {
+        /* the program called exec: its process went on writing into new
+         * traces (the image exec started, with --follow-exec, a wrapper
+         * script's program, say; or the same image after a failed exec).
+         * The last one holds the figures that matter. */
+        fprintf(stderr, "heaptrail: the program called exec; figures from the last of its process's %d traces (the first: ",
+                others.own + 1);
+        put_clean(stderr, path);
+        fprintf(stderr, ")\n");
+        memcpy(path, others.last, strlen(others.last) + 1);
+    }
     summarize(path);
-    list_other_traces(&traces, path, &start);
+    list_other_traces(&others, path);
     if (WIFEXITED(status))
         return WEXITSTATUS(status);
     if (WIFSIGNALED(status))

@@ -99,6 +99,21 @@ pid=$(field pid "$("$DUMP" execfail.ht | grep '^trace ')")
 after=$(ls heaptrail.lifecycle.$pid*.ht 2>/dev/null | head -n1)
 [ -n "$after" ] && echo "ok: tracing went on in $after" || fail "no trace after the failed exec"
 [ -n "$after" ] && expect_eq "execfail: later leak in the new file" "$(leak_of "$after" leak_child)" "444 1"
+expect_eq "execfail: summary from the new file" "$(grep -c "bytes leaked in .* trace: $after\$" execfail.err)" 1
+expect_eq "execfail: summary counts both leaks" "$(grep -c '^      leak_parent \|^      leak_child ' execfail.err)" 2
+grep -q "called exec; figures from the last of its process's 2 traces (the first: execfail.ht)" execfail.err &&
+    echo "ok: execfail: the first trace named" || fail "execfail: the first trace not named"
+rm -f heaptrail.lifecycle.*.ht
+
+# a program that replaces itself (a wrapper script, say), with --follow-exec:
+# the summary is the last image's
+"$HT" run --follow-exec -o execselff.ht "$L" execself >execselff.out 2>execselff.err; rc=$?
+expect_eq "execself --follow-exec: exit status" "$rc" 0
+last=$(ls heaptrail.lifecycle.*.ht 2>/dev/null)
+expect_eq "execself --follow-exec: the new image's trace" "$(leak_of "$last" leak_child)" "444 1"
+expect_eq "execself --follow-exec: summary (bytes blocks sites)" "$(summary_numbers execselff.err)" "444 1 1"
+expect_eq "execself --follow-exec: summary names its trace" "$(grep -c "trace: $last\$" execselff.err)" 1
+expect_eq "execself --follow-exec: no other trace listed" "$(grep -c 'more trace' execselff.err)" 0
 rm -f heaptrail.lifecycle.*.ht
 
 # 16 threads, cross-thread frees: exact per-site totals
