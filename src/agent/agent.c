@@ -380,12 +380,14 @@ static void fork_prepare(void)
     ht__stackdb_fork_prepare();
     ht__mmaps_fork_prepare();
     ht__live_fork_prepare();
+    ht__gdbjit_fork_prepare();
 }
 
 static void fork_parent(void)
 {
     if (!t_fork_locked)
         return;
+    ht__gdbjit_fork_parent();
     ht__live_fork_parent();
     ht__mmaps_fork_parent();
     ht__stackdb_fork_parent();
@@ -396,6 +398,7 @@ static void fork_parent(void)
 static void fork_child(void)
 {
     if (t_fork_locked) {
+        ht__gdbjit_fork_parent();   /* no poll was halfway: keep its state */
         ht__live_fork_child();
         ht__mmaps_fork_child();
         ht__stackdb_fork_child();

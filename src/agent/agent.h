@@ -61,8 +61,12 @@ HT_INTERNAL void ht__jitmaps_forget(void);
  * Control thread (and the exiting thread) only. */
 HT_INTERNAL void ht__gdbjit_poll(int force);
 /* A forked child: its own pid (and a fresh state if the fork caught a
- * poll halfway). */
+ * poll halfway: a fork from inside our own code, which does not wait). */
 HT_INTERNAL void ht__gdbjit_forget(void);
+/* fork waits for a poll to end (it holds the loader's locks at times):
+ * prepare takes the poll lock, parent (and child, before forget) drop it. */
+HT_INTERNAL void ht__gdbjit_fork_prepare(void);
+HT_INTERNAL void ht__gdbjit_fork_parent(void);
 
 /* ---- solo.c: the single-thread fast path ------------------------------- */
 enum { HT_MODE_SOLO = 0, HT_MODE_SWITCHING = 1, HT_MODE_MULTI = 2 };

@@ -847,6 +847,14 @@ void ht__gdbjit_poll(int force)
     ht__spin_unlock(&G.lock);
 }
 
+/* fork: a poll calls dl_iterate_phdr and dlsym, which take the loader's
+ * locks; a fork in the middle would leave them held in the child by a
+ * thread that does not exist there (glibc 2.36 does not reset them), and
+ * the child's first dl_iterate_phdr, dlopen or exit would wait forever.
+ * So fork waits for a poll to end. */
+void ht__gdbjit_fork_prepare(void) { ht__spin_lock(&G.lock); }
+void ht__gdbjit_fork_parent(void) { ht__spin_unlock(&G.lock); }
+
 void ht__gdbjit_forget(void)
 {
     /* a forked child: its own pid. What it knows is still true of its copy

@@ -11,13 +11,28 @@
  *             first a failed exec of a missing file, after which the
  *             process goes on (and must keep being traced)
  *   execfail  leak_parent 1x333, a failed exec, then leak_child 1x444 and exit
+ *   forkloop N LIB [MORE...]  loads the libraries MORE (more objects for
+ *             the agent to scan: a longer window), then N times: dlopen and
+ *             dlclose LIB (so the agent's
+ *             control thread rescans the loaded objects at each look, inside
+ *             dl_iterate_phdr), then fork a child that calls dl_iterate_phdr
+ *             and exits at once. A child must never inherit the loader's
+ *             lock held by the parent's control thread: it would wait
+ *             forever (after 20 s the parent kills it and exits 3). The
+ *             program's own dlopen runs in the forking thread: a fork from
+ *             one thread while another is inside dlopen deadlocks the child
+ *             the same way, without heaptrail (glibc 2.36)
  *   doublefree  frees a block twice (glibc aborts: SIGABRT)
  *   badfree     frees a pointer malloc never returned (glibc aborts) */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "heaptrail.h"
@@ -35,6 +50,24 @@ static void *churn(void *arg)
     while (!stop)
         { sink = malloc(64); free(sink); }
     return NULL;
+}
+
+static int count_obj(struct dl_phdr_info *info, size_t size, void *p)
+{
+    (void)info, (void)size;
+    ++*(int *)p;
+    return 0;
+}
+
+static volatile pid_t current_child;
+static void on_alarm(int sig)
+{
+    (void)sig;
+    static const char msg[] = "lifecycle: a forked child hung in dl_iterate_phdr\n";
+    (void)!write(2, msg, sizeof msg - 1);
+    if (current_child > 0)
+        kill(current_child, SIGKILL);
+    _exit(3);
 }
 
 int main(int argc, char **argv)
@@ -101,6 +134,32 @@ int main(int argc, char **argv)
         }
         stop = 1;
         pthread_join(t, NULL);
+        return 0;
+    }
+    if (!strcmp(mode, "forkloop") && argc > 3) {
+        int n = atoi(argv[2]);
+        for (int k = 4; k < argc; k++)
+            if (!dlopen(argv[k], RTLD_NOW))
+                return 2;
+        signal(SIGALRM, on_alarm);
+        for (int i = 0; i < n; i++) {
+            void *h = dlopen(argv[3], RTLD_NOW);
+            if (!h || dlclose(h) != 0)
+                return 2;
+            alarm(20);
+            pid_t c = fork();
+            if (c == 0) {
+                int k = 0;
+                dl_iterate_phdr(count_obj, &k);
+                syscall(SYS_exit_group, k > 0 ? 0 : 1);
+            }
+            current_child = c;
+            int st;
+            if (c < 0 || waitpid(c, &st, 0) != c || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+                return 1;
+        }
+        alarm(0);
+        printf("FORKS %d\n", n);
         return 0;
     }
     if (!strcmp(mode, "execself") || !strcmp(mode, "execfail")) {
