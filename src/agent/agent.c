@@ -24,6 +24,7 @@
  * the previous disposition back and lets the signal take its course. */
 #include "agent.h"
 #include "../format/trace.h"
+#include "../platform/linux-x86_64/jit.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
@@ -376,28 +377,33 @@ static void fork_prepare(void)
     if (!t_fork_locked)
         return;
     ht__guard = 2;
+    /* in lock order: a GDB JIT poll registers code (registry lock), and a
+     * registration that retires code stages its names (writer lock) */
+    ht__gdbjit_fork_prepare();
+    ht__jit_fork_prepare();
     ht__writer_fork_prepare();
     ht__stackdb_fork_prepare();
     ht__mmaps_fork_prepare();
     ht__live_fork_prepare();
-    ht__gdbjit_fork_prepare();
 }
 
 static void fork_parent(void)
 {
     if (!t_fork_locked)
         return;
-    ht__gdbjit_fork_parent();
     ht__live_fork_parent();
     ht__mmaps_fork_parent();
     ht__stackdb_fork_parent();
     ht__writer_fork_parent();
+    ht__jit_fork_release();
+    ht__gdbjit_fork_parent();
     ht__guard = 0;
 }
 
 static void fork_child(void)
 {
     if (t_fork_locked) {
+        ht__jit_fork_release();
         ht__gdbjit_fork_parent();   /* no poll was halfway: keep its state */
         ht__live_fork_child();
         ht__mmaps_fork_child();

@@ -64,7 +64,9 @@ HT_INTERNAL void ht__gdbjit_poll(int force);
  * poll halfway: a fork from inside our own code, which does not wait). */
 HT_INTERNAL void ht__gdbjit_forget(void);
 /* fork waits for a poll to end (it holds the loader's locks at times):
- * prepare takes the poll lock, parent (and child, before forget) drop it. */
+ * prepare takes the poll lock (first of all: a poll takes the JIT
+ * registry's lock and the writer's), parent (and child, before forget)
+ * drop it. */
 HT_INTERNAL void ht__gdbjit_fork_prepare(void);
 HT_INTERNAL void ht__gdbjit_fork_parent(void);
 

@@ -91,6 +91,15 @@ expect_eq "forkloop: exit status (3: a child hung)" "$rc" 0
 expect_eq "forkloop: forks" "$(cat forkloop.out)" "FORKS 1500"
 rm -rf libs heaptrail.lifecycle.*.ht
 
+# forks while another thread registers JIT code (the registry's writer
+# lock): before the fix the child hung in 3 of 3 runs of 1000 forks, and
+# taking that lock after the writer's in prepare deadlocked the parent
+# (a registration that retires code stages its names under the writer lock)
+"$HT" run -o forkjit.ht "$L" forkjit 1000 >forkjit.out 2>forkjit.err; rc=$?
+expect_eq "forkjit: exit status (3: a child hung)" "$rc" 0
+expect_eq "forkjit: forks" "$(cat forkjit.out)" "FORKS 1000"
+rm -f heaptrail.lifecycle.*.ht
+
 run exec 0
 expect_eq "exec without --follow-exec: no trace of the exec'd program" "$(ls heaptrail.lifecycle.*.ht 2>/dev/null | wc -l)" 0
 "$HT" run --follow-exec -o execf.ht "$L" exec >execf.out 2>execf.err; rc=$?

@@ -22,6 +22,11 @@
  *             program's own dlopen runs in the forking thread: a fork from
  *             one thread while another is inside dlopen deadlocks the child
  *             the same way, without heaptrail (glibc 2.36)
+ *   forkjit N  a thread registers and unregisters JIT code every 20 us
+ *             (ht_register_code: the registry's writer lock); main forks N
+ *             children that register code and exit: the child must not
+ *             inherit that lock held (it would spin forever; after 20 s
+ *             the parent kills it and exits 3)
  *   doublefree  frees a block twice (glibc aborts: SIGABRT)
  *   badfree     frees a pointer malloc never returned (glibc aborts) */
 #define _GNU_SOURCE
@@ -34,6 +39,7 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include "heaptrail.h"
 
@@ -52,6 +58,22 @@ static void *churn(void *arg)
     return NULL;
 }
 
+static char jit_area[4096] __attribute__((aligned(4096)));
+static void *jit_churn(void *arg)
+{
+    (void)arg;
+    while (!stop) {
+        ht_register_code(jit_area, 64, "churn");
+        ht_unregister_code(jit_area);
+        /* a JIT emits code between registrations: a thread that took the
+         * lock back-to-back would starve the forking thread's wait for it
+         * (our spin locks are not fair) */
+        struct timespec ts = { 0, 20000 };
+        nanosleep(&ts, NULL);
+    }
+    return NULL;
+}
+
 static int count_obj(struct dl_phdr_info *info, size_t size, void *p)
 {
     (void)info, (void)size;
@@ -63,11 +85,39 @@ static volatile pid_t current_child;
 static void on_alarm(int sig)
 {
     (void)sig;
-    static const char msg[] = "lifecycle: a forked child hung in dl_iterate_phdr\n";
+    static const char msg[] = "lifecycle: a forked child hung\n";
     (void)!write(2, msg, sizeof msg - 1);
     if (current_child > 0)
         kill(current_child, SIGKILL);
     _exit(3);
+}
+
+/* Forks a child that ends at once with the status child_status() returns,
+ * and waits for it, at most 20 s (on_alarm). Returns 0 if it exited 0. */
+static int fork_and_wait(int (*child_status)(void))
+{
+    signal(SIGALRM, on_alarm);
+    alarm(20);
+    pid_t c = fork();
+    if (c == 0)
+        syscall(SYS_exit_group, child_status());   /* no exit handlers: quick */
+    current_child = c;
+    int st;
+    int ok = c > 0 && waitpid(c, &st, 0) == c && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+    alarm(0);
+    return ok ? 0 : -1;
+}
+
+static int walk_objects(void)
+{
+    int k = 0;
+    dl_iterate_phdr(count_obj, &k);
+    return k > 0 ? 0 : 1;
+}
+
+static int register_code(void)
+{
+    return ht_register_code(jit_area + 1024, 64, "child") ? 0 : 1;
 }
 
 int main(int argc, char **argv)
@@ -141,24 +191,25 @@ int main(int argc, char **argv)
         for (int k = 4; k < argc; k++)
             if (!dlopen(argv[k], RTLD_NOW))
                 return 2;
-        signal(SIGALRM, on_alarm);
         for (int i = 0; i < n; i++) {
             void *h = dlopen(argv[3], RTLD_NOW);
             if (!h || dlclose(h) != 0)
                 return 2;
-            alarm(20);
-            pid_t c = fork();
-            if (c == 0) {
-                int k = 0;
-                dl_iterate_phdr(count_obj, &k);
-                syscall(SYS_exit_group, k > 0 ? 0 : 1);
-            }
-            current_child = c;
-            int st;
-            if (c < 0 || waitpid(c, &st, 0) != c || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+            if (fork_and_wait(walk_objects) != 0)
                 return 1;
         }
-        alarm(0);
+        printf("FORKS %d\n", n);
+        return 0;
+    }
+    if (!strcmp(mode, "forkjit") && argc > 2) {
+        int n = atoi(argv[2]);
+        pthread_t t;
+        pthread_create(&t, NULL, jit_churn, NULL);
+        for (int i = 0; i < n; i++)
+            if (fork_and_wait(register_code) != 0)
+                return 1;
+        stop = 1;
+        pthread_join(t, NULL);
         printf("FORKS %d\n", n);
         return 0;
     }

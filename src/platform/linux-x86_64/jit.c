@@ -466,6 +466,9 @@ static void add_fde(void *p, uintptr_t begin, uintptr_t end)
         c->added++;
 }
 
+void ht__jit_fork_prepare(void) { ht__spin_lock(&g_lock); }
+void ht__jit_fork_release(void) { ht__spin_unlock(&g_lock); }
+
 HT_API void __register_frame(void *begin)
 {
     static void (*real)(void *);

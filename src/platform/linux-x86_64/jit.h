@@ -57,4 +57,11 @@ HT_INTERNAL uint64_t ht__jit_version(void);
  * [*lo, *hi) and *orig, the address pc copies. Async-signal-safe. */
 HT_INTERNAL int ht__jit_alias(uintptr_t pc, uintptr_t *lo, uintptr_t *hi, uintptr_t *orig);
 
+/* fork: the agent's prepare handler takes the registry's writer lock
+ * (after the GDB JIT poll lock: a poll registers under it), so a child
+ * never inherits it held by a thread it does not have; parent and child
+ * drop it. */
+HT_INTERNAL void ht__jit_fork_prepare(void);
+HT_INTERNAL void ht__jit_fork_release(void);
+
 #endif
