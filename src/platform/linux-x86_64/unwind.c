@@ -696,10 +696,19 @@ static void trail_thread_exit(void *p)
     trail_t *tr = p;
     t_trail_off = 1;
     t_trail = NULL;
-    ht__spin_lock(&g_trail_lock);
-    tr->next_free = g_trail_free;
-    g_trail_free = tr;
-    ht__spin_unlock(&g_trail_lock);
+    /* held only for two stores, except in a fork child that inherited it
+     * from a thread it does not have: then give the memory back instead of
+     * waiting forever */
+    for (unsigned i = 0; i < 1000; i++) {
+        if (ht__spin_trylock(&g_trail_lock)) {
+            tr->next_free = g_trail_free;
+            g_trail_free = tr;
+            ht__spin_unlock(&g_trail_lock);
+            return;
+        }
+        ht__backoff(i);
+    }
+    ht__unmap(tr, sizeof *tr);
 }
 
 __attribute__((constructor)) static void trail_init(void)
