@@ -396,7 +396,7 @@ static void fork_parent(void)
     ht__stackdb_fork_parent();
     ht__writer_fork_parent();
     ht__jit_fork_release();
-    ht__gdbjit_fork_parent();
+    ht__gdbjit_fork_release();
     ht__guard = 0;
 }
 
@@ -404,7 +404,7 @@ static void fork_child(void)
 {
     if (t_fork_locked) {
         ht__jit_fork_release();
-        ht__gdbjit_fork_parent();   /* no poll was halfway: keep its state */
+        ht__gdbjit_fork_release();   /* no poll was halfway: keep its state */
         ht__live_fork_child();
         ht__mmaps_fork_child();
         ht__stackdb_fork_child();

@@ -68,7 +68,7 @@ HT_INTERNAL void ht__gdbjit_forget(void);
  * registry's lock and the writer's), parent (and child, before forget)
  * drop it. */
 HT_INTERNAL void ht__gdbjit_fork_prepare(void);
-HT_INTERNAL void ht__gdbjit_fork_parent(void);
+HT_INTERNAL void ht__gdbjit_fork_release(void);
 
 /* ---- solo.c: the single-thread fast path ------------------------------- */
 enum { HT_MODE_SOLO = 0, HT_MODE_SWITCHING = 1, HT_MODE_MULTI = 2 };

@@ -853,7 +853,7 @@ void ht__gdbjit_poll(int force)
  * the child's first dl_iterate_phdr, dlopen or exit would wait forever.
  * So fork waits for a poll to end. */
 void ht__gdbjit_fork_prepare(void) { ht__spin_lock(&G.lock); }
-void ht__gdbjit_fork_parent(void) { ht__spin_unlock(&G.lock); }
+void ht__gdbjit_fork_release(void) { ht__spin_unlock(&G.lock); }
 
 void ht__gdbjit_forget(void)
 {

@@ -151,20 +151,12 @@ static int by_pc(const void *a, const void *b)
     return x->pc < y->pc ? -1 : x->pc > y->pc;
 }
 
-static int global_sym(const GElf_Sym *s)
-{
-    int b = GELF_ST_BIND(s->st_info);
-    return b == STB_GLOBAL || b == STB_WEAK;
-}
-
 /* Whether symbol c names an address better than b (both at or below it). */
 static int better(const GElf_Sym *c, const GElf_Sym *b)
 {
     if (c->st_value != b->st_value)
         return c->st_value > b->st_value;
-    if (global_sym(c) != global_sym(b))
-        return global_sym(c);
-    return c->st_size > b->st_size;
+    return ht__sym_tie(GELF_ST_BIND(c->st_info), c->st_size, GELF_ST_BIND(b->st_info), b->st_size) < 0;
 }
 
 static Elf_Scn *section_of_type(Elf *e, Elf64_Word type)
@@ -189,9 +181,7 @@ static void name_from(Elf *e, Elf_Scn *scn, want_t **w, size_t n)
         GElf_Sym sym;
         if (!gelf_getsym(d, (int)i, &sym))
             break;
-        int type = GELF_ST_TYPE(sym.st_info);
-        if (sym.st_name == 0 || sym.st_shndx == SHN_UNDEF ||
-            (type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_NOTYPE))
+        if (sym.st_name == 0 || !ht__sym_is_function(&sym))
             continue;
         size_t lo = 0, hi = n;          /* the first address at or above it */
         while (lo < hi) {
@@ -221,7 +211,6 @@ static void name_from(Elf *e, Elf_Scn *scn, want_t **w, size_t n)
             char *d = ht__demangle(raw);
             w[k]->name = d ? d : strdup(raw);
         }
-        w[k]->found = 0;                /* named, or the next table may */
     }
 }
 
@@ -259,12 +248,9 @@ static void name_module(const ht_tmodule_t *m, want_t **w, size_t n)
         name_from(e, tab, w, n);
     } else {
         if (m->build_id_len >= 2) {
-            char path[sizeof "/usr/lib/debug/.build-id//.debug" + 2 * sizeof m->build_id];
-            int k = sprintf(path, "/usr/lib/debug/.build-id/%02x/", m->build_id[0]);
-            for (uint32_t i = 1; i < m->build_id_len; i++)
-                k += sprintf(path + k, "%02x", m->build_id[i]);
-            strcpy(path + k, ".debug");
+            char *path = ht__build_id_path("/usr/lib/debug", m->build_id, m->build_id_len);
             de = open_elf(path, m, &dfd);
+            free(path);
         }
         Elf_Scn *dtab = de ? section_of_type(de, SHT_SYMTAB) : NULL;
         if (dtab)
@@ -512,6 +498,11 @@ typedef struct {
     char last[PATH_MAX + 256];
 } others_t;
 
+static int ts_before(const struct timespec *a, const struct timespec *b)
+{
+    return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
+}
+
 static void scan_other_traces(traces_t *tr, const char *path, long pid, const struct timespec *start,
                               others_t *o)
 {
@@ -529,8 +520,7 @@ static void scan_other_traces(traces_t *tr, const char *path, long pid, const st
         struct stat st;
         if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
             continue;
-        if (st.st_mtim.tv_sec < start->tv_sec ||
-            (st.st_mtim.tv_sec == start->tv_sec && st.st_mtim.tv_nsec < start->tv_nsec))
+        if (ts_before(&st.st_mtim, start))
             continue;
         size_t k = 0;
         while (k < tr->nbefore && !(tr->before[k].dev == st.st_dev && tr->before[k].ino == st.st_ino))
@@ -542,8 +532,7 @@ static void scan_other_traces(traces_t *tr, const char *path, long pid, const st
         o->n++;
         if (name_has_pid(e->d_name, pid)) {
             o->own++;
-            if (st.st_mtim.tv_sec > newest.tv_sec ||
-                (st.st_mtim.tv_sec == newest.tv_sec && st.st_mtim.tv_nsec > newest.tv_nsec)) {
+            if (ts_before(&newest, &st.st_mtim)) {
                 newest = st.st_mtim;
                 if (strcmp(tr->dir, ".") == 0)
                     snprintf(o->last, sizeof o->last, "%s", e->d_name);

@@ -137,6 +137,13 @@ static void hex(char *out, const uint8_t *b, uint32_t n)
     out[2 * n] = 0;
 }
 
+char *ht__build_id_path(const char *dir, const uint8_t *build_id, uint32_t n)
+{
+    char h[129];
+    hex(h, build_id, n > 64 ? 64 : n);
+    return ht__xasprintf("%s/.build-id/%.2s/%s.debug", dir, h, h + 2);
+}
+
 /* Reports `file` at address 0 in a new dwfl session; returns its build-id
  * match: 1 equal (or nothing to compare), 0 different, -1 not usable. */
 static int try_open(ht_sym_t *s, ht_smod_t *m, const char *file, const char **why)
@@ -194,7 +201,7 @@ static void open_module(ht_sym_t *s, ht_smod_t *m)
         char h[129];
         hex(h, m->build_id, m->build_id_len);
         for (size_t i = 0; i < s->ndebug_dirs; i++) {
-            char *p = ht__xasprintf("%s/.build-id/%.2s/%s.debug", s->debug_dirs[i], h, h + 2);
+            char *p = ht__build_id_path(s->debug_dirs[i], m->build_id, m->build_id_len);
             const char *why2;
             int ok = try_open(s, m, p, &why2) == 1;
             free(p);
@@ -262,17 +269,30 @@ static ht_sloc_t *new_loc(uint32_t n)
 typedef struct fsym_s {
     uint64_t addr, size;
     const char *name;       /* in the ELF string table (lives with the dwfl) */
-    int global;
+    int bind;               /* GELF_ST_BIND */
 } fsym_t;
+
+int ht__sym_tie(int bind_a, uint64_t size_a, int bind_b, uint64_t size_b)
+{
+    int ga = bind_a == STB_GLOBAL || bind_a == STB_WEAK;
+    int gb = bind_b == STB_GLOBAL || bind_b == STB_WEAK;
+    if (ga != gb)
+        return ga ? -1 : 1;
+    return size_a > size_b ? -1 : size_a < size_b;
+}
+
+int ht__sym_is_function(const GElf_Sym *sym)
+{
+    int type = GELF_ST_TYPE(sym->st_info);
+    return sym->st_shndx != SHN_UNDEF && (type == STT_FUNC || type == STT_GNU_IFUNC || type == STT_NOTYPE);
+}
 
 static int cmp_fsym(const void *a, const void *b)
 {
     const fsym_t *x = a, *y = b;
     if (x->addr != y->addr)
         return x->addr < y->addr ? -1 : 1;
-    if (x->global != y->global)
-        return x->global ? -1 : 1;      /* at one address, prefer the global name */
-    return x->size > y->size ? -1 : x->size < y->size;
+    return ht__sym_tie(x->bind, x->size, y->bind, y->size);
 }
 
 static void symtab_build(ht_smod_t *m)
@@ -285,12 +305,9 @@ static void symtab_build(ht_smod_t *m)
         GElf_Sym sym;
         GElf_Addr addr;
         const char *name = dwfl_module_getsym_info(mod, i, &sym, &addr, NULL, NULL, NULL);
-        int type = GELF_ST_TYPE(sym.st_info);
-        if (!name || !*name || sym.st_shndx == SHN_UNDEF ||
-            (type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_NOTYPE))
+        if (!name || !*name || !ht__sym_is_function(&sym))
             continue;
-        int bind = GELF_ST_BIND(sym.st_info);
-        v[k++] = (fsym_t){ addr, sym.st_size, name, bind == STB_GLOBAL || bind == STB_WEAK };
+        v[k++] = (fsym_t){ addr, sym.st_size, name, GELF_ST_BIND(sym.st_info) };
     }
     qsort(v, k, sizeof *v, cmp_fsym);
     m->syms = v;

@@ -15,6 +15,7 @@
 #ifndef HT_ANALYZE_SYM_H
 #define HT_ANALYZE_SYM_H
 
+#include <gelf.h>
 #include <stdint.h>
 #include <stdio.h>
 #include "util.h"
@@ -79,6 +80,19 @@ HT_INTERNAL ht_pool_t *ht__sym_pool(ht_sym_t *s);
 
 /* Counters for benchmarks: lookups answered from the cache, and misses. */
 HT_INTERNAL void ht__sym_stats(const ht_sym_t *s, uint64_t *hits, uint64_t *misses);
+
+/* The separate debug file for a build-id under `dir`:
+ * DIR/.build-id/xx/rest.debug, malloc'd (n >= 2). */
+HT_INTERNAL char *ht__build_id_path(const char *dir, const uint8_t *build_id, uint32_t n);
+
+/* Which of two function symbols at one address names it: < 0 the first
+ * (a global or weak one first, then the larger), > 0 the second, 0 either.
+ * `bind`: GELF_ST_BIND of st_info. Shared by the analyzer's symbol-table
+ * names and `heaptrail run`'s summary, so both choose alike. */
+HT_INTERNAL int ht__sym_tie(int bind_a, uint64_t size_a, int bind_b, uint64_t size_b);
+/* Whether a symbol-table entry can name code: defined, and a function, an
+ * ifunc or untyped (hand-written assembly). */
+HT_INTERNAL int ht__sym_is_function(const GElf_Sym *sym);
 
 /* Demangles a C++ (Itanium ABI) name; returns a malloc'd string or NULL
  * when `name` is not a mangled name. */

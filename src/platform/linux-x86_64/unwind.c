@@ -215,6 +215,13 @@ typedef struct { uint64_t key, rule; } __attribute__((aligned(16))) rentry_t;
 #define FAST_TAGSHIFT 20
 #define FAST_GENSHIFT (47 - FAST_BITS)
 #define FAST_GENBITS (64 - FAST_TAGSHIFT - FAST_GENSHIFT)
+#define FAST_GENMASK ((1u << FAST_GENBITS) - 1)
+
+/* The generation's part of a fast-table tag (before the FAST_TAGSHIFT). */
+static HT_ALWAYS_INLINE uint64_t fast_gentag(uint32_t gen)
+{
+    return (uint64_t)(gen & FAST_GENMASK) << FAST_GENSHIFT;
+}
 #define FAST_FPSTD   (16u | 7u | (1u << 16))    /* CFA = rbp + 16, rbp at CFA - 16 */
 #define FAST_END     8u
 
@@ -268,7 +275,7 @@ void ht__code_changed(void)
     /* the tables keep only the low bits of the generation: when they wrap,
      * forget everything so an old entry can never look current */
     uint64_t *f = ht_load_acquire(&g_fast);
-    if (f && (gen & ((1u << FAST_GENBITS) - 1)) == 0)
+    if (f && (gen & FAST_GENMASK) == 0)
         for (size_t i = 0; i < ((size_t)1 << FAST_BITS); i++)
             ht_store_relaxed(&f[i], 0);
     rentry_t *t = ht_load_acquire(&g_rules);
@@ -358,7 +365,7 @@ static HT_NOINLINE rule_t rule_lookup(uintptr_t ra, uint32_t gen)
 fast:
     if (cacheable) {
         uint64_t *f = ht_load_relaxed(&g_fast);
-        uint64_t tag = (ra >> FAST_BITS) | (uint64_t)(gen & ((1u << FAST_GENBITS) - 1)) << FAST_GENSHIFT;
+        uint64_t tag = (ra >> FAST_BITS) | fast_gentag(gen);
         if (f)
             ht_store_relaxed(&f[ra & ((1u << FAST_BITS) - 1)], tag << FAST_TAGSHIFT | fast_bits(r));
     }
@@ -1153,7 +1160,7 @@ static HT_NOINLINE int walk(const ht_regs_t *r, int exact, int skip, int max, vo
     st.fast = stack == 2 ? ht_load_relaxed(&g_fast) : NULL;
     st.gen = ht_load_acquire(&ht__code_gen);
     st.w.gen = st.gen;
-    st.gentag = (uint64_t)(st.gen & ((1u << FAST_GENBITS) - 1)) << FAST_GENSHIFT;
+    st.gentag = fast_gentag(st.gen);
     st.exact = exact;
     if (exact)
         st.regs = *r;           /* an interrupted frame needs every register */
