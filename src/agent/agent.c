@@ -25,6 +25,7 @@
 #include "agent.h"
 #include "../format/trace.h"
 #include "../platform/linux-x86_64/jit.h"
+#include "../platform/linux-x86_64/unwind.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
@@ -67,10 +68,9 @@ static int ht__strcmp(const char *a, const char *b)
 
 static void set_clocks(void)
 {
-    struct timespec m, r;
-    ht__sys2(SYS_clock_gettime, CLOCK_MONOTONIC, &m);
+    struct timespec r;
+    ht__agent.t0_ns = ht__mono_ns();
     ht__sys2(SYS_clock_gettime, CLOCK_REALTIME, &r);
-    ht__agent.t0_ns = (uint64_t)m.tv_sec * 1000000000ull + (uint64_t)m.tv_nsec;
     ht__agent.start_realtime_ns = (uint64_t)r.tv_sec * 1000000000ull + (uint64_t)r.tv_nsec;
 }
 

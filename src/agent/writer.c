@@ -26,6 +26,7 @@
 #include "../format/wire.h"
 #include "../platform/linux-x86_64/cfi.h"
 #include "../platform/linux-x86_64/jit.h"
+#include "../platform/linux-x86_64/unwind.h"
 #define ZSTD_STATIC_LINKING_ONLY
 #include <zstd.h>
 #include <dlfcn.h>
@@ -131,9 +132,7 @@ static size_t cat(char *dst, size_t pos, size_t cap, const char *s)
 
 uint64_t ht__now_ns(void)
 {
-    struct timespec ts;
-    ht__sys2(SYS_clock_gettime, CLOCK_MONOTONIC, &ts);
-    uint64_t now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    uint64_t now = ht__mono_ns();
     return now > ht__agent.t0_ns ? now - ht__agent.t0_ns : 0;
 }
 

@@ -13,7 +13,6 @@
 #include <pthread.h>
 #include <sys/auxv.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include "heaptrail.h"
 
 /* The main program: its link map and program headers (from the auxiliary
@@ -147,14 +146,6 @@ static HT_TLS int t_reading;        /* sections this thread holds in g_readers *
 
 enum { SECTION_UNCOUNTED = 1, SECTION_COUNTED = 2 };
 
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    if (ht__sys2(SYS_clock_gettime, CLOCK_MONOTONIC, &ts) != 0)
-        return 0;
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 int ht__module_enter(void)
 {
     if (t_closing)
@@ -167,7 +158,7 @@ int ht__module_enter(void)
             return SECTION_COUNTED;
         }
         __atomic_fetch_sub(&g_readers, 1, __ATOMIC_RELEASE);
-        uint64_t now = mono_ns();
+        uint64_t now = ht__mono_ns();
         if (!until)
             until = now + CLOSE_WAIT_NS;
         else if (now >= until)

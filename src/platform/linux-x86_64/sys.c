@@ -2,8 +2,10 @@
  * Nothing here touches errno or calls into libc, so it is safe inside
  * malloc hooks and signal handlers. */
 #include "../../core/util.h"
+#include "unwind.h"
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <time.h>
 
 long ht__syscall6(long n, long a, long b, long c, long d, long e, long f)
 {
@@ -64,3 +66,11 @@ void ht__spin_lock(ht_spinlock_t *l)
 }
 
 void ht__spin_unlock(ht_spinlock_t *l) { __atomic_store_n(&l->v, 0, __ATOMIC_RELEASE); }
+
+uint64_t ht__mono_ns(void)
+{
+    struct timespec ts;
+    if (ht__sys2(SYS_clock_gettime, CLOCK_MONOTONIC, &ts) != 0)
+        return 0;
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}

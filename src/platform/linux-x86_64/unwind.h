@@ -10,6 +10,9 @@
 HT_INTERNAL extern uint32_t ht__code_gen;
 HT_INTERNAL void ht__code_changed(void);
 
+/* CLOCK_MONOTONIC in ns, by a raw system call (0 if it fails). sys.c. */
+HT_INTERNAL uint64_t ht__mono_ns(void);
+
 typedef struct { uintptr_t lo, hi; } ht_stack_range_t;
 HT_INTERNAL extern __thread ht_stack_range_t t_ranges[] __attribute__((tls_model("initial-exec")));
 HT_INTERNAL int ht__stack_range_slow(uintptr_t sp, uintptr_t *lo, uintptr_t *hi);
