@@ -322,6 +322,7 @@ static int rec_sites(rd_t *r, cur_t *c)
         return -1;
     for (uint64_t i = 0; i < n; i++) {
         ht_tsite_t *x = &s->sites[s->nsites];
+        memset(x, 0, sizeof *x);
         uint64_t stack = get(c), kind = get(c);
         x->live_blocks = get(c);
         x->live_bytes = get(c);
@@ -334,6 +335,38 @@ static int rec_sites(rd_t *r, cur_t *c)
         x->stack = (uint32_t)stack;
         x->kind = (uint8_t)kind;
         s->nsites++;
+    }
+    return 0;
+}
+
+/* REACH: seq, status, threads, scanned_bytes, time_ns, count, then count
+ * entries (position in this snapshot's site list, lost_blocks, lost_bytes,
+ * ilost_blocks, ilost_bytes). Between the snapshot's SITES and SNAP_END. */
+static int rec_reach(rd_t *r, cur_t *c)
+{
+    ht_tsnapshot_t *s = &r->snap;
+    uint64_t seq = get(c), status = get(c), threads = get(c), scanned = get(c), ns = get(c);
+    uint64_t n = get(c);
+    if (c->bad || !r->pending || seq != r->snap_seq || status == HT_REACH_NONE ||
+        status > HT_REACH_INSIDE || n > (uint64_t)(c->end - c->p) / 5)
+        return -1;
+    s->reach = (uint8_t)status;
+    s->reach_threads = threads > UINT32_MAX ? UINT32_MAX : (uint32_t)threads;
+    s->reach_roots_bytes = scanned;
+    s->reach_ns = ns;
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t pos = get(c);
+        if (c->bad || pos >= s->nsites || status != HT_REACH_DONE)
+            return -1;
+        ht_tsite_t *x = &s->sites[pos];
+        x->lost_blocks = get(c);
+        x->lost_bytes = get(c);
+        x->ilost_blocks = get(c);
+        x->ilost_bytes = get(c);
+        if (c->bad || x->lost_blocks + x->ilost_blocks > x->live_blocks ||
+            x->lost_blocks > x->live_blocks || x->lost_bytes + x->ilost_bytes > x->live_bytes ||
+            x->lost_bytes > x->live_bytes)
+            return -1;
     }
     return 0;
 }
@@ -429,6 +462,7 @@ static int parse_payload(rd_t *r, const uint8_t *p, size_t len)
         case HT_REC_DROPS: rc = rec_drops(r, &c); break;
         case HT_REC_JIT: rc = rec_jit(r, &c); break;
         case HT_REC_JIT_NODE: rc = rec_jit_node(r, &c); break;
+        case HT_REC_REACH: rc = rec_reach(r, &c); break;
         case HT_REC_END: {
             (void)get(&c);
             uint64_t lost = get(&c);

@@ -44,7 +44,26 @@ typedef struct ht_tsite_s {
     uint64_t live_blocks, live_bytes;   /* at the snapshot */
     uint64_t total_blocks, total_bytes; /* allocated from here since the start */
     uint64_t peak_bytes;        /* highest live_bytes this site reached */
+    /* Reachability (exit snapshots whose reach is HT_REACH_DONE; else 0):
+     * live blocks no pointer in the program's memory leads to. Directly
+     * lost blocks head a lost structure (nothing points to them but, for a
+     * cycle, its own members); indirectly lost ones are pointed to only
+     * from lost blocks. Live minus both is still reachable. */
+    uint64_t lost_blocks, lost_bytes;
+    uint64_t ilost_blocks, ilost_bytes;
 } ht_tsite_t;
+
+/* Whether a snapshot carries reachability (REACH records, exit snapshots
+ * only), and if not computed, why. */
+enum {
+    HT_REACH_NONE = 0,          /* not recorded: not an exit snapshot, or an older agent */
+    HT_REACH_DONE,              /* computed: the sites' lost_* are valid */
+    HT_REACH_THREADS,           /* other threads were running at exit */
+    HT_REACH_UNREADABLE,        /* the process could not read its own memory */
+    HT_REACH_NOMEM,             /* no memory for the scan */
+    HT_REACH_INCOMPLETE,        /* the agent lost track of blocks or of its own mappings */
+    HT_REACH_INSIDE             /* exit came from inside an allocator call (a signal handler) */
+};
 
 enum {
     HT_SNAP_EXIT = 0,           /* the program ended normally */
@@ -64,6 +83,10 @@ typedef struct ht_tsnapshot_s {
     uint64_t peak_bytes, peak_blocks;   /* process-wide high-water marks */
     ht_tsite_t *sites;          /* every site with any allocation so far */
     size_t nsites;
+    uint8_t reach;              /* HT_REACH_* */
+    uint32_t reach_threads;     /* HT_REACH_THREADS: how many others ran */
+    uint64_t reach_roots_bytes; /* memory scanned for pointers (roots, then blocks) */
+    uint64_t reach_ns;          /* the scan's duration */
 } ht_tsnapshot_t;
 
 /* JIT code as the traced process saw it (perf maps, registration API). */

@@ -37,7 +37,8 @@ enum {
     HT_REC_DROPS = 8,
     HT_REC_END = 9,
     HT_REC_JIT = 10,
-    HT_REC_JIT_NODE = 11
+    HT_REC_JIT_NODE = 11,
+    HT_REC_REACH = 12
 };
 
 static inline void ht_wr_u32(uint8_t *p, uint32_t v)

@@ -90,6 +90,7 @@ int main(int argc, char **argv)
     static char buf[1 << 16];
     if (match) {
         unsigned long long lb = 0, lk = 0, tb = 0, tk = 0, sites = 0, all = 0;
+        unsigned long long xb = 0, xk = 0, ib = 0, ik = 0;
         if (t.nsnaps) {
             const ht_tsnapshot_t *s = &t.snaps[t.nsnaps - 1];
             for (size_t i = 0; i < s->nsites; i++) {
@@ -104,11 +105,16 @@ int main(int argc, char **argv)
                 tb += s->sites[i].total_bytes;
                 tk += s->sites[i].total_blocks;
                 sites += s->sites[i].live_blocks > 0;
+                xb += s->sites[i].lost_bytes;
+                xk += s->sites[i].lost_blocks;
+                ib += s->sites[i].ilost_bytes;
+                ik += s->sites[i].ilost_blocks;
                 all++;
             }
         }
-        printf("match live_bytes=%llu live_blocks=%llu sites=%llu total_bytes=%llu total_blocks=%llu allsites=%llu\n",
-               lb, lk, sites, tb, tk, all);
+        printf("match live_bytes=%llu live_blocks=%llu sites=%llu total_bytes=%llu total_blocks=%llu allsites=%llu "
+               "lost_bytes=%llu lost_blocks=%llu ilost_bytes=%llu ilost_blocks=%llu\n",
+               lb, lk, sites, tb, tk, all, xb, xk, ib, ik);
         return 0;
     }
     printf("trace pid=%lld complete=%d truncated=%d truncated_at=%llu snaps=%zu nodes=%zu modules=%zu\n",
@@ -132,11 +138,13 @@ int main(int argc, char **argv)
     for (size_t k = 0; k < t.nsnaps; k++) {
         const ht_tsnapshot_t *s = &t.snaps[k];
         printf("snap %u reason=%u live_blocks=%llu live_bytes=%llu total_blocks=%llu total_bytes=%llu "
-               "total_frees=%llu peak_bytes=%llu peak_blocks=%llu sites=%zu\n",
+               "total_frees=%llu peak_bytes=%llu peak_blocks=%llu sites=%zu reach=%u reach_threads=%u "
+               "reach_scanned=%llu reach_ns=%llu\n",
                s->seq, s->reason, (unsigned long long)s->live_blocks, (unsigned long long)s->live_bytes,
                (unsigned long long)s->total_blocks, (unsigned long long)s->total_bytes,
                (unsigned long long)s->total_frees, (unsigned long long)s->peak_bytes,
-               (unsigned long long)s->peak_blocks, s->nsites);
+               (unsigned long long)s->peak_blocks, s->nsites, s->reach, s->reach_threads,
+               (unsigned long long)s->reach_roots_bytes, (unsigned long long)s->reach_ns);
     }
     if (t.nsnaps) {
         const ht_tsnapshot_t *s = &t.snaps[t.nsnaps - 1];
@@ -144,10 +152,13 @@ int main(int argc, char **argv)
             const ht_tsite_t *x = &s->sites[i];
             frames(&t, x->stack, buf, sizeof buf);
             printf("site kind=%s live_blocks=%llu live_bytes=%llu total_blocks=%llu total_bytes=%llu "
-                   "peak_bytes=%llu frames=%s\n",
+                   "peak_bytes=%llu lost_blocks=%llu lost_bytes=%llu ilost_blocks=%llu ilost_bytes=%llu "
+                   "frames=%s\n",
                    x->kind == HT_KIND_MMAP ? "mmap" : "heap", (unsigned long long)x->live_blocks,
                    (unsigned long long)x->live_bytes, (unsigned long long)x->total_blocks,
-                   (unsigned long long)x->total_bytes, (unsigned long long)x->peak_bytes, buf);
+                   (unsigned long long)x->total_bytes, (unsigned long long)x->peak_bytes,
+                   (unsigned long long)x->lost_blocks, (unsigned long long)x->lost_bytes,
+                   (unsigned long long)x->ilost_blocks, (unsigned long long)x->ilost_bytes, buf);
         }
     }
     ht_trace_free(&t);
