@@ -303,7 +303,7 @@ fuzz: deps-test
 	@$(MAKE) --no-print-directory all-tests
 	@FUZZ_TIME=$(FUZZ_TIME) sh tests/fuzz/reader.sh
 
-all-tests: all $(TEST_BIN) $(PROG_BIN) $(PROGXX_BIN) $(TESTLIB_BIN) $(TOOL_BIN) $(FUZZ_BIN) $(AGREE_LIB) \
+all-tests: all $(TEST_BIN) $(BUILD)/bench/allocbench $(PROG_BIN) $(PROGXX_BIN) $(TESTLIB_BIN) $(TOOL_BIN) $(FUZZ_BIN) $(AGREE_LIB) \
 	    $(ANALYZE_DEPS) windows-tests
 
 # ---- demo ----------------------------------------------------------------

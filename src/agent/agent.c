@@ -53,6 +53,8 @@ static struct {
     int follow_exec;
     int listen_fd;
     int thread_up;
+    int control_tid;            /* the control thread's, once it runs */
+    int reach;                  /* compute reachability at exit */
     struct sigaction old[32];
     int hooked[32];
 } A = { .listen_fd = -1 };
@@ -105,6 +107,8 @@ static void final_snapshot(int reason)
         return;
     int g = ht__guard;
     ht__guard = 2;
+    if (reason == HT_SNAP_EXIT && ht__agent.on == HT_ON_FULL && A.reach)
+        ht__reach_compute(g != 0);
     ht__snapshot_write(reason, HT_WCTX_CRASH);
     ht__trace_finish();
     ht__guard = g;
@@ -276,6 +280,7 @@ static void *control_main(void *arg)
 {
     (void)arg;
     ht__guard = 2;              /* this thread is ours: nothing it does is tracked */
+    ht_store_release(&A.control_tid, ht__gettid());
     prctl(PR_SET_NAME, "heaptrail", 0, 0, 0);
     struct timespec next;
     clock_gettime(CLOCK_MONOTONIC, &next);
@@ -416,6 +421,7 @@ static void fork_child(void)
     ht__solo_start();           /* the child has one thread: the forking one */
     A.pid = (int)ht__sys0(SYS_getpid);
     A.exit_done = 0;
+    A.control_tid = 0;          /* the parent's control thread is not ours */
     set_clocks();
     if (A.listen_fd >= 0) {
         close(A.listen_fd);     /* the parent's socket */
@@ -498,6 +504,8 @@ __attribute__((constructor(101))) static void agent_start(void)
     A.interval_ms = parse_seconds_ms(ht__env("HEAPTRAIL_INTERVAL"));
     s = ht__env("HEAPTRAIL_CONTROL");
     A.control = !(s && s[0] == '0');
+    s = ht__env("HEAPTRAIL_REACH");
+    A.reach = !(s && s[0] == '0');
     s = ht__env("HEAPTRAIL_FOLLOW_EXEC");
     A.follow_exec = s && s[0] == '1';
     ht__writer_init();
@@ -511,6 +519,8 @@ __attribute__((constructor(101))) static void agent_start(void)
     start_control();
     ht__guard = 0;
 }
+
+int ht__control_tid(void) { return ht_load_acquire(&A.control_tid); }
 
 /* ---- public API and dlclose -------------------------------------------- */
 

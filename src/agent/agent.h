@@ -53,6 +53,10 @@ HT_INTERNAL uint64_t ht__now_ns(void);          /* monotonic ns since start-up *
  * file now (otherwise every 25th call). Returns whether anything new was
  * registered. Control thread, and the exiting thread once. */
 HT_INTERNAL int ht__jitmaps_poll(int force);
+/* gdbjit.c: whether this thread runs under a seccomp filter (which may
+ * kill the process for a system call it does not expect): then memory is
+ * read by write()ing it into a pipe. Reads /proc. */
+HT_INTERNAL int ht__seccomp_filtered(void);
 /* A forked child forgets its parent's files. */
 HT_INTERNAL void ht__jitmaps_forget(void);
 /* gdbjit.c: registers JIT code announced through the GDB JIT interface
@@ -175,6 +179,46 @@ HT_INTERNAL void ht__live_fork_prepare(void);
 HT_INTERNAL void ht__live_fork_parent(void);
 HT_INTERNAL void ht__live_fork_child(void);
 HT_INTERNAL uint64_t ht__live_bytes_mapped(void);
+/* The reachability scan's view of the table: blocks in table order. */
+typedef struct ht_live_block_s {
+    uint64_t addr, size;
+    uint32_t site;              /* site record number */
+    uint32_t mark;              /* reach.c's */
+} ht_live_block_t;
+HT_INTERNAL uint64_t ht__live_count(void);
+/* Copies up to `max` blocks (each shard under its lock); returns how many. */
+HT_INTERNAL size_t ht__live_copy(ht_live_block_t *out, size_t max);
+
+/* ---- reach.c: reachability at exit ------------------------------------- */
+/* Computes which live heap blocks no pointer in the program's memory leads
+ * to, for the exit snapshot the caller writes next. `inside`: the exit
+ * interrupted agent code on this thread. Not async-signal-safe in general
+ * (reads /proc); the exiting thread only. */
+HT_INTERNAL void ht__reach_compute(int inside);
+/* exit, _exit, _Exit: the caller's CFA and callee-saved registers (the
+ * first call only). */
+HT_INTERNAL void ht__reach_note_exit(uintptr_t cfa, const uintptr_t *regs);
+/* For the writer: the status (HT_REACH_*, 0 when none was computed) and
+ * header; per site record number, the lost counts (0: none). pos: the
+ * writer notes each site's position in the snapshot's list. */
+typedef struct ht_reach_site_s {
+    uint64_t lost_blocks, lost_bytes, ilost_blocks, ilost_bytes;
+    uint32_t pos;
+    uint32_t pad;
+} ht_reach_site_t;
+typedef struct ht_reach_s {
+    int status;
+    uint32_t threads;
+    uint64_t scanned_bytes, time_ns;
+    ht_reach_site_t *sites;     /* per site record number, nsites of them */
+    uint32_t nsites;
+} ht_reach_t;
+HT_INTERNAL ht_reach_t *ht__reach_result(void);
+/* The part of hooks.c's static bootstrap arena handed out (blocks of the
+ * program's made before the real allocator was found). */
+HT_INTERNAL void ht__boot_range(uintptr_t *lo, uintptr_t *hi);
+/* The control thread's id (agent.c), so the scan does not count it. */
+HT_INTERNAL int ht__control_tid(void);
 
 /* ---- mmaps.c: anonymous mappings --------------------------------------- */
 HT_INTERNAL void ht__mmap_lock(void);

@@ -237,7 +237,7 @@ static void pipe_close(void)
  * (systemd's SystemCallFilter= does, by default) instead of failing it:
  * then only write(), which every filter allows, is used to read memory.
  * Filters cannot be removed, so once set the answer stays. */
-static int seccomp_filtered(void)
+int ht__seccomp_filtered(void)
 {
     char buf[2048];
     int fd = (int)ht__sys3(SYS_open, "/proc/thread-self/status", O_RDONLY | O_CLOEXEC, 0);
@@ -810,7 +810,7 @@ static void poll_locked(int force)
     if (G.count + room > G.cap / 2 && rebuild(G.count + room) != 0 && !G.cap)
         return;
     G.table_full = 0;
-    if (!G.use_pipe && seccomp_filtered())
+    if (!G.use_pipe && ht__seccomp_filtered())
         G.use_pipe = 1;
     G.walk++;
     int clean[DESC_MAX];

@@ -45,6 +45,7 @@ static struct {
     void *(*mremap)(void *, size_t, size_t, int, ...);
     void (*exit_)(int);
     void (*Exit_)(int);
+    void (*exit)(int);
 } real;
 
 static ht_spinlock_t g_resolve_lock;
@@ -71,6 +72,7 @@ static HT_NOINLINE void resolve(void)
         R(mremap, "mremap");
         R(exit_, "_exit");
         R(Exit_, "_Exit");
+        R(exit, "exit");
 #undef R
         void (*f)(void *) = (void (*)(void *))dlsym(RTLD_NEXT, "free");
         ht_store_release(&real.free, f);
@@ -113,6 +115,12 @@ static void *boot_alloc(size_t n, size_t align)
 }
 
 static size_t boot_size(const void *p) { return *(const size_t *)((const char *)p - 8); }
+
+void ht__boot_range(uintptr_t *lo, uintptr_t *hi)
+{
+    *lo = (uintptr_t)g_boot;
+    *hi = (uintptr_t)g_boot + ht_load_relaxed(&g_boot_used);
+}
 
 /* ---- recording --------------------------------------------------------- */
 
@@ -720,12 +728,37 @@ EXECL_LIKE(execl, execv, 0)
 EXECL_LIKE(execlp, execvp, 0)
 EXECL_LIKE(execle, execv, 1)
 
-/* ---- process exit without exit() ----------------------------------------- */
+/* ---- process exit -------------------------------------------------------- */
 
 HT_INTERNAL void ht__agent_exit_now(void);
 
+/* Notes where the program called exit from (its stack above that point
+ * and the callee-saved registers are what is still live of it, for
+ * reach.c); returning from main calls exit inside libc, not here. */
+#define NOTE_EXIT() \
+    do { \
+        uintptr_t regs_[6]; \
+        __asm__ volatile("mov %%rbx, 0(%0)\n\tmov %%rbp, 8(%0)\n\tmov %%r12, 16(%0)\n\t" \
+                         "mov %%r13, 24(%0)\n\tmov %%r14, 32(%0)\n\tmov %%r15, 40(%0)" \
+                         : \
+                         : "r"(regs_) \
+                         : "memory"); \
+        ht__reach_note_exit((uintptr_t)__builtin_dwarf_cfa(), regs_); \
+    } while (0)
+
+HT_API __attribute__((noreturn)) void exit(int status)
+{
+    NOTE_EXIT();
+    NEED(exit);
+    if (real.exit)
+        real.exit(status);
+    for (;;)
+        ht__sys1(SYS_exit_group, status);
+}
+
 HT_API __attribute__((noreturn)) void _exit(int status)
 {
+    NOTE_EXIT();
     ht__agent_exit_now();
     NEED(exit_);
     if (real.exit_)
@@ -736,6 +769,7 @@ HT_API __attribute__((noreturn)) void _exit(int status)
 
 HT_API __attribute__((noreturn)) void _Exit(int status)
 {
+    NOTE_EXIT();
     ht__agent_exit_now();
     NEED(Exit_);
     if (real.Exit_)

@@ -207,3 +207,32 @@ void ht__live_fork_child(void)
 }
 
 uint64_t ht__live_bytes_mapped(void) { return ht_load_relaxed(&g_mapped); }
+
+uint64_t ht__live_count(void)
+{
+    uint64_t n = 0;
+    for (unsigned i = 0; i < NSHARDS; i++)
+        n += ht_load_relaxed(&g_shards[i].used);
+    return n;
+}
+
+size_t ht__live_copy(ht_live_block_t *out, size_t max)
+{
+    size_t n = 0;
+    for (unsigned k = 0; k < NSHARDS; k++) {
+        shard_t *s = &g_shards[k];
+        ht__spin_lock(&s->lock);
+        for (uint64_t i = 0; s->tab && i <= s->mask && n < max; i++) {
+            entry_t e = s->tab[i];
+            if (!e.key)
+                continue;
+            out[n].addr = e.key & LOW48;
+            out[n].size = e.val & LOW48;
+            out[n].site = (uint32_t)(e.key >> 48) << 16 | (uint32_t)(e.val >> 48);
+            out[n].mark = 0;
+            n++;
+        }
+        ht__spin_unlock(&s->lock);
+    }
+    return n;
+}

@@ -837,6 +837,35 @@ const char *ht__writer_path(void) { return W.created ? W.path : NULL; }
 
 /* ---- snapshots --------------------------------------------------------- */
 
+/* REACH records (docs/format.md): the header, then up to 1024 sites each. */
+static void stage_reach(uint32_t seq, const ht_reach_t *r, uint32_t nlost)
+{
+    uint32_t i = 0, left = r->status == HT_REACH_DONE ? nlost : 0;
+    do {
+        size_t at = rec_begin(HT_REC_REACH);
+        put_varint(seq);
+        put_varint((uint64_t)r->status);
+        put_varint(r->threads);
+        put_varint(r->scanned_bytes);
+        put_varint(r->time_ns);
+        uint32_t cnt = left < 1024 ? left : 1024;
+        put_varint(cnt);
+        for (uint32_t k = 0; k < cnt; i++) {
+            const ht_reach_site_t *x = &r->sites[i];
+            if (!(x->lost_blocks | x->ilost_blocks))
+                continue;
+            put_varint(x->pos);
+            put_varint(x->lost_blocks);
+            put_varint(x->lost_bytes);
+            put_varint(x->ilost_blocks);
+            put_varint(x->ilost_bytes);
+            k++;
+        }
+        left -= cnt;
+        rec_end(at);
+    } while (left);
+}
+
 static void stage_snapshot(int reason)
 {
     ht_totals_t t;
@@ -855,7 +884,8 @@ static void stage_snapshot(int reason)
     put_varint(t.peak_blocks);
     rec_end(at);
 
-    uint32_t n = ht__site_count(), nsites = 0, i = 0;
+    ht_reach_t *reach = reason == HT_SNAP_EXIT ? ht__reach_result() : NULL;
+    uint32_t n = ht__site_count(), nsites = 0, i = 0, nlost = 0;
     while (i < n) {
         at = rec_begin(HT_REC_SITES);
         put_varint(seq);
@@ -873,6 +903,11 @@ static void stage_snapshot(int reason)
             put_varint(ht_load_relaxed(&s->total_blocks));
             put_varint(ht_load_relaxed(&s->total_bytes));
             put_varint(ht_load_relaxed(&s->peak_bytes));
+            if (reach && reach->status == HT_REACH_DONE && i < reach->nsites) {
+                ht_reach_site_t *r = &reach->sites[i];
+                r->pos = nsites + cnt;
+                nlost += (r->lost_blocks | r->ilost_blocks) != 0;
+            }
             cnt++;
         }
         W.raw[cnt_at] = (uint8_t)(0x80 | (cnt & 0x7f));
@@ -881,6 +916,8 @@ static void stage_snapshot(int reason)
         rec_end(at);
         nsites += cnt;
     }
+    if (reach)
+        stage_reach(seq, reach, nlost);
     at = rec_begin(HT_REC_SNAP_END);
     put_varint(seq);
     put_varint(nsites);

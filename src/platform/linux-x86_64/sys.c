@@ -20,16 +20,77 @@ long ht__syscall6(long n, long a, long b, long c, long d, long e, long f)
     return ret;
 }
 
+/* Every mapping heaptrail makes is noted here, so the reachability scan at
+ * exit (src/agent/reach.c) can tell the agent's memory (the live table
+ * holds every block's address) from the program's. Slots are claimed with
+ * a compare-and-swap and released with a store: no lock, so mapping from
+ * a signal handler is fine. Mappings are always released whole. */
+#define OWN_SLOTS 4096
+static struct { uintptr_t start, len; } g_own[OWN_SLOTS];
+static unsigned g_own_hint;
+static int g_own_lost;          /* a mapping found no slot */
+
+static void own_add(uintptr_t p, size_t len)
+{
+    unsigned h = ht_load_relaxed(&g_own_hint);
+    for (unsigned k = 0; k < OWN_SLOTS; k++) {
+        unsigned i = (h + k) % OWN_SLOTS;
+        uintptr_t expect = 0;
+        if (ht_load_relaxed(&g_own[i].start) == 0 &&
+            __atomic_compare_exchange_n(&g_own[i].start, &expect, p, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_RELAXED)) {
+            ht_store_release(&g_own[i].len, len);
+            ht_store_relaxed(&g_own_hint, i + 1);
+            return;
+        }
+    }
+    ht_store_relaxed(&g_own_lost, 1);
+}
+
+static void own_remove(uintptr_t p)
+{
+    for (unsigned i = 0; i < OWN_SLOTS; i++)
+        if (ht_load_relaxed(&g_own[i].start) == p) {
+            ht_store_relaxed(&g_own[i].len, 0);
+            ht_store_release(&g_own[i].start, 0);
+            ht_store_relaxed(&g_own_hint, i);
+            return;
+        }
+}
+
+int ht__own_mappings(uintptr_t (*out)[2], int max)
+{
+    int n = 0;
+    for (unsigned i = 0; i < OWN_SLOTS; i++) {
+        uintptr_t s = ht_load_acquire(&g_own[i].start), l = ht_load_acquire(&g_own[i].len);
+        if (!s || !l)
+            continue;
+        if (n == max)
+            return -1;
+        out[n][0] = s;
+        out[n][1] = s + l;
+        n++;
+    }
+    return ht_load_relaxed(&g_own_lost) ? -1 : n;
+}
+
 static void *map_flags(size_t size, int flags)
 {
     long r = ht__syscall6(SYS_mmap, 0, (long)size, PROT_READ | PROT_WRITE,
                           MAP_PRIVATE | MAP_ANONYMOUS | flags, -1, 0);
-    return (r < 0 && r > -4096) ? NULL : (void *)r;
+    if (r < 0 && r > -4096)
+        return NULL;
+    own_add((uintptr_t)r, size);
+    return (void *)r;
 }
 
 void *ht__map(size_t size) { return map_flags(size, 0); }
 void *ht__reserve(size_t size) { return map_flags(size, MAP_NORESERVE); }
-void ht__unmap(void *p, size_t size) { ht__sys2(SYS_munmap, p, size); }
+void ht__unmap(void *p, size_t size)
+{
+    own_remove((uintptr_t)p);
+    ht__sys2(SYS_munmap, p, size);
+}
 
 /* MAP_NORESERVE memory is usable as soon as it is mapped */
 int ht__commit(void *p, size_t size)

@@ -13,6 +13,11 @@ HT_INTERNAL void ht__code_changed(void);
 /* CLOCK_MONOTONIC in ns, by a raw system call (0 if it fails). sys.c. */
 HT_INTERNAL uint64_t ht__mono_ns(void);
 
+/* The mappings heaptrail made (ht__map, ht__reserve) and has not released:
+ * up to `max` [start, end) pairs into out; returns their number, or -1 if
+ * there are more or one was not noted (sys.c). */
+HT_INTERNAL int ht__own_mappings(uintptr_t (*out)[2], int max);
+
 typedef struct { uintptr_t lo, hi; } ht_stack_range_t;
 HT_INTERNAL extern __thread ht_stack_range_t t_ranges[] __attribute__((tls_model("initial-exec")));
 HT_INTERNAL int ht__stack_range_slow(uintptr_t sp, uintptr_t *lo, uintptr_t *hi);

@@ -1,0 +1,785 @@
+/* reach.c -- reachability at exit: which of the blocks still allocated
+ * when the program ends can it no longer reach? The answer LeakSanitizer
+ * and memcheck give ("definitely lost", "indirectly lost", "still
+ * reachable"), computed inside the process, once, at a normal exit.
+ *
+ * Conservative marking, as a garbage collector does it:
+ *  - candidates: every live heap block of the live table (mmap regions are
+ *    not candidates), sorted by address so that any word can be looked up
+ *    (an interior pointer counts: it points anywhere inside the block);
+ *  - roots: the program's writable memory, from /proc/self/maps: module
+ *    data and bss, its anonymous mappings, TLS, the exiting thread's stack
+ *    from the stack pointer up (the callee-saved registers spilled into
+ *    this frame first), the other stacks whole. Not roots: the heap
+ *    itself ([heap] and glibc's per-thread arena heaps, recognized by
+ *    their heap_info header; their blocks are scanned only once reached,
+ *    and free chunks never), the ranges of live blocks inside other
+ *    mappings (glibc's mmap'd chunks, which the kernel may merge with a
+ *    neighbouring mapping), shared file mappings, and heaptrail's own
+ *    memory (sys.c notes every mapping it makes; the live table holds
+ *    every block's address). Pages never touched read as zero and are
+ *    skipped through /proc/self/pagemap;
+ *  - every aligned 8-byte word of a root or of a reached block that points
+ *    into a block reaches it.
+ * Blocks not reached are lost. Among them, as memcheck does: a lost block
+ * not yet visited heads a clique -- it is "directly lost" and everything
+ * lost it leads to is "indirectly lost" (a cycle's first member in address
+ * order, or a later block pointing at it, heads it).
+ *
+ * Only when no other program thread runs (the control thread aside, which
+ * touches no tracked memory): another thread could hold a pointer in a
+ * register or move one while memory is read. Roots are read with
+ * process_vm_readv (under a seccomp filter: write() into a pipe), which
+ * fail instead of faulting on a page that is gone or a file mapping cut
+ * short; reached blocks are read directly after a check that they lie in
+ * a readable mapping.
+ *
+ * Memory: 24 bytes a live block (the sorted copy) + 4 (the work stack)
+ * + 24 temporary (the sort), mapped for the scan and released after it. */
+#include "agent.h"
+#include "../format/trace.h"
+#include "../platform/linux-x86_64/unwind.h"
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <link.h>
+#include <malloc.h>
+#include <stdio.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+
+#define PAGE        4096ull
+#define HEAP_MAX    (64ull << 20)    /* glibc's HEAP_MAX_SIZE on 64-bit */
+#define BUF_BYTES   (1u << 20)
+#define OWN_MAX     4096
+#define MAP_MAX_BYTES (64u << 20)    /* /proc/self/maps text we accept */
+
+enum { M_NONE = 0, M_REACHED = 1, M_LEADER = 2, M_INDIRECT = 3 };
+
+typedef struct {
+    uintptr_t start, end;
+    uint8_t r, w, shared, skip, anon;
+} map_t;
+
+static ht_reach_t R;
+
+static struct {
+    ht_live_block_t *b;
+    size_t n, cap;
+    uintptr_t lo, span;         /* candidates lie in [lo, lo + span) */
+    uint32_t *stack;
+    size_t top;
+    map_t *maps;
+    size_t nmaps, maps_cap;
+    uintptr_t own[OWN_MAX][2];
+    int nown;
+    uint8_t *buf;
+    int pid;
+    int mode;                   /* 1 process_vm_readv, 2 a pipe */
+    int pipe[2], pagemap_fd;
+    uint64_t scanned;
+    uint32_t leader;
+} S;
+
+ht_reach_t *ht__reach_result(void) { return R.status ? &R : NULL; }
+
+/* Where the program called exit (exit, _exit, _Exit hooks) */
+static struct {
+    uintptr_t cfa;
+    uintptr_t regs[6];
+    int tid;
+} E;
+
+void ht__reach_note_exit(uintptr_t cfa, const uintptr_t *regs)
+{
+    if (ht_load_relaxed(&E.cfa))
+        return;
+    __builtin_memcpy(E.regs, regs, sizeof E.regs);
+    E.tid = ht__gettid();
+    ht_store_release(&E.cfa, cfa);
+}
+
+extern void *__libc_stack_end;
+
+/* Whether every frame of this thread's stack is in libc, the loader or
+ * heaptrail: main has returned, the program's frames are gone. */
+static int program_frames_gone(void)
+{
+    void *f[HT_MAX_FRAMES];
+    int n = ht_capture(0, HT_MAX_FRAMES, f, NULL);
+    struct dl_find_object libc, ld, me, x;
+    if (n <= 0 || _dl_find_object((void *)fclose, &libc) != 0 ||
+        _dl_find_object((void *)&__libc_stack_end, &ld) != 0 ||
+        _dl_find_object((void *)program_frames_gone, &me) != 0)
+        return 0;
+    for (int i = 0; i < n; i++) {
+        if (_dl_find_object((char *)f[i] - 1, &x) != 0)
+            return 0;           /* JIT code, the vdso: not ours to judge */
+        if (x.dlfo_link_map != libc.dlfo_link_map && x.dlfo_link_map != ld.dlfo_link_map &&
+            x.dlfo_link_map != me.dlfo_link_map)
+            return 0;
+    }
+    return n < HT_MAX_FRAMES;
+}
+
+/* ---- raw system calls ---------------------------------------------------- */
+
+static int sys_open(const char *path)
+{
+    long fd = ht__sys4(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
+    return fd < 0 ? -1 : (int)fd;
+}
+
+static void sys_close(int fd) { ht__sys1(SYS_close, fd); }
+
+/* Reads a whole /proc file into a mapping (grown by doubling). Returns its
+ * length, or -1; *out and *cap describe the mapping. */
+static long read_file(const char *path, char **out, size_t *cap)
+{
+    int fd = sys_open(path);
+    if (fd < 0)
+        return -1;
+    size_t c = 64 << 10, len = 0;
+    char *b = ht__map(c);
+    while (b) {
+        if (len == c) {
+            if (c >= MAP_MAX_BYTES) {
+                ht__unmap(b, c);
+                b = NULL;
+                break;
+            }
+            char *nb = ht__map(c * 2);
+            if (nb)
+                __builtin_memcpy(nb, b, len);
+            ht__unmap(b, c);
+            b = nb;
+            c *= 2;
+            continue;
+        }
+        long k = ht__sys3(SYS_read, fd, b + len, c - len);
+        if (k == -4)            /* EINTR */
+            continue;
+        if (k < 0) {
+            ht__unmap(b, c);
+            b = NULL;
+            break;
+        }
+        if (k == 0)
+            break;
+        len += (size_t)k;
+    }
+    sys_close(fd);
+    if (!b)
+        return -1;
+    *out = b;
+    *cap = c;
+    return (long)len;
+}
+
+/* Other threads of the program: /proc/self/stat's num_threads less this
+ * one and the agent's control thread. -1 if it cannot tell. */
+static int other_threads(void)
+{
+    char *b;
+    size_t cap;
+    long len = read_file("/proc/self/stat", &b, &cap);
+    if (len <= 0)
+        return -1;
+    long i = len - 1;
+    while (i > 0 && b[i] != ')')
+        i--;
+    int field = 2, n = -1;
+    for (; i < len && n < 0; i++) {
+        if (b[i] != ' ')
+            continue;
+        field++;
+        if (field == 20) {
+            n = 0;
+            for (long j = i + 1; j < len && b[j] >= '0' && b[j] <= '9'; j++)
+                n = n * 10 + (b[j] - '0');
+        }
+    }
+    ht__unmap(b, cap);
+    if (n < 1)
+        return -1;
+    int ctl = ht__control_tid();
+    if (ctl > 0 && ht__sys3(SYS_tgkill, S.pid, ctl, 0) == 0)
+        n--;
+    return n - 1;
+}
+
+/* Reads [src, src + len) of this process into dst without faulting.
+ * Returns the bytes read from the start (short at an unreadable page).
+ * Under a seccomp filter, through a pipe (write() fails with EFAULT on a
+ * bad page instead of faulting), 64 KiB at a time. */
+static long read_mem(void *dst, uintptr_t src, size_t len)
+{
+    if (S.mode == 1) {
+        struct iovec l = { dst, len }, r = { (void *)src, len };
+        return ht__syscall6(SYS_process_vm_readv, S.pid, (long)&l, 1, (long)&r, 1, 0);
+    }
+    size_t done = 0;
+    while (done < len) {
+        size_t n = len - done > (64u << 10) ? (64u << 10) : len - done;
+        long w = ht__sys3(SYS_write, S.pipe[1], src + done, n);
+        if (w <= 0)
+            break;
+        for (long got = 0; got < w;) {
+            long r = ht__sys3(SYS_read, S.pipe[0], (char *)dst + done + got, (size_t)(w - got));
+            if (r <= 0)
+                return -1;  /* cannot happen: the pipe holds what was written */
+            got += r;
+        }
+        done += (size_t)w;
+        if ((size_t)w < n)
+            break;
+    }
+    return (long)done;
+}
+
+static int pick_reader(void)
+{
+    uint64_t probe = 0, v = 0x5a5a;
+    if (!ht__seccomp_filtered()) {
+        S.mode = 1;
+        if (read_mem(&probe, (uintptr_t)&v, sizeof v) == sizeof v && probe == v)
+            return 0;
+    }
+    S.mode = 2;
+    if (ht__sys2(SYS_pipe2, S.pipe, O_CLOEXEC) != 0)
+        return -1;
+    /* a pipe holds 64 KiB by default: enough for every piece we write */
+    return read_mem(&probe, (uintptr_t)&v, sizeof v) == sizeof v && probe == v ? 0 : -1;
+}
+
+/* ---- candidates ---------------------------------------------------------- */
+
+/* LSD radix sort by address (bits 4..47: blocks are 16-byte aligned and
+ * user addresses have 47 bits), 11 bits a pass. */
+static int sort_blocks(ht_live_block_t *b, size_t n)
+{
+    if (n < 2)
+        return 0;
+    ht_live_block_t *t = ht__map(n * sizeof *t);
+    if (!t)
+        return -1;
+    static size_t cnt[2048];
+    ht_live_block_t *src = b, *dst = t;
+    for (unsigned shift = 4; shift < 48; shift += 11) {
+        __builtin_memset(cnt, 0, sizeof cnt);
+        for (size_t i = 0; i < n; i++)
+            cnt[(src[i].addr >> shift) & 2047]++;
+        if (cnt[(src[0].addr >> shift) & 2047] == n)
+            continue;           /* every key has this digit */
+        size_t sum = 0;
+        for (unsigned d = 0; d < 2048; d++) {
+            size_t c = cnt[d];
+            cnt[d] = sum;
+            sum += c;
+        }
+        for (size_t i = 0; i < n; i++)
+            dst[cnt[(src[i].addr >> shift) & 2047]++] = src[i];
+        ht_live_block_t *x = src;
+        src = dst;
+        dst = x;
+    }
+    if (src != b)
+        __builtin_memcpy(b, src, n * sizeof *b);
+    ht__unmap(t, n * sizeof *t);
+    return 0;
+}
+
+static HT_ALWAYS_INLINE uint64_t block_end(const ht_live_block_t *x)
+{
+    return x->addr + (x->size ? x->size : 1);
+}
+
+/* The block holding address v, or -1. */
+static HT_ALWAYS_INLINE long find_block(uintptr_t v)
+{
+    size_t lo = 0, hi = S.n;    /* the last block starting at or below v */
+    while (hi - lo > 1) {
+        size_t mid = (lo + hi) / 2;
+        if (S.b[mid].addr <= v)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return (S.b[lo].addr <= v && v < block_end(&S.b[lo])) ? (long)lo : -1;
+}
+
+/* The first block ending above v (S.n if none). */
+static size_t first_ending_above(uintptr_t v)
+{
+    size_t lo = 0, hi = S.n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (block_end(&S.b[mid]) <= v)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* ---- marking ------------------------------------------------------------- */
+
+static HT_ALWAYS_INLINE void visit(long k, int phase)
+{
+    ht_live_block_t *x = &S.b[k];
+    if (phase == 1) {
+        if (x->mark == M_NONE) {
+            x->mark = M_REACHED;
+            S.stack[S.top++] = (uint32_t)k;
+        }
+    } else if (x->mark == M_NONE) {
+        x->mark = M_INDIRECT;
+        S.stack[S.top++] = (uint32_t)k;
+    } else if (x->mark == M_LEADER && (uint32_t)k != S.leader) {
+        x->mark = M_INDIRECT;   /* an earlier clique's head: now part of this one */
+    }
+}
+
+/* glibc's free lists (in its arenas' malloc_state, in libc's data for the
+ * main arena; and as stale words in reused memory) point at free chunks'
+ * headers; the header of the chunk after a block lies 8 bytes before the
+ * end of the block's usable size, inside the block when that much of it
+ * was asked for. Such a word does not make the block reachable. */
+static HT_NOINLINE int is_next_chunk_header(const ht_live_block_t *x, uintptr_t v)
+{
+    return v != x->addr && v + 8 == x->addr + malloc_usable_size((void *)(uintptr_t)x->addr);
+}
+
+static void scan_words(const uintptr_t *w, size_t nw, int phase)
+{
+    uintptr_t lo = S.lo, span = S.span;
+    for (size_t i = 0; i < nw; i++) {
+        uintptr_t v = w[i];
+        if (v - lo < span) {
+            long k = find_block(v);
+            if (k >= 0 && (v & 7 || !is_next_chunk_header(&S.b[k], v)))
+                visit(k, phase);
+        }
+    }
+    S.scanned += nw * sizeof(uintptr_t);
+}
+
+/* Reads [lo, hi) (8-byte aligned) in buffer-sized pieces and scans it. */
+static void scan_read(uintptr_t lo, uintptr_t hi)
+{
+    while (lo < hi) {
+        size_t len = hi - lo > BUF_BYTES ? BUF_BYTES : hi - lo;
+        long k = read_mem(S.buf, lo, len);
+        if (k > 0)
+            scan_words((const uintptr_t *)S.buf, (size_t)k / sizeof(uintptr_t), 1);
+        if (k == (long)len) {
+            lo += len;
+            continue;
+        }
+        /* an unreadable page: go on after it */
+        uintptr_t at = lo + (k > 0 ? (uintptr_t)k : 0);
+        lo = (at & ~(PAGE - 1)) + PAGE;
+    }
+}
+
+/* A root range: the pages ever touched (present or swapped out), as
+ * /proc/self/pagemap tells; all of it if pagemap cannot be read. */
+static void scan_root_pages(uintptr_t lo, uintptr_t hi)
+{
+    if (S.pagemap_fd < 0 || hi - lo <= 16 * PAGE) {
+        scan_read(lo, hi);
+        return;
+    }
+    static uint64_t pm[512];
+    uintptr_t p = lo & ~(PAGE - 1);
+    while (p < hi) {
+        size_t npages = (hi - p + PAGE - 1) / PAGE;
+        if (npages > 512)
+            npages = 512;
+        long k = ht__syscall6(SYS_pread64, S.pagemap_fd, (long)pm, (long)(npages * 8),
+                              (long)(p / PAGE * 8), 0, 0);
+        if (k != (long)(npages * 8)) {
+            scan_read(p > lo ? p : lo, hi);
+            return;
+        }
+        for (size_t i = 0; i < npages;) {
+            if (!(pm[i] >> 62)) {   /* neither present (63) nor swapped (62) */
+                i++;
+                continue;
+            }
+            size_t j = i + 1;
+            while (j < npages && (pm[j] >> 62))
+                j++;
+            uintptr_t a = p + i * PAGE, e = p + j * PAGE;
+            if (a < lo)
+                a = lo;
+            if (e > hi)
+                e = hi;
+            if (a < e)
+                scan_read(a, e);
+            i = j;
+        }
+        p += npages * PAGE;
+    }
+}
+
+/* A root range less the live blocks inside it. */
+static void scan_root(uintptr_t lo, uintptr_t hi)
+{
+    lo = (lo + 7) & ~(uintptr_t)7;
+    hi &= ~(uintptr_t)7;
+    for (size_t i = first_ending_above(lo); lo < hi && i < S.n && S.b[i].addr < hi; i++) {
+        if (S.b[i].addr > lo)
+            scan_root_pages(lo, S.b[i].addr & ~(uintptr_t)7);
+        uint64_t e = (block_end(&S.b[i]) + 7) & ~7ull;
+        if (e > lo)
+            lo = e;
+    }
+    if (lo < hi)
+        scan_root_pages(lo, hi);
+}
+
+/* A root range less heaptrail's own mappings. */
+static void scan_root_not_ours(uintptr_t lo, uintptr_t hi)
+{
+    for (int i = 0; i < S.nown && lo < hi; i++) {
+        uintptr_t a = S.own[i][0], e = S.own[i][1];
+        if (e <= lo || a >= hi)
+            continue;
+        if (a > lo)
+            scan_root_not_ours(lo, a);
+        lo = e;
+    }
+    if (lo < hi)
+        scan_root(lo, hi);
+}
+
+static const map_t *map_of(uintptr_t a)
+{
+    size_t lo = 0, hi = S.nmaps;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (S.maps[mid].end <= a)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < S.nmaps && S.maps[lo].start <= a ? &S.maps[lo] : NULL;
+}
+
+/* Scans the blocks on the work stack, and the blocks they reach. */
+static void drain(int phase)
+{
+    while (S.top) {
+        ht_live_block_t *x = &S.b[S.stack[--S.top]];
+        if (x->size < sizeof(uintptr_t))
+            continue;
+        const map_t *m = map_of(x->addr);
+        if (!m || !m->r || m->end < x->addr + x->size)
+            continue;           /* not where the table says: freed behind our back */
+        scan_words((const uintptr_t *)(uintptr_t)x->addr, x->size / sizeof(uintptr_t), phase);
+    }
+}
+
+/* ---- the process's mappings ---------------------------------------------- */
+
+static uintptr_t hex(const char **pp)
+{
+    uintptr_t v = 0;
+    const char *p = *pp;
+    for (;; p++) {
+        char c = *p;
+        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+        if (d < 0)
+            break;
+        v = v << 4 | (uintptr_t)d;
+    }
+    *pp = p;
+    return v;
+}
+
+static int has_prefix(const char *s, const char *end, const char *pre)
+{
+    for (; *pre; s++, pre++)
+        if (s >= end || *s != *pre)
+            return 0;
+    return 1;
+}
+
+/* glibc's arena heaps (threads' arenas): a HEAP_MAX-aligned mapping that
+ * starts with a heap_info {ar_ptr, prev, size, mprotect_size, ...} whose
+ * arena lies at the start of a HEAP_MAX-aligned heap. */
+static int is_arena_heap(const map_t *m)
+{
+    if ((m->start & (HEAP_MAX - 1)) || m->end - m->start > HEAP_MAX || !m->r)
+        return 0;
+    uint64_t h[4];
+    if (read_mem(h, m->start, sizeof h) != sizeof h)
+        return 0;
+    return (h[0] & (HEAP_MAX - 1)) < 256 && (h[1] & (HEAP_MAX - 1)) == 0 && h[2] != 0 &&
+           h[2] <= m->end - m->start && h[3] >= h[2];
+}
+
+/* A thread's stack as glibc lays it out holds its TCB (struct pthread) at
+ * the top: a 64-byte aligned word that points to itself, as does the
+ * third (tcbhead_t's tcb and self), followed at words 5 and 6 by the stack
+ * and pointer guards, random values every thread copies from the first
+ * (so no data can pass for a TCB by chance). At exit with one thread
+ * left, a stack with another thread's TCB is a dead thread's (glibc
+ * caches them for reuse) or the control thread's: its stack and static
+ * TLS are stale, but the TCB itself still owns what glibc will reuse (the
+ * thread's DTV). Returns the TCB's address, or 0 for any other mapping. */
+static uintptr_t other_thread_tcb(const map_t *m, const uintptr_t *me)
+{
+    uintptr_t lo = m->end - 3 * PAGE > m->start ? m->end - 3 * PAGE : m->start;
+    lo = (lo + 63) & ~(uintptr_t)63;
+    size_t len = m->end - lo;
+    if (len > 3 * PAGE || read_mem(S.buf, lo, len) != (long)len)
+        return 0;
+    const uintptr_t *w = (const uintptr_t *)S.buf;
+    for (size_t i = 0; i + 6 < len / 8; i += 8) {
+        uintptr_t x = lo + i * 8;
+        if (w[i] == x && w[i + 2] == x && w[i + 5] == me[5] && w[i + 6] == me[6])
+            return x != me[0] ? x : 0;
+    }
+    return 0;
+}
+
+static int parse_maps(char *text, size_t len)
+{
+    size_t lines = 0;
+    for (size_t i = 0; i < len; i++)
+        lines += text[i] == '\n';
+    S.maps = ht__map((lines + 1) * sizeof(map_t));
+    if (!S.maps)
+        return -1;
+    S.maps_cap = lines + 1;
+    const char *p = text, *end = text + len;
+    while (p < end) {
+        const char *nl = p;
+        while (nl < end && *nl != '\n')
+            nl++;
+        map_t m = { 0, 0, 0, 0, 0, 0, 0 };
+        m.start = hex(&p);
+        if (*p == '-')
+            p++;
+        m.end = hex(&p);
+        while (p < nl && *p == ' ')
+            p++;
+        if (nl - p >= 4) {
+            m.r = p[0] == 'r';
+            m.w = p[1] == 'w';
+            m.shared = p[3] == 's';
+        }
+        /* the path: after offset, device and inode */
+        for (int f = 0; f < 4 && p < nl; f++) {
+            while (p < nl && *p != ' ')
+                p++;
+            while (p < nl && *p == ' ')
+                p++;
+        }
+        const char *path = p;
+        int anon = path >= nl;
+        m.anon = (uint8_t)anon;
+        if (has_prefix(path, nl, "[heap]") || has_prefix(path, nl, "[vvar]") ||
+            has_prefix(path, nl, "[vsyscall]") || has_prefix(path, nl, "[vdso]"))
+            m.skip = 1;
+        if (m.shared && !anon && !has_prefix(path, nl, "/dev/zero") &&
+            !has_prefix(path, nl, "/SYSV"))
+            m.skip = 1;         /* a shared file: nothing there points into our heap */
+        if (m.end > m.start)
+            S.maps[S.nmaps++] = m;
+        p = nl + 1;
+    }
+    return 0;
+}
+
+/* ---- the scan ------------------------------------------------------------ */
+
+static int own_cmp_sort(void)
+{
+    /* insertion sort: a few hundred ranges */
+    for (int i = 1; i < S.nown; i++) {
+        uintptr_t a = S.own[i][0], e = S.own[i][1];
+        int j = i - 1;
+        while (j >= 0 && S.own[j][0] > a) {
+            S.own[j + 1][0] = S.own[j][0];
+            S.own[j + 1][1] = S.own[j][1];
+            j--;
+        }
+        S.own[j + 1][0] = a;
+        S.own[j + 1][1] = e;
+    }
+    return 0;
+}
+
+/* Where this thread's stack holds what is still live of the program:
+ * above the exit call (its registers scanned apart); above
+ * __libc_stack_end once main has returned (argv, the environment);
+ * else, not knowing, from the stack pointer (so stale values below the
+ * program's frames may keep blocks reachable). */
+static uintptr_t live_stack_lo(const map_t *m, uintptr_t sp)
+{
+    uintptr_t cfa = ht_load_acquire(&E.cfa);
+    if (cfa && E.tid == ht__gettid() && cfa - 8 >= sp && cfa < m->end) {
+        scan_words(E.regs, 6, 1);
+        return cfa - 8;
+    }
+    uintptr_t top = (uintptr_t)__libc_stack_end;
+    if (top >= sp && top < m->end && program_frames_gone())
+        return top & ~(uintptr_t)7;
+    return sp;
+}
+
+static HT_NOINLINE int scan(uintptr_t sp)
+{
+    /* heaptrail's own memory: its mappings, and this library's data
+     * (the bootstrap arena in it holds program blocks: scanned apart) */
+    S.nown = ht__own_mappings(S.own, OWN_MAX - 1);
+    if (S.nown < 0)
+        return HT_REACH_INCOMPLETE;
+    struct dl_find_object fo;
+    if (_dl_find_object((void *)scan, &fo) == 0) {
+        S.own[S.nown][0] = (uintptr_t)fo.dlfo_map_start;
+        S.own[S.nown][1] = (uintptr_t)fo.dlfo_map_end;
+        S.nown++;
+    }
+    own_cmp_sort();
+
+    char *text;
+    size_t tcap;
+    long tlen = read_file("/proc/self/maps", &text, &tcap);
+    if (tlen <= 0)
+        return HT_REACH_UNREADABLE;
+    int rc = parse_maps(text, (size_t)tlen);
+    ht__unmap(text, tcap);
+    if (rc != 0)
+        return HT_REACH_NOMEM;
+
+    /* the candidates */
+    S.cap = (size_t)ht__live_count() + 4096;
+    S.b = ht__map(S.cap * sizeof *S.b);
+    S.stack = ht__map(S.cap * sizeof *S.stack);
+    S.buf = ht__map(BUF_BYTES);
+    if (!S.b || !S.stack || !S.buf)
+        return HT_REACH_NOMEM;
+    S.n = ht__live_copy(S.b, S.cap);
+    if (sort_blocks(S.b, S.n) != 0)
+        return HT_REACH_NOMEM;
+    if (S.n) {
+        uintptr_t hi = 0;
+        for (size_t i = 0; i < S.n; i++)
+            if (block_end(&S.b[i]) > hi)
+                hi = block_end(&S.b[i]);
+        S.lo = S.b[0].addr;
+        S.span = hi - S.lo;
+    }
+    S.pagemap_fd = sys_open("/proc/self/pagemap");
+
+    /* phase 1: mark from the roots */
+    const uintptr_t *me;        /* this thread's TCB */
+    __asm__("mov %%fs:0, %0" : "=r"(me));
+    for (size_t i = 0; i < S.nmaps; i++) {
+        const map_t *m = &S.maps[i];
+        if (!m->r || !m->w || m->skip || is_arena_heap(m))
+            continue;
+        uintptr_t lo = m->start, tcb;
+        if (sp >= m->start && sp < m->end)
+            lo = live_stack_lo(m, sp);  /* this thread's stack: the live part */
+        else if (m->anon && (tcb = other_thread_tcb(m, me)) != 0)
+            lo = tcb;
+        scan_root_not_ours(lo, m->end);
+    }
+    uintptr_t blo, bhi;
+    ht__boot_range(&blo, &bhi);
+    scan_root((blo + 7) & ~(uintptr_t)7, bhi);
+    drain(1);
+
+    /* phase 2: cliques of lost blocks */
+    for (size_t i = 0; i < S.n; i++) {
+        if (S.b[i].mark != M_NONE)
+            continue;
+        S.b[i].mark = M_LEADER;
+        S.leader = (uint32_t)i;
+        S.stack[S.top++] = (uint32_t)i;
+        drain(2);
+    }
+
+    /* per site */
+    R.nsites = ht__site_count();
+    R.sites = ht__map((size_t)(R.nsites ? R.nsites : 1) * sizeof *R.sites);
+    if (!R.sites)
+        return HT_REACH_NOMEM;
+    for (size_t i = 0; i < S.n; i++) {
+        const ht_live_block_t *x = &S.b[i];
+        if (x->site >= R.nsites || x->mark == M_REACHED)
+            continue;
+        ht_reach_site_t *r = &R.sites[x->site];
+        if (x->mark == M_LEADER) {
+            r->lost_blocks++;
+            r->lost_bytes += x->size;
+        } else {
+            r->ilost_blocks++;
+            r->ilost_bytes += x->size;
+        }
+    }
+    return HT_REACH_DONE;
+}
+
+static void release(void)
+{
+    if (S.b)
+        ht__unmap(S.b, S.cap * sizeof *S.b);
+    if (S.stack)
+        ht__unmap(S.stack, S.cap * sizeof *S.stack);
+    if (S.maps)
+        ht__unmap(S.maps, S.maps_cap * sizeof *S.maps);
+    if (S.pipe[0] >= 0) {
+        sys_close(S.pipe[0]);
+        sys_close(S.pipe[1]);
+    }
+    if (S.pagemap_fd >= 0)
+        sys_close(S.pagemap_fd);
+    if (S.buf)
+        ht__unmap(S.buf, BUF_BYTES);
+    S.buf = NULL;
+}
+
+void ht__reach_compute(int inside)
+{
+    uint64_t t0 = ht__mono_ns();
+    __builtin_memset(&S, 0, sizeof S);
+    S.pipe[0] = S.pipe[1] = S.pagemap_fd = -1;
+    S.pid = (int)ht__sys0(SYS_getpid);
+    int status;
+    if (inside) {
+        status = HT_REACH_INSIDE;
+    } else if (ht_load_relaxed(&ht__drops.table_full) != 0) {
+        status = HT_REACH_INCOMPLETE;
+    } else {
+        int others = other_threads();
+        if (others < 0) {
+            status = HT_REACH_UNREADABLE;
+        } else if (others > 0) {
+            status = HT_REACH_THREADS;
+            R.threads = (uint32_t)others;
+        } else if (pick_reader() != 0) {
+            status = HT_REACH_UNREADABLE;
+        } else {
+            /* the callee-saved registers, where the stack scan sees them */
+            volatile uintptr_t regs[6];
+            __asm__ volatile("mov %%rbx, 0(%0)\n\tmov %%rbp, 8(%0)\n\tmov %%r12, 16(%0)\n\t"
+                             "mov %%r13, 24(%0)\n\tmov %%r14, 32(%0)\n\tmov %%r15, 40(%0)"
+                             :
+                             : "r"(regs)
+                             : "memory");
+            uintptr_t sp;
+            __asm__ volatile("mov %%rsp, %0" : "=r"(sp));
+            status = scan(sp);
+            (void)regs[0];
+        }
+    }
+    release();
+    R.scanned_bytes = S.scanned;
+    R.time_ns = ht__mono_ns() - t0;
+    R.status = status;
+}

@@ -1,0 +1,243 @@
+/* reach.c -- blocks left allocated at exit with a known reachability:
+ * each site's function name says what its blocks are, and the program
+ * prints the truth for tests/agent/reach.sh, summed over the sites whose
+ * innermost frame is NAME:
+ *   TRUTH site=NAME live=K lost=D ilost=I
+ * (live blocks, directly lost, indirectly lost). No stdio before the
+ * blocks are made (so libc's own buffers do not mix in), printf at the end.
+ *
+ *   reach [exit|thread-running|in-handler|seccomp]
+ * exit: as above, ending with exit() from a function whose frame holds a
+ * pointer; thread-running: a second thread is still blocked at exit
+ * (reachability must not be computed); in-handler: _exit from a signal
+ * handler that interrupted nothing of heaptrail's (computed); seccomp: as
+ * exit, under a filter that kills the process on process_vm_readv. */
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define NOINLINE __attribute__((noinline))
+
+struct node { struct node *next; char pad[40]; };
+
+/* Roots, with external linkage so the compiler keeps the stores (and the
+ * allocations: gcc drops a malloc whose block is never used). */
+void *held[5];
+struct node *list_head;
+char *interior;
+void **region;                        /* the program's own anonymous mapping */
+__thread void *tls_ptr;               /* static TLS of the main thread */
+struct node *arena_holder;            /* a block a thread allocated */
+volatile uintptr_t hidden;            /* a pointer no scan can see */
+
+/* makes the compiler believe p escapes, storing it nowhere */
+static inline void escape(void *p) { __asm__ volatile("" : : "g"(p) : "memory"); }
+
+static struct { const char *name; int live, lost, ilost; } truth[32];
+static int ntruth;
+static void note(const char *name, int live, int lost, int ilost)
+{
+    truth[ntruth].name = name;
+    truth[ntruth].live = live;
+    truth[ntruth].lost = lost;
+    truth[ntruth].ilost = ilost;
+    ntruth++;
+}
+
+/* 10 blocks whose pointers are dropped */
+NOINLINE static void lost_plain(void)
+{
+    for (int i = 0; i < 10; i++) {
+        void *volatile p = malloc(40);
+        (void)p;
+    }
+    note("lost_plain", 10, 10, 0);
+}
+
+NOINLINE static void held_global(void)
+{
+    for (int i = 0; i < 5; i++)
+        held[i] = malloc(64);
+    note("held_global", 5, 0, 0);
+}
+
+NOINLINE static struct node *make_list(int n)
+{
+    struct node *h = NULL;
+    for (int i = 0; i < n; i++) {
+        struct node *x = malloc(sizeof *x);
+        x->next = h;
+        h = x;
+    }
+    return h;
+}
+
+/* a 7-node list from a global: all reachable */
+NOINLINE static void held_list(void)
+{
+    list_head = make_list(7);
+}
+
+/* a 6-node list whose head is dropped: 1 direct, 5 indirect */
+NOINLINE static void lost_list(void)
+{
+    struct node *volatile h = make_list(6);
+    (void)h;
+}
+
+/* a 3-cycle nothing points to: one head, two indirect */
+NOINLINE static void lost_cycle(void)
+{
+    struct node *a = malloc(sizeof *a), *b = malloc(sizeof *b), *c = malloc(sizeof *c);
+    a->next = b;
+    b->next = c;
+    c->next = a;
+    escape(a);
+    note("lost_cycle", 3, 1, 2);
+}
+
+/* only a pointer into the middle of the block */
+NOINLINE static void held_interior(void)
+{
+    interior = (char *)malloc(256) + 100;
+    note("held_interior", 1, 0, 0);
+}
+
+NOINLINE static void held_tls(void)
+{
+    tls_ptr = malloc(72);
+    note("held_tls", 1, 0, 0);
+}
+
+/* held from an anonymous mapping the program made */
+NOINLINE static void held_mmap(void)
+{
+    region = mmap(NULL, 1 << 16, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    region[100] = malloc(88);
+    note("held_mmap", 2, 0, 0);       /* the region itself and the block */
+}
+
+/* the pointer is stored xor-ed */
+NOINLINE static void lost_hidden(void)
+{
+    hidden = (uintptr_t)malloc(24) ^ 0x5555555555555555ull;
+    note("lost_hidden", 1, 1, 0);
+}
+
+/* the only pointer is in a block freed since: free memory is no root */
+NOINLINE static void lost_freed_holder(void)
+{
+    void **holder = malloc(64);
+    holder[4] = malloc(48);
+    escape(holder);
+    free(holder);
+    note("lost_freed_holder", 1, 1, 0);
+}
+
+/* a thread's blocks come from another glibc arena: a reachable chain
+ * (global -> block -> block) and a lost block, the thread joined before
+ * exit (its cached stack still holds the lost block's address) */
+NOINLINE static void thread_lost(void) { void *volatile p = malloc(120); (void)p; }
+NOINLINE static struct node *thread_held(void) { return malloc(sizeof(struct node)); }
+static void *thread_main(void *arg)
+{
+    (void)arg;
+    arena_holder = thread_held();
+    arena_holder->next = thread_held();
+    thread_lost();
+    return NULL;
+}
+
+static pthread_mutex_t never = PTHREAD_MUTEX_INITIALIZER;
+static void *blocked_main(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&never);         /* held by main: blocks until exit */
+    return NULL;
+}
+
+static void report(void)
+{
+    for (int i = 0; i < ntruth; i++)
+        printf("TRUTH site=%s live=%d lost=%d ilost=%d\n", truth[i].name, truth[i].live,
+               truth[i].lost, truth[i].ilost);
+    fflush(stdout);
+}
+
+/* exits with the only pointer to a block in this frame */
+NOINLINE static void held_stack_then_exit(void)
+{
+    void *volatile p = malloc(200);
+    note("held_stack_then_exit", 1, 0, 0);
+    report();
+    exit(0);
+    (void)p;
+}
+
+static void on_usr1(int sig)
+{
+    (void)sig;
+    _exit(0);
+}
+
+static void no_process_vm_readv(void)
+{
+    struct sock_filter f[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_process_vm_readv, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = { sizeof f / sizeof f[0], f };
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+        syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) != 0) {
+        perror("reach: seccomp");
+        _exit(2);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "exit";
+    if (!strcmp(mode, "seccomp"))
+        no_process_vm_readv();
+    lost_plain();
+    held_global();
+    held_list();
+    lost_list();
+    note("make_list", 13, 1, 5);        /* 7 held + 6 lost */
+    lost_cycle();
+    held_interior();
+    held_tls();
+    held_mmap();
+    lost_hidden();
+    lost_freed_holder();
+    pthread_t t;
+    pthread_create(&t, NULL, thread_main, NULL);
+    pthread_join(t, NULL);
+    note("thread_held", 2, 0, 0);
+    note("thread_lost", 1, 1, 0);
+    if (!strcmp(mode, "thread-running")) {
+        pthread_mutex_lock(&never);
+        pthread_create(&t, NULL, blocked_main, NULL);
+        report();
+        exit(0);
+    }
+    if (!strcmp(mode, "in-handler")) {
+        report();
+        signal(SIGUSR1, on_usr1);
+        raise(SIGUSR1);
+    }
+    held_stack_then_exit();
+    return 0;
+}
