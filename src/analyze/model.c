@@ -297,6 +297,51 @@ const char *ht__snap_reason(int reason)
     return "unknown";
 }
 
+const char *ht__reach_why(const ht_tsnapshot_t *s, char *buf, size_t len)
+{
+    switch (s->reach) {
+    case HT_REACH_NONE:
+    case HT_REACH_DONE:
+        return NULL;
+    case HT_REACH_THREADS:
+        if (s->reach_threads == 1)
+            snprintf(buf, len, "1 other thread was running at exit");
+        else if (s->reach_threads)
+            snprintf(buf, len, "%u other threads were running at exit", s->reach_threads);
+        else
+            snprintf(buf, len, "other threads were running at exit");
+        return buf;
+    case HT_REACH_UNREADABLE:
+        snprintf(buf, len, "the process could not read its own memory");
+        return buf;
+    case HT_REACH_NOMEM:
+        snprintf(buf, len, "there was not enough memory for the scan");
+        return buf;
+    case HT_REACH_INCOMPLETE:
+        snprintf(buf, len, "the tracker had lost track of some blocks or of its own mappings");
+        return buf;
+    case HT_REACH_INSIDE:
+        snprintf(buf, len, "the program exited from inside an allocator call (a signal handler)");
+        return buf;
+    }
+    snprintf(buf, len, "unknown reason %u", (unsigned)s->reach);
+    return buf;
+}
+
+const char *ht__reach_name(int reach)
+{
+    switch (reach) {
+    case HT_REACH_NONE: return "not_recorded";
+    case HT_REACH_DONE: return "computed";
+    case HT_REACH_THREADS: return "threads";
+    case HT_REACH_UNREADABLE: return "unreadable";
+    case HT_REACH_NOMEM: return "no_memory";
+    case HT_REACH_INCOMPLETE: return "incomplete";
+    case HT_REACH_INSIDE: return "inside_allocator";
+    }
+    return "unknown";
+}
+
 /*--------------------------------------------------------------- rows */
 
 static uint32_t site_node(const ht_trace_t *t, uint32_t stack)
@@ -378,6 +423,7 @@ typedef struct agg_s {
     int by;
     ht_row_t *rows;         /* sized once for the most rows possible */
     ht_rowx_t *xs;          /* parallel extensions (diff, growth), or NULL */
+    ht_rowlost_t *ls;       /* parallel reachability (leaks, reach computed), or NULL */
     size_t nrows, cap;
     uint32_t *slots;        /* row index + 1 */
     size_t nslots;
@@ -385,7 +431,7 @@ typedef struct agg_s {
 
 /* Sizes an aggregation for at most `max` rows: no reallocation later (rows
  * are big and many; growing by copying cost more than the work). */
-static void agg_init(agg_t *a, ht_session_t *s, int by, size_t max, int ext)
+static void agg_init(agg_t *a, ht_session_t *s, int by, size_t max, int ext, int lost)
 {
     memset(a, 0, sizeof *a);
     a->s = s;
@@ -393,6 +439,7 @@ static void agg_init(agg_t *a, ht_session_t *s, int by, size_t max, int ext)
     a->cap = max ? max : 1;
     a->rows = ht__xmalloc(a->cap * sizeof *a->rows);
     a->xs = ext ? ht__xcalloc(a->cap, sizeof *a->xs) : NULL;
+    a->ls = lost ? ht__xcalloc(a->cap, sizeof *a->ls) : NULL;
     size_t ns = 1024;
     while (ns < a->cap * 2)
         ns *= 2;
@@ -464,6 +511,8 @@ static ht_row_t *agg_row(agg_t *a, const probe_t *p, int create)
         r->x = &a->xs[a->nrows];
         r->x->g_first = -1;
     }
+    if (a->ls)
+        r->lost = &a->ls[a->nrows];
     r->input = p->input;
     r->node = p->node;
     r->kind = p->kind;
@@ -518,7 +567,8 @@ static int cmp_sortkey(const void *x, const void *y)
     return a->key < b->key ? -1 : a->key > b->key;
 }
 
-/* Sorts a->rows: by bytes, blocks (growth: by ups - downs first). */
+/* Sorts a->rows: by bytes, blocks (growth: by ups - downs first; rows with
+ * reachability: by unreachable bytes, lost + indirectly lost, first). */
 static void sort_rows(agg_t *a, int growth)
 {
     size_t n = a->nrows;
@@ -527,6 +577,9 @@ static void sort_rows(agg_t *a, int growth)
         const ht_row_t *r = &a->rows[i];
         if (growth)
             k[i] = (sortkey_t){ (int64_t)r->x->ups - (int64_t)r->x->downs, r->bytes, r->blocks,
+                                r->key, (uint32_t)i };
+        else if (r->lost)
+            k[i] = (sortkey_t){ r->lost->lost_bytes + r->lost->ilost_bytes, r->bytes, r->blocks,
                                 r->key, (uint32_t)i };
         else
             k[i] = (sortkey_t){ r->bytes, r->blocks, 0, r->key, (uint32_t)i };
@@ -572,6 +625,7 @@ static void finish_rows(ht_report_t *r, agg_t *a)
     }
     r->rows = a->rows;
     r->xs = a->xs;
+    r->losts = a->ls;
     r->nrows = a->nrows;
     r->nshown = n;
     r->row_count = a->nrows;
@@ -653,6 +707,29 @@ static int64_t site_blocks(const ht_report_t *r, const ht_tsite_t *site)
     return (int64_t)(r->type == HT_REPORT_ALLOCATED ? site->total_blocks : site->live_blocks);
 }
 
+/* A site's lost and indirectly lost blocks added to l. */
+static void add_lost(ht_rowlost_t *l, const ht_tsite_t *site)
+{
+    l->lost_bytes += (int64_t)site->lost_bytes;
+    l->lost_blocks += (int64_t)site->lost_blocks;
+    l->ilost_bytes += (int64_t)site->ilost_bytes;
+    l->ilost_blocks += (int64_t)site->ilost_blocks;
+}
+
+/* A counted site (its live `bytes` and `blocks`) added to the report's
+ * reachability totals, when it has them (reach HT_REACH_DONE). */
+static void add_reach_total(ht_report_t *r, const ht_tsite_t *site, int64_t bytes, int64_t blocks)
+{
+    if (r->reach != HT_REACH_DONE)
+        return;
+    add_lost(&r->total_lost, site);
+    r->lost_sites += site->lost_blocks > 0;
+    if (site->kind == HT_KIND_HEAP) {
+        r->heap_bytes += bytes;
+        r->heap_blocks += blocks;
+    }
+}
+
 /* The report straight from the sites (see sites_are_rows): the biggest
  * `hold` sites (0: all) become rows, in order. */
 static void report_from_sites(ht_session_t *s, const ht_tsnapshot_t *sn, ht_report_t *r)
@@ -677,9 +754,13 @@ static void report_from_sites(ht_session_t *s, const ht_tsnapshot_t *sn, ht_repo
         count++;
         r->total_bytes += bytes;
         r->total_blocks += blocks;
+        add_reach_total(r, site, bytes, blocks);
         uint32_t node = site_node(in->t, site->stack);
-        sortkey_t v = { bytes, blocks, 0,
-                        ht__mix64(((uint64_t)node << 8) + site->kind), (uint32_t)i };
+        uint64_t key = ht__mix64(((uint64_t)node << 8) + site->kind);
+        sortkey_t v = { bytes, blocks, 0, key, (uint32_t)i };
+        if (r->reach == HT_REACH_DONE)
+            v = (sortkey_t){ (int64_t)(site->lost_bytes + site->ilost_bytes), bytes, blocks, key,
+                             (uint32_t)i };
         if (hold)
             heap_offer(k, &n, hold, &v);
         else
@@ -688,6 +769,8 @@ static void report_from_sites(ht_session_t *s, const ht_tsnapshot_t *sn, ht_repo
     ht__progress_end(&pr);
     qsort(k, n, sizeof *k, cmp_sortkey);
     r->rows = ht__xmalloc((n ? n : 1) * sizeof *r->rows);
+    if (r->reach == HT_REACH_DONE)
+        r->losts = ht__xcalloc(n ? n : 1, sizeof *r->losts);
     int64_t held = 0;
     uint64_t min = o ? o->min_bytes : 0;
     size_t shown = 0;
@@ -707,6 +790,10 @@ static void report_from_sites(ht_session_t *s, const ht_tsnapshot_t *sn, ht_repo
         row->peak_bytes = (int64_t)site->peak_bytes;
         row->best_bytes = row->bytes;
         row->key = k[i].key;
+        if (r->losts) {
+            row->lost = &r->losts[i];
+            add_lost(row->lost, site);
+        }
         held += row->bytes;
         if ((uint64_t)row->bytes >= min && (!top || shown < top)) {
             if (shown != i) {   /* shown rows first, as finish_rows does */
@@ -746,12 +833,13 @@ int ht__report_build(ht_session_t *s, int64_t snapshot, int mode, ht_report_t *r
                   ? HT_REPORT_LEAKS : HT_REPORT_INUSE;
     r->snap_b = sn;
     r->timeline = t;
+    r->reach = r->type == HT_REPORT_LEAKS ? sn->reach : HT_REACH_NONE;
     if (sites_are_rows(s)) {
         report_from_sites(s, sn, r);
         return 0;
     }
     agg_t a;
-    agg_init(&a, s, r->by, sn->nsites, 0);
+    agg_init(&a, s, r->by, sn->nsites, 0, r->reach == HT_REACH_DONE);
     ht_progress_t pr;
     ht__progress_init(&pr, s, "grouping sites");
     for (size_t i = 0; i < sn->nsites; i++) {
@@ -769,6 +857,9 @@ int ht__report_build(ht_session_t *s, int64_t snapshot, int mode, ht_report_t *r
         row->alloc_bytes += (int64_t)site->total_bytes;
         row->alloc_blocks += (int64_t)site->total_blocks;
         row->peak_bytes += (int64_t)site->peak_bytes;
+        if (row->lost)
+            add_lost(row->lost, site);
+        add_reach_total(r, site, bytes, blocks);
         r->total_bytes += bytes;
         r->total_blocks += blocks;
     }
@@ -804,7 +895,7 @@ int ht__diff_build(ht_session_t *s, int64_t na, int64_t nb, ht_report_t *r, char
     r->input_b = ib;
     r->timeline = s->in[ib].t;
     agg_t a;
-    agg_init(&a, s, r->by, sa->nsites + sb->nsites, 1);
+    agg_init(&a, s, r->by, sa->nsites + sb->nsites, 1, 0);
     /* B first, so rows show the newer stack (both are equal anyway) */
     for (int pass = 0; pass < 2; pass++) {
         const ht_tsnapshot_t *sn = pass ? sa : sb;
@@ -879,7 +970,7 @@ int ht__growth_build(ht_session_t *s, ht_report_t *r, char *err, size_t errlen)
     /* sites stay listed once seen, so the last snapshots hold them all;
      * rows beyond that would come from sites that vanished (not expected) */
     agg_t a;
-    agg_init(&a, s, r->by, maxrows * 2, 1);
+    agg_init(&a, s, r->by, maxrows * 2, 1, 0);
     ht_progress_t pr;
     ht__progress_init(&pr, s, "following snapshots");
     for (size_t k = 0; k < t->nsnaps; k++) {
@@ -982,6 +1073,7 @@ void ht__report_free(ht_report_t *r)
             free(r->rows[i].x->series);
     free(r->rows);
     free(r->xs);
+    free(r->losts);
     memset(r, 0, sizeof *r);
 }
 

@@ -87,6 +87,15 @@ typedef struct ht_rowx_s {
     int64_t g_prev, g_cur;      /* growth: private */
 } ht_rowx_t;
 
+/* What rows of a leaks report carry when the snapshot's reachability was
+ * computed (REACH, exit snapshots): sums over the row's sites, like bytes
+ * and blocks. Kept apart like ht_rowx_t: reports without it pay 8 bytes a
+ * row, not 32. */
+typedef struct ht_rowlost_s {
+    int64_t lost_bytes, lost_blocks;    /* directly ("definitely") lost */
+    int64_t ilost_bytes, ilost_blocks;  /* indirectly lost: reachable only through lost blocks */
+} ht_rowlost_t;
+
 typedef struct ht_row_s {
     uint32_t input, node;       /* the (representative) stack: trace, innermost node */
     uint8_t kind;               /* HT_KIND_* */
@@ -99,6 +108,7 @@ typedef struct ht_row_s {
     int64_t best_bytes;         /* the largest merged stack's bytes (picks node) */
     uint64_t key;               /* private: the row's hash */
     ht_rowx_t *x;               /* diff and growth only, else NULL */
+    ht_rowlost_t *lost;         /* leaks report with reach HT_REACH_DONE only, else NULL */
 } ht_row_t;
 
 typedef struct ht_report_s {
@@ -110,6 +120,7 @@ typedef struct ht_report_s {
     const ht_trace_t *timeline; /* the snapshots drawn over time (html) */
     ht_row_t *rows;             /* sorted; the first nshown are shown */
     ht_rowx_t *xs;              /* the rows' extensions (diff, growth) */
+    ht_rowlost_t *losts;        /* the rows' reachability (reach HT_REACH_DONE), or NULL */
     size_t nrows, nshown;       /* rows held (the biggest), rows shown */
     size_t row_count;           /* rows in the report (held or not) */
     size_t stack_count;         /* stacks in them */
@@ -118,6 +129,15 @@ typedef struct ht_report_s {
     int64_t total_a_bytes, total_a_blocks;  /* diff: before */
     int64_t total_b_bytes, total_b_blocks;  /* diff: after */
     uint32_t nsnaps;            /* growth: snapshots compared */
+    /* Reachability at exit: the snapshot's reach (HT_REACH_*) for a leaks
+     * report, else HT_REACH_NONE. When HT_REACH_DONE, rows carry `lost`,
+     * and these hold sums over every row (shown or not); heap_* is the
+     * live heap (mmap regions are never checked), so still reachable is
+     * heap - lost - ilost. */
+    int reach;
+    ht_rowlost_t total_lost;
+    int64_t heap_bytes, heap_blocks;
+    size_t lost_sites;          /* sites with directly lost blocks */
 } ht_report_t;
 
 /* A frame as renderers see it: one per source-level frame (an address with
@@ -164,6 +184,14 @@ HT_INTERNAL const char *ht__frame_fallback(const ht_report_t *r, const ht_rframe
 HT_INTERNAL const ht_tsnapshot_t *ht__snapshot_pick(const ht_trace_t *t, int64_t n);
 HT_INTERNAL const char *ht__snap_reason(int reason);
 
+/* Why a snapshot's reachability was not computed, as a clause ("3 other
+ * threads were running at exit"), written into buf; NULL when its reach is
+ * HT_REACH_NONE or HT_REACH_DONE. Shared by the reports and `heaptrail
+ * run`'s summary. */
+HT_INTERNAL const char *ht__reach_why(const ht_tsnapshot_t *s, char *buf, size_t len);
+/* The JSON name of a reach status: "computed", "threads", ... */
+HT_INTERNAL const char *ht__reach_name(int reach);
+
 /* Progress on stderr for long loops, when opts->progress (the CLI sets it
  * when stderr is a terminal): at most 4 lines a second, erased at the end. */
 typedef struct ht_progress_s {
@@ -181,6 +209,11 @@ HT_INTERNAL void ht__progress_end(ht_progress_t *p);
 HT_INTERNAL void ht__json_string(FILE *f, const char *s);
 HT_INTERNAL void ht__json_frames(const ht_report_t *r, const ht_row_t *row, FILE *f,
                                  ht_rframe_t **buf, size_t *cap);
+
+/* The reachability line of a leaks report ("unreachable: ...", or
+ * "reachability not computed: WHY") into buf; NULL when the snapshot
+ * recorded none (render_text.c; the HTML summary shows it too). */
+HT_INTERNAL const char *ht__reach_summary(const ht_report_t *r, char *buf, size_t len);
 
 /* Renderers: each writes the whole report to f; returns 0 or -1 (errno). */
 HT_INTERNAL int ht__render_text(const ht_report_t *r, FILE *f);

@@ -210,7 +210,14 @@ static void summary(const ht_report_t *r, FILE *f)
                 (long long)r->total_bytes, (long long)r->total_blocks, r->nsnaps);
         break;
     }
-    fputs("</p>\n<p class=\"sub\">", f);
+    fputs("</p>\n", f);
+    char line[512];
+    if (ht__reach_summary(r, line, sizeof line)) {
+        fputs("<p id=\"reach\">", f);
+        html_text(f, line);
+        fputs("</p>\n", f);
+    }
+    fputs("<p class=\"sub\">", f);
     html_text(f, r->ses->in[r->input_b].name);
     fprintf(f, ", snapshot %u (%s) at %.3f s</p>\n", r->snap_b->seq,
             ht__snap_reason(r->snap_b->reason), (double)r->snap_b->time_ns / 1e9);
@@ -220,8 +227,11 @@ static void table(const ht_report_t *r, FILE *f)
 {
     ht_rframe_t *buf = NULL;
     size_t cap = 0;
-    fputs("<table id=\"sites\"><thead><tr><th>#</th><th>bytes</th><th>blocks</th><th>%</th>"
-          "<th>where</th><th>module</th></tr></thead><tbody>\n", f);
+    /* with reachability, one more column: the row's unreachable bytes
+     * (definitely + indirectly lost; the split in its tooltip) */
+    fprintf(f, "<table id=\"sites\"><thead><tr><th>#</th><th>bytes</th><th>blocks</th><th>%%</th>%s"
+               "<th>where</th><th>module</th></tr></thead><tbody>\n",
+            r->losts ? "<th title=\"definitely lost + indirectly lost\">unreachable bytes</th>" : "");
     for (size_t i = 0; i < r->nshown; i++) {
         const ht_row_t *row = &r->rows[i];
         size_t n = ht__row_frames(r, row, &buf, &cap);
@@ -232,8 +242,17 @@ static void table(const ht_report_t *r, FILE *f)
         if (o == n)
             o = 0;
         fprintf(f, "<tr><td class=\"n\">%zu</td><td class=\"n\">%lld</td><td class=\"n\">%lld</td>"
-                   "<td class=\"n\">%.1f</td><td>", i + 1, (long long)row->bytes, (long long)row->blocks,
+                   "<td class=\"n\">%.1f</td>", i + 1, (long long)row->bytes, (long long)row->blocks,
                 r->total_bytes ? 100.0 * (double)row->bytes / (double)r->total_bytes : 0.0);
+        if (row->lost && row->kind == HT_KIND_MMAP)
+            fputs("<td class=\"n lost\" title=\"mmap regions are not checked\"></td>", f);
+        else if (row->lost)
+            fprintf(f, "<td class=\"n lost\" title=\"definitely lost: %lld bytes in %lld blocks; "
+                       "indirectly lost: %lld bytes in %lld blocks\">%lld</td>",
+                    (long long)row->lost->lost_bytes, (long long)row->lost->lost_blocks,
+                    (long long)row->lost->ilost_bytes, (long long)row->lost->ilost_blocks,
+                    (long long)(row->lost->lost_bytes + row->lost->ilost_bytes));
+        fputs("<td>", f);
         const char *head = r->by == HT_BY_MODULE ? row->label : n ? frame_name(r, &buf[o]) : "[no stack]";
         fputs("<details><summary>", f);
         html_text(f, head);

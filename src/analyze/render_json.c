@@ -104,6 +104,33 @@ void ht__json_frames(const ht_report_t *r, const ht_row_t *row, FILE *f, ht_rfra
     fputc(']', f);
 }
 
+/* "reach": the snapshot's reachability (leaks reports of a snapshot that
+ * recorded it): totals when computed, else why not. */
+static void json_reach(const ht_report_t *r, FILE *f)
+{
+    const ht_tsnapshot_t *s = r->snap_b;
+    fprintf(f, ",\"reach\":{\"status\":\"%s\"", ht__reach_name(r->reach));
+    if (r->reach == HT_REACH_DONE) {
+        const ht_rowlost_t *l = &r->total_lost;
+        fprintf(f, ",\"lost_bytes\":%lld,\"lost_blocks\":%lld,\"lost_sites\":%zu,"
+                   "\"indirectly_lost_bytes\":%lld,\"indirectly_lost_blocks\":%lld,"
+                   "\"reachable_bytes\":%lld,\"reachable_blocks\":%lld,"
+                   "\"scanned_bytes\":%llu,\"time_ns\":%llu}",
+                (long long)l->lost_bytes, (long long)l->lost_blocks, r->lost_sites,
+                (long long)l->ilost_bytes, (long long)l->ilost_blocks,
+                (long long)(r->heap_bytes - l->lost_bytes - l->ilost_bytes),
+                (long long)(r->heap_blocks - l->lost_blocks - l->ilost_blocks),
+                (unsigned long long)s->reach_roots_bytes, (unsigned long long)s->reach_ns);
+        return;
+    }
+    char why[160];
+    if (r->reach == HT_REACH_THREADS)
+        fprintf(f, ",\"threads\":%u", s->reach_threads);
+    fputs(",\"reason\":", f);
+    ht__json_string(f, ht__reach_why(s, why, sizeof why));
+    fputc('}', f);
+}
+
 static const char *mode_name(int type)
 {
     static const char *n[] = { "leaks", "in_use", "diff", "growth", "allocated" };
@@ -143,6 +170,8 @@ int ht__render_json(const ht_report_t *r, FILE *f)
             t->truncated ? "true" : "false", (unsigned long long)t->drops.overflow_allocs,
             (unsigned long long)t->drops.unknown_frees, (unsigned long long)t->drops.write_errors,
             (unsigned long long)t->drops.other);
+    if (r->reach != HT_REACH_NONE)
+        json_reach(r, f);
     fputs(",\"sites\":[", f);
     ht_progress_t pr;
     ht__progress_init(&pr, r->ses, "writing JSON");
@@ -162,6 +191,11 @@ int ht__render_json(const ht_report_t *r, FILE *f)
         fprintf(f, ",\"alloc_bytes\":%lld,\"alloc_blocks\":%lld,\"peak_bytes\":%lld",
                 (long long)row->alloc_bytes, (long long)row->alloc_blocks,
                 (long long)row->peak_bytes);
+        if (row->lost)
+            fprintf(f, ",\"lost_bytes\":%lld,\"lost_blocks\":%lld,\"indirectly_lost_bytes\":%lld,"
+                       "\"indirectly_lost_blocks\":%lld",
+                    (long long)row->lost->lost_bytes, (long long)row->lost->lost_blocks,
+                    (long long)row->lost->ilost_bytes, (long long)row->lost->ilost_blocks);
         if (r->type == HT_REPORT_DIFF || r->type == HT_REPORT_GROWTH)
             fprintf(f, ",\"bytes_before\":%lld,\"blocks_before\":%lld,\"bytes_after\":%lld,\"blocks_after\":%lld",
                     (long long)row->x->a_bytes, (long long)row->x->a_blocks, (long long)row->x->b_bytes,

@@ -63,6 +63,50 @@ static void print_frames(const ht_report_t *r, const ht_row_t *row, FILE *f, ht_
     }
 }
 
+/* The reachability line of a leaks report: what was unreachable at exit,
+ * or why that was not computed. NULL when the snapshot recorded nothing. */
+const char *ht__reach_summary(const ht_report_t *r, char *buf, size_t len)
+{
+    if (r->reach == HT_REACH_NONE)
+        return NULL;
+    if (r->reach != HT_REACH_DONE) {
+        char why[160];
+        snprintf(buf, len, "reachability not computed: %s", ht__reach_why(r->snap_b, why, sizeof why));
+        return buf;
+    }
+    const ht_rowlost_t *l = &r->total_lost;
+    int64_t rb = r->heap_bytes - l->lost_bytes - l->ilost_bytes;
+    int64_t rn = r->heap_blocks - l->lost_blocks - l->ilost_blocks;
+    int n = snprintf(buf, len, "unreachable: %lld bytes in %lld %s (definitely lost), %lld bytes in %lld %s "
+                     "indirectly; still reachable: %lld bytes in %lld %s",
+                     (long long)l->lost_bytes, (long long)l->lost_blocks,
+                     plural(l->lost_blocks, "block", "blocks"), (long long)l->ilost_bytes,
+                     (long long)l->ilost_blocks, plural(l->ilost_blocks, "block", "blocks"),
+                     (long long)rb, (long long)rn, plural(rn, "block", "blocks"));
+    int64_t mb = r->total_bytes - r->heap_bytes, mn = r->total_blocks - r->heap_blocks;
+    if ((mb || mn) && n > 0 && (size_t)n < len)
+        snprintf(buf + n, len - (size_t)n, "; mmap regions, not checked: %lld bytes in %lld %s",
+                 (long long)mb, (long long)mn, plural(mn, "block", "blocks"));
+    return buf;
+}
+
+/* ", definitely lost: ..." after a row's bytes in a report with
+ * reachability; nothing for mmap rows (never checked). */
+static void print_row_lost(const ht_row_t *row, FILE *f)
+{
+    const ht_rowlost_t *l = row->lost;
+    if (!l || row->kind != HT_KIND_HEAP)
+        return;
+    if (l->lost_blocks || l->lost_bytes)
+        fprintf(f, ", definitely lost: %lld bytes in %lld %s", (long long)l->lost_bytes,
+                (long long)l->lost_blocks, plural(l->lost_blocks, "block", "blocks"));
+    if (l->ilost_blocks || l->ilost_bytes)
+        fprintf(f, ", indirectly lost: %lld bytes in %lld %s", (long long)l->ilost_bytes,
+                (long long)l->ilost_blocks, plural(l->ilost_blocks, "block", "blocks"));
+    if (!l->lost_blocks && !l->lost_bytes && !l->ilost_blocks && !l->ilost_bytes)
+        fputs(", still reachable", f);
+}
+
 static void print_snap(FILE *f, const ht_tsnapshot_t *s)
 {
     fprintf(f, "snapshot %u (%s) at %.3f s", s->seq, ht__snap_reason(s->reason),
@@ -138,6 +182,11 @@ int ht__render_text(const ht_report_t *r, FILE *f)
                 r->type == HT_REPORT_LEAKS ? "leaked" : r->type == HT_REPORT_ALLOCATED ? "allocated" : "in use",
                 (long long)r->total_blocks,
                 plural(r->total_blocks, "block", "blocks"), nst, plural((int64_t)nst, "site", "sites"));
+        {
+            char line[512];
+            if (ht__reach_summary(r, line, sizeof line))
+                fprintf(f, "%s\n", line);
+        }
         break;
     case HT_REPORT_DIFF:
         fprintf(f, "heaptrail diff: %s ", r->ses->in[0].name);
@@ -170,6 +219,7 @@ int ht__render_text(const ht_report_t *r, FILE *f)
             fprintf(f, "#%zu  %lld bytes in %lld %s (%.1f%%)", i + 1, (long long)row->bytes,
                     (long long)row->blocks, plural(row->blocks, "block", "blocks"),
                     r->total_bytes ? 100.0 * (double)row->bytes / (double)r->total_bytes : 0.0);
+            print_row_lost(row, f);
             break;
         case HT_REPORT_DIFF:
             fprintf(f, "#%zu  %+lld bytes (%lld - %lld), %+lld %s (%lld - %lld)", i + 1,

@@ -1,7 +1,8 @@
 /* fixture.c -- see fixture.h. Stacks are interned into the node tree of
  * trace.h (node = parent + address, innermost node = stack id); the
  * fixture's stack numbers map to node ids. Snapshot totals are the sums
- * of their sites. */
+ * of their sites. Lost counts are taken as written (the binary reader
+ * rejects lost > live; fixtures are trusted). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,6 +86,17 @@ int fixture_load(const char *path, ht_trace_t *t, char *err, size_t errlen)
             s->reason = (uint8_t)atoi(strtok_r(NULL, " ", &save));
             s->time_ns = strtoull(strtok_r(NULL, " \n", &save), NULL, 0);
             sitecap = 0;
+        } else if (!strcmp(w, "reach") && t->nsnaps) {
+            /* reach STATUS THREADS [SCANNED_BYTES TIME_NS]: the snapshot's
+             * REACH header (trace.h's HT_REACH_*) */
+            ht_tsnapshot_t *s = &t->snaps[t->nsnaps - 1];
+            char *v[4];
+            for (int k = 0; k < 4; k++)
+                v[k] = strtok_r(NULL, " \n", &save);
+            s->reach = (uint8_t)(v[0] ? atoi(v[0]) : 0);
+            s->reach_threads = (uint32_t)(v[1] ? strtoul(v[1], NULL, 0) : 0);
+            s->reach_roots_bytes = v[2] ? strtoull(v[2], NULL, 0) : 0;
+            s->reach_ns = v[3] ? strtoull(v[3], NULL, 0) : 0;
         } else if (!strcmp(w, "site") && t->nsnaps) {
             ht_tsnapshot_t *s = &t->snaps[t->nsnaps - 1];
             if (s->nsites == sitecap)
@@ -100,6 +112,12 @@ int fixture_load(const char *path, ht_trace_t *t, char *err, size_t errlen)
             x->total_blocks = strtoull(strtok_r(NULL, " ", &save), NULL, 0);
             x->total_bytes = strtoull(strtok_r(NULL, " ", &save), NULL, 0);
             x->peak_bytes = strtoull(strtok_r(NULL, " \n", &save), NULL, 0);
+            /* optional: LOST_BLOCKS LOST_BYTES ILOST_BLOCKS ILOST_BYTES */
+            uint64_t *lost[4] = { &x->lost_blocks, &x->lost_bytes, &x->ilost_blocks, &x->ilost_bytes };
+            for (int k = 0; k < 4; k++) {
+                char *v = strtok_r(NULL, " \n", &save);
+                *lost[k] = v ? strtoull(v, NULL, 0) : 0;
+            }
             s->live_blocks += x->live_blocks;
             s->live_bytes += x->live_bytes;
             s->total_blocks += x->total_blocks;
