@@ -5,6 +5,7 @@
 #define HT_ANALYZE_CMD_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include "../format/trace.h"
 #include "util.h"
 
@@ -18,5 +19,11 @@ enum { HT_CMD_REPORT = 0, HT_CMD_DIFF, HT_CMD_GROWTH };
  * @return : the exit status (0 ok, 1 failure, 2 usage error). */
 HT_INTERNAL int ht__cmd_main(int cmd, int argc, char **argv, ht_loader_fn load,
                              ht_unloader_fn unload);
+
+/* `heaptrail run`'s end-of-run summary of the trace at `path`, written to
+ * out (stderr in the CLI): the totals line, reachability at exit when the
+ * trace holds it, notes, then the top stacks (cmd_run.c). Tests call it on
+ * traces they write. */
+HT_INTERNAL void ht__run_summary(const char *path, FILE *out);
 
 #endif

@@ -9,6 +9,8 @@
 #include <elfutils/libdwelf.h>
 #include <gelf.h>
 #include <libelf.h>
+#include "cmd.h"
+#include "model.h"
 #include "sym.h"
 #include "../format/trace.h"
 #include "heaptrail.h"
@@ -119,6 +121,17 @@ static int by_bytes(const void *a, const void *b)
     if (x->live_bytes != y->live_bytes)
         return x->live_bytes > y->live_bytes ? -1 : 1;
     return x->live_blocks > y->live_blocks ? -1 : x->live_blocks < y->live_blocks;
+}
+
+/* With reachability at exit: by unreachable bytes (definitely + indirectly
+ * lost) first, then as by_bytes. */
+static int by_lost(const void *a, const void *b)
+{
+    const ht_tsite_t *x = ((const leak_t *)a)->s, *y = ((const leak_t *)b)->s;
+    uint64_t ux = x->lost_bytes + x->ilost_bytes, uy = y->lost_bytes + y->ilost_bytes;
+    if (ux != uy)
+        return ux > uy ? -1 : 1;
+    return by_bytes(a, b);
 }
 
 /* Function names for the frames the summary prints: at most TOP_STACKS *
@@ -291,18 +304,18 @@ static void name_wants(const ht_trace_t *t, want_t *w, size_t n)
     free(done);
 }
 
-static void print_frame(const ht_trace_t *t, const want_t *w)
+static void print_frame(FILE *out, const ht_trace_t *t, const want_t *w)
 {
     const ht_tnode_t *nd = &t->nodes[w->node];
-    fprintf(stderr, "      ");
+    fprintf(out, "      ");
     if (nd->module < t->nmodules) {
         const ht_tmodule_t *m = &t->modules[nd->module];
         if (w->name) {
-            put_clean(stderr, w->name);
-            fputs(" (", stderr);
+            put_clean(out, w->name);
+            fputs(" (", out);
         }
-        put_clean(stderr, base_name(m->path));
-        fprintf(stderr, "+0x%llx%s\n", (unsigned long long)(nd->addr - m->bias), w->name ? ")" : "");
+        put_clean(out, base_name(m->path));
+        fprintf(out, "+0x%llx%s\n", (unsigned long long)(nd->addr - m->bias), w->name ? ")" : "");
     } else if (HT_FRAME_JIT_SERIAL(nd->addr)) {
         /* JIT code: the latest registration with this frame's serial */
         const ht_tjit_t *j = NULL;
@@ -311,45 +324,45 @@ static void print_frame(const ht_trace_t *t, const want_t *w)
                 j = &t->jit[i];
         uint64_t a = HT_FRAME_ADDRESS(nd->addr);
         if (j && a >= j->start && a - j->start <= j->size) {
-            put_clean(stderr, j->name);
-            fprintf(stderr, "+0x%llx (JIT code)\n", (unsigned long long)(a - j->start));
+            put_clean(out, j->name);
+            fprintf(out, "+0x%llx (JIT code)\n", (unsigned long long)(a - j->start));
         } else {
-            fprintf(stderr, "0x%llx (JIT code)\n", (unsigned long long)a);
+            fprintf(out, "0x%llx (JIT code)\n", (unsigned long long)a);
         }
     } else {
-        fprintf(stderr, "0x%llx\n", (unsigned long long)nd->addr);
+        fprintf(out, "0x%llx\n", (unsigned long long)nd->addr);
     }
 }
 
-/* The end-of-run summary: one line, then the top leak stacks. Cheap: one
- * pass over the last snapshot's sites, frames printed only for the few
- * stacks shown. */
-static void summarize(const char *path)
+/* The end-of-run summary (cmd.h): one line, then the top leak stacks.
+ * Cheap: one pass over the last snapshot's sites, frames printed only for
+ * the few stacks shown. */
+void ht__run_summary(const char *path, FILE *out)
 {
     ht_trace_t t;
     char err[512];
     struct stat st;
     if (lstat(path, &st) != 0 && errno == ENOENT) {
-        fprintf(stderr, "heaptrail: no trace: ");
-        put_clean(stderr, path);
-        fprintf(stderr, " was not written (a statically linked or setuid program ignores the agent; "
+        fprintf(out, "heaptrail: no trace: ");
+        put_clean(out, path);
+        fprintf(out, " was not written (a statically linked or setuid program ignores the agent; "
                         "or the directory is not writable)\n");
         return;
     }
     if (ht_trace_read(path, &t, err, sizeof err) != 0) {
-        fprintf(stderr, "heaptrail: no trace: ");
-        put_clean(stderr, err);
-        fputc('\n', stderr);
+        fprintf(out, "heaptrail: no trace: ");
+        put_clean(out, err);
+        fputc('\n', out);
         return;
     }
     if (t.nsnaps == 0) {
-        fprintf(stderr, "heaptrail: trace ");
-        put_clean(stderr, path);
-        fprintf(stderr, " holds no snapshot%s", t.truncated ? " (damaged)" : t.complete ? "" : " (cut short)");
+        fprintf(out, "heaptrail: trace ");
+        put_clean(out, path);
+        fprintf(out, " holds no snapshot%s", t.truncated ? " (damaged)" : t.complete ? "" : " (cut short)");
         if (t.drops.write_errors)
-            fprintf(stderr, "; %llu trace bytes could not be written (disk full?)",
+            fprintf(out, "; %llu trace bytes could not be written (disk full?)",
                     (unsigned long long)t.drops.write_errors);
-        fputc('\n', stderr);
+        fputc('\n', out);
         ht_trace_free(&t);
         return;
     }
@@ -357,33 +370,70 @@ static void summarize(const char *path)
     leak_t *leaks = calloc(s->nsites ? s->nsites : 1, sizeof *leaks);
     size_t nleaks = 0;
     uint64_t bytes = 0, blocks = 0;
+    /* reachability (s->reach == HT_REACH_DONE): lost, indirectly lost, the
+     * live heap it was computed over, and mmap regions (never checked) */
+    uint64_t lost = 0, lost_n = 0, ilost = 0, ilost_n = 0, heap = 0, heap_n = 0, lost_sites = 0;
     for (size_t i = 0; leaks && i < s->nsites; i++) {
-        if (s->sites[i].live_blocks == 0)
+        const ht_tsite_t *x = &s->sites[i];
+        if (x->live_blocks == 0)
             continue;
-        leaks[nleaks++].s = &s->sites[i];
-        bytes += s->sites[i].live_bytes;
-        blocks += s->sites[i].live_blocks;
+        leaks[nleaks++].s = x;
+        bytes += x->live_bytes;
+        blocks += x->live_blocks;
+        lost += x->lost_bytes;
+        lost_n += x->lost_blocks;
+        ilost += x->ilost_bytes;
+        ilost_n += x->ilost_blocks;
+        lost_sites += x->lost_blocks > 0;
+        if (x->kind == HT_KIND_HEAP) {
+            heap += x->live_bytes;
+            heap_n += x->live_blocks;
+        }
     }
     char b1[32], b2[32], b3[32];
-    fprintf(stderr, "heaptrail: %s bytes leaked in %s blocks from %s allocation sites (unique stacks); trace: ",
+    fprintf(out, "heaptrail: %s bytes leaked in %s blocks from %s allocation sites (unique stacks); trace: ",
             commas(bytes, b1), commas(blocks, b2), commas(nleaks, b3));
-    put_clean(stderr, path);
-    fputc('\n', stderr);
+    put_clean(out, path);
+    fputc('\n', out);
+    char b4[32], b5[32], b6[32];
+    int reach = s->reach == HT_REACH_DONE;
+    if (reach) {
+        fputs("heaptrail: unreachable at exit: ", out);
+        if (lost_n || ilost_n) {
+            fprintf(out, "%s bytes in %s blocks from %s sites (definitely lost", commas(lost, b1),
+                    commas(lost_n, b2), commas(lost_sites, b3));
+            if (ilost_n)
+                fprintf(out, "; plus %s bytes in %s blocks reachable only through them",
+                        commas(ilost, b4), commas(ilost_n, b5));
+            fputc(')', out);
+        } else {
+            fputs("none", out);
+        }
+        fprintf(out, "; still reachable: %s bytes in %s blocks", commas(heap - lost - ilost, b6),
+                commas(heap_n - lost_n - ilost_n, b1));
+        if (blocks > heap_n)
+            fprintf(out, "; mmap regions, not checked: %s bytes in %s blocks", commas(bytes - heap, b2),
+                    commas(blocks - heap_n, b3));
+        fputc('\n', out);
+    } else if (s->reach != HT_REACH_NONE) {
+        char why[160];
+        fprintf(out, "heaptrail: reachability not computed: %s\n", ht__reach_why(s, why, sizeof why));
+    }
     if (!t.complete || t.truncated)
-        fprintf(stderr, "heaptrail: the trace was cut short%s; figures from its last snapshot\n",
+        fprintf(out, "heaptrail: the trace was cut short%s; figures from its last snapshot\n",
                 t.truncated ? " (damaged tail)" : " (the program was killed?)");
     else if (s->reason == HT_SNAP_CRASH)
-        fprintf(stderr, "heaptrail: the program crashed; figures from the crash snapshot\n");
+        fprintf(out, "heaptrail: the program crashed; figures from the crash snapshot\n");
     else if (s->reason == HT_SNAP_EXEC)
-        fprintf(stderr, "heaptrail: the program replaced itself with exec; figures from just before "
+        fprintf(out, "heaptrail: the program replaced itself with exec; figures from just before "
                         "(with --follow-exec the new program writes its own trace)\n");
     if (t.drops.overflow_allocs || t.drops.unknown_frees || t.drops.write_errors || t.drops.other)
-        fprintf(stderr, "heaptrail: not recorded: %llu allocations without stack (database full), "
+        fprintf(out, "heaptrail: not recorded: %llu allocations without stack (database full), "
                         "%llu frees of unknown pointers, %llu trace bytes lost, %llu other\n",
                 (unsigned long long)t.drops.overflow_allocs, (unsigned long long)t.drops.unknown_frees,
                 (unsigned long long)t.drops.write_errors, (unsigned long long)t.drops.other);
     if (leaks)
-        qsort(leaks, nleaks, sizeof *leaks, by_bytes);
+        qsort(leaks, nleaks, sizeof *leaks, reach ? by_lost : by_bytes);
     /* the frames to print, named all at once */
     want_t w[TOP_STACKS * TOP_FRAMES];
     size_t nw = 0;
@@ -398,14 +448,24 @@ static void summarize(const char *path)
     name_wants(&t, w, nw);
     for (size_t i = 0, at = 0; i < nleaks && i < TOP_STACKS; i++) {
         const ht_tsite_t *x = leaks[i].s;
-        fprintf(stderr, "  %s bytes in %s blocks (%s)%s\n", commas(x->live_bytes, b1),
-                commas(x->live_blocks, b2), x->kind == HT_KIND_MMAP ? "mmap" : "heap",
-                x->stack == 0xffffffffu ? ": stack not recorded (database full)" : ":");
+        fprintf(out, "  %s bytes in %s blocks (%s", commas(x->live_bytes, b1),
+                commas(x->live_blocks, b2), x->kind == HT_KIND_MMAP ? "mmap" : "heap");
+        if (reach && x->kind == HT_KIND_HEAP) {
+            if (x->lost_blocks)
+                fprintf(out, "; definitely lost: %s bytes in %s blocks", commas(x->lost_bytes, b1),
+                        commas(x->lost_blocks, b2));
+            if (x->ilost_blocks)
+                fprintf(out, "%s indirectly lost: %s bytes in %s blocks", x->lost_blocks ? "," : ";",
+                        commas(x->ilost_bytes, b1), commas(x->ilost_blocks, b2));
+            if (!x->lost_blocks && !x->ilost_blocks)
+                fputs("; still reachable", out);
+        }
+        fprintf(out, ")%s\n", x->stack == 0xffffffffu ? ": stack not recorded (database full)" : ":");
         uint32_t id = x->stack;
         for (int k = 0; id != 0 && id < t.nnodes && k < TOP_FRAMES; k++, id = t.nodes[id].parent)
-            print_frame(&t, &w[at++]);
+            print_frame(out, &t, &w[at++]);
         if (id != 0 && id < t.nnodes)
-            fprintf(stderr, "      ...\n");
+            fprintf(out, "      ...\n");
     }
     for (size_t i = 0; i < nw; i++)
         free(w[i].name);
@@ -694,7 +754,7 @@ int ht_cmd_run(int argc, char **argv)
         fprintf(stderr, ")\n");
         memcpy(path, others.last, strlen(others.last) + 1);
     }
-    summarize(path);
+    ht__run_summary(path, stderr);
     list_other_traces(&others, path);
     if (WIFEXITED(status))
         return WEXITSTATUS(status);
