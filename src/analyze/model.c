@@ -730,6 +730,15 @@ static void add_reach_total(ht_report_t *r, const ht_tsite_t *site, int64_t byte
     }
 }
 
+/* Do the report's rows carry reachability (and rank by it)? When it was
+ * computed, except for the folded and pprof exports, which have no place
+ * for it and keep the order and selection of live bytes. */
+static int rows_lost(const ht_session_t *s, const ht_report_t *r)
+{
+    const ht_opts_t *o = s->opts;
+    return r->reach == HT_REACH_DONE && !(o && (o->format == HT_FMT_FOLDED || o->format == HT_FMT_PPROF));
+}
+
 /* The report straight from the sites (see sites_are_rows): the biggest
  * `hold` sites (0: all) become rows, in order. */
 static void report_from_sites(ht_session_t *s, const ht_tsnapshot_t *sn, ht_report_t *r)
@@ -743,6 +752,7 @@ static void report_from_sites(ht_session_t *s, const ht_tsnapshot_t *sn, ht_repo
     sortkey_t *k = ht__xmalloc((cap ? cap : 1) * sizeof *k);
     size_t n = 0, count = 0;
     const ht_input_t *in = &s->in[0];
+    int lost = rows_lost(s, r);
     ht_progress_t pr;
     ht__progress_init(&pr, s, "ranking sites");
     for (size_t i = 0; i < sn->nsites; i++) {
@@ -758,7 +768,7 @@ static void report_from_sites(ht_session_t *s, const ht_tsnapshot_t *sn, ht_repo
         uint32_t node = site_node(in->t, site->stack);
         uint64_t key = ht__mix64(((uint64_t)node << 8) + site->kind);
         sortkey_t v = { bytes, blocks, 0, key, (uint32_t)i };
-        if (r->reach == HT_REACH_DONE)
+        if (lost)
             v = (sortkey_t){ (int64_t)(site->lost_bytes + site->ilost_bytes), bytes, blocks, key,
                              (uint32_t)i };
         if (hold)
@@ -769,7 +779,7 @@ static void report_from_sites(ht_session_t *s, const ht_tsnapshot_t *sn, ht_repo
     ht__progress_end(&pr);
     qsort(k, n, sizeof *k, cmp_sortkey);
     r->rows = ht__xmalloc((n ? n : 1) * sizeof *r->rows);
-    if (r->reach == HT_REACH_DONE)
+    if (lost)
         r->losts = ht__xcalloc(n ? n : 1, sizeof *r->losts);
     int64_t held = 0;
     uint64_t min = o ? o->min_bytes : 0;
@@ -839,7 +849,7 @@ int ht__report_build(ht_session_t *s, int64_t snapshot, int mode, ht_report_t *r
         return 0;
     }
     agg_t a;
-    agg_init(&a, s, r->by, sn->nsites, 0, r->reach == HT_REACH_DONE);
+    agg_init(&a, s, r->by, sn->nsites, 0, rows_lost(s, r));
     ht_progress_t pr;
     ht__progress_init(&pr, s, "grouping sites");
     for (size_t i = 0; i < sn->nsites; i++) {
