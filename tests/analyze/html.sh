@@ -78,6 +78,24 @@ expect "$out/hostile.dom" '<title>heaptrail report: build/test-logs/html/&lt;b&g
 expect "$out/hostile.html" '"\u003cimg src=x onerror=alert(1)\u003e\u0026\u003cb\u003ex.so+0x' "< > & escaped inside the JSON data"
 expect "$out/hostile.dom" 'data-flame-nodes="12"' "the script still ran"
 
+# reachability at exit (REACH; truths in reach_fixture.awk): the summary
+# line, an "unreachable bytes" column ranked first, the split in its tooltip
+awk -v status=1 -f tests/analyze/reach_fixture.awk $ADIR/symfix.fix >"$out/reach.fix"
+$ADIR/htdrive report --format html -o "$out/reach.html" "$out/reach.fix"
+dom "$(url "$out/reach.html")" >"$out/reach.dom"
+expect "$out/reach.dom" '<p id="reach">unreachable: 3200 bytes in 7 blocks (definitely lost), 2064 bytes in 4 blocks indirectly; still reachable: 6596 bytes in 4 blocks</p>' "reach summary"
+expect "$out/reach.dom" '<th title="definitely lost + indirectly lost">unreachable bytes</th>' "unreachable column"
+expect_count "$out/reach.dom" '<td class="n lost"' 8 "an unreachable cell per row"
+expect_re "$out/reach.dom" '<tr><td class="n">1</td><td class="n">5000</td><td class="n">5</td><td class="n">42.2</td><td class="n lost" title="definitely lost: 2000 bytes in 2 blocks; indirectly lost: 1000 bytes in 1 blocks">3000</td><td><details><summary>grow_steady' "first row: most unreachable"
+expect_re "$out/reach.dom" '<tr><td class="n">7</td><td class="n">4096</td>.{0,160}>0</td><td><details><summary>leak_big' "still reachable row after the lost ones"
+expect_count "$out/symfix.dom" 'unreachable' 0 "no reachability without REACH"
+awk -v status=2 -v threads=3 -f tests/analyze/reach_fixture.awk $ADIR/symfix.fix >"$out/reach2.fix"
+$ADIR/htdrive report --format html -o "$out/reach2.html" "$out/reach2.fix"
+dom "$(url "$out/reach2.html")" >"$out/reach2.dom"
+expect "$out/reach2.dom" '<p id="reach">reachability not computed: 3 other threads were running at exit</p>' "not computed: why"
+expect_count "$out/reach2.dom" 'lost' 0 "not computed: no column"
+chrome --screenshot="$out/reach.png" "$(url "$out/reach.html")" >/dev/null
+
 chrome --screenshot="$out/report.png" "$(url "$out/symfix.html")" >/dev/null
 [ -s "$out/report.png" ] && echo "screenshot: $out/report.png"
 echo "html: $fails failures"
