@@ -346,7 +346,7 @@ void ht__run_summary(const char *path, FILE *out)
         fprintf(out, "heaptrail: no trace: ");
         put_clean(out, path);
         fprintf(out, " was not written (a statically linked or setuid program ignores the agent; "
-                        "or the directory is not writable)\n");
+                     "or the directory is not writable)\n");
         return;
     }
     if (ht_trace_read(path, &t, err, sizeof err) != 0) {
@@ -426,10 +426,10 @@ void ht__run_summary(const char *path, FILE *out)
         fprintf(out, "heaptrail: the program crashed; figures from the crash snapshot\n");
     else if (s->reason == HT_SNAP_EXEC)
         fprintf(out, "heaptrail: the program replaced itself with exec; figures from just before "
-                        "(with --follow-exec the new program writes its own trace)\n");
+                     "(with --follow-exec the new program writes its own trace)\n");
     if (t.drops.overflow_allocs || t.drops.unknown_frees || t.drops.write_errors || t.drops.other)
         fprintf(out, "heaptrail: not recorded: %llu allocations without stack (database full), "
-                        "%llu frees of unknown pointers, %llu trace bytes lost, %llu other\n",
+                     "%llu frees of unknown pointers, %llu trace bytes lost, %llu other\n",
                 (unsigned long long)t.drops.overflow_allocs, (unsigned long long)t.drops.unknown_frees,
                 (unsigned long long)t.drops.write_errors, (unsigned long long)t.drops.other);
     if (leaks)
