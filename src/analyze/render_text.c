@@ -77,12 +77,16 @@ const char *ht__reach_summary(const ht_report_t *r, char *buf, size_t len)
     const ht_rowlost_t *l = &r->total_lost;
     int64_t rb = r->heap_bytes - l->lost_bytes - l->ilost_bytes;
     int64_t rn = r->heap_blocks - l->lost_blocks - l->ilost_blocks;
-    int n = snprintf(buf, len, "unreachable: %lld bytes in %lld %s (definitely lost), %lld bytes in %lld %s "
-                     "indirectly; still reachable: %lld bytes in %lld %s",
+    int n = snprintf(buf, len, "unreachable: %lld bytes in %lld %s (definitely lost)",
                      (long long)l->lost_bytes, (long long)l->lost_blocks,
-                     plural(l->lost_blocks, "block", "blocks"), (long long)l->ilost_bytes,
-                     (long long)l->ilost_blocks, plural(l->ilost_blocks, "block", "blocks"),
-                     (long long)rb, (long long)rn, plural(rn, "block", "blocks"));
+                     plural(l->lost_blocks, "block", "blocks"));
+    if ((l->ilost_blocks || l->ilost_bytes) && n > 0 && (size_t)n < len)
+        n += snprintf(buf + n, len - (size_t)n, ", %lld bytes in %lld %s indirectly",
+                      (long long)l->ilost_bytes, (long long)l->ilost_blocks,
+                      plural(l->ilost_blocks, "block", "blocks"));
+    if (n > 0 && (size_t)n < len)
+        n += snprintf(buf + n, len - (size_t)n, "; still reachable: %lld bytes in %lld %s",
+                      (long long)rb, (long long)rn, plural(rn, "block", "blocks"));
     int64_t mb = r->total_bytes - r->heap_bytes, mn = r->total_blocks - r->heap_blocks;
     if ((mb || mn) && n > 0 && (size_t)n < len)
         snprintf(buf + n, len - (size_t)n, "; mmap regions, not checked: %lld bytes in %lld %s",

@@ -29,14 +29,14 @@ expect_eq "process peak bytes (single thread: exact)" "$(field peak_bytes "$(gre
 # nor asks a server, even where DEBUGINFOD_URLS is set and a module has
 # no symbol table (a stripped program, no debug file)
 expect_eq "summary names the biggest leak's function" \
-    "$(sed -n 3p err | grep -c '^      leak_big (leaks+0x[0-9a-f]*)$')" 1
+    "$(sed -n 4p err | grep -c '^      leak_big (leaks+0x[0-9a-f]*)$')" 1
 cp "$P/leaks" leaks-stripped && strip leaks-stripped
 mkdir ld
 DEBUGINFOD_URLS=http://127.0.0.1:9 LD_DEBUG=files LD_DEBUG_OUTPUT=$T/ld/ld \
     "$HT" run -o offline.ht ./leaks-stripped >/dev/null 2>erroff
 expect_eq "processes logged by the loader" "$(ls ld | wc -l)" 2
 expect_eq "libdebuginfod loaded" "$(cat ld/* | grep -c 'file=libdebuginfod')" 0
-expect_eq "stripped: module+offset" "$(sed -n 3p erroff | grep -c '^      leaks-stripped+0x[0-9a-f]*$')" 1
+expect_eq "stripped: module+offset" "$(sed -n 4p erroff | grep -c '^      leaks-stripped+0x[0-9a-f]*$')" 1
 
 # C++: every operator new/delete variant
 "$HT" run -o cxx.ht "$P/leaksxx" >outxx 2>errxx; rc=$?
