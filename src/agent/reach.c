@@ -41,6 +41,10 @@
 #include "../platform/linux-x86_64/unwind.h"
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <linux/futex.h>
+#include <signal.h>
+#include <time.h>
+#include <ucontext.h>
 #include <link.h>
 #include <malloc.h>
 #include <stdio.h>
@@ -175,36 +179,343 @@ static long read_file(const char *path, char **out, size_t *cap)
     return (long)len;
 }
 
-/* Other threads of the program: /proc/self/stat's num_threads less this
- * one and the agent's control thread. -1 if it cannot tell. */
-static int other_threads(void)
+/* ---- stopping the other threads ---------------------------------------------
+ *
+ * Another thread could hold the only pointer to a block in a register, or
+ * move one while we read, so each of the program's other threads is
+ * parked for the scan: a real-time signal nobody handles (the highest with
+ * the default disposition) runs a handler on it that saves its registers
+ * from the signal context and waits on a futex until the scan is done.
+ * Its stack is then scanned from its stack pointer (less the 128-byte red
+ * zone), its registers as roots. A thread that blocks the signal is not
+ * sent it (a sigwait or signalfd of its own would take it): if it sleeps
+ * in a system call (/proc/self/task/TID/syscall), its stack is scanned
+ * from the stack pointer given there, without its registers, and its
+ * context-switch counts, read again after the scan, must show it did not
+ * run meanwhile; if it runs, nothing is computed. A thread interrupted inside heaptrail
+ * (it may hold a live-table lock) does not park: it is signalled again
+ * shortly. Threads are listed from /proc/self/task until a pass finds
+ * none new. Nothing here waits without bound: a thread that does not park
+ * within STOP_WAIT_NS (the signal blocked, a long uninterruptible sleep)
+ * cancels the scan ("threads were running"). The handler stays installed
+ * (a late signal must not kill the process); it returns at once when it is
+ * not expected. The control thread is heaptrail's own and is not stopped. */
+#define STOP_MAX     1024
+#define STOP_WAIT_NS (300 * 1000000ull)
+enum { T_SENT = 1, T_PARKED, T_BUSY, T_GONE, T_BLOCKED, T_RUNNING };
+
+typedef struct {
+    int tid;
+    int state;
+    int sent;                   /* coordinator's: signal sent for this request */
+    uintptr_t sp;               /* handler's, with regs */
+    uintptr_t regs[16];
+    long nr;                    /* T_BLOCKED: the system call it sleeps in */
+    uint64_t switches;          /* ... and its context switches then */
+} stopped_t;
+
+static stopped_t T[STOP_MAX];
+static int g_nt;
+static int g_release;           /* 1: parked threads go on */
+static int g_stop_sig;
+
+static long futex(int *addr, int op, int val, const struct timespec *ts)
 {
-    char *b;
-    size_t cap;
-    long len = read_file("/proc/self/stat", &b, &cap);
-    if (len <= 0)
-        return -1;
-    long i = len - 1;
-    while (i > 0 && b[i] != ')')
-        i--;
-    int field = 2, n = -1;
-    for (; i < len && n < 0; i++) {
-        if (b[i] != ' ')
+    return ht__syscall6(SYS_futex, (long)addr, op, val, (long)ts, 0, 0);
+}
+
+static void stop_handler(int sig, siginfo_t *si, void *ucv)
+{
+    (void)sig;
+    (void)si;
+    int tid = ht__gettid();
+    stopped_t *t = NULL;
+    int n = ht_load_acquire(&g_nt);
+    for (int i = 0; i < n; i++)
+        if (T[i].tid == tid)
+            t = &T[i];
+    if (!t || ht_load_acquire(&t->state) != T_SENT || ht_load_acquire(&g_release))
+        return;
+    if (ht__guard) {            /* inside heaptrail: it may hold a lock the scan needs */
+        ht_store_release(&t->state, T_BUSY);
+        return;
+    }
+    const ucontext_t *uc = ucv;
+    const greg_t *g = uc->uc_mcontext.gregs;
+    static const int which[16] = { REG_RAX, REG_RBX, REG_RCX, REG_RDX, REG_RSI, REG_RDI,
+                                   REG_RBP, REG_R8,  REG_R9,  REG_R10, REG_R11, REG_R12,
+                                   REG_R13, REG_R14, REG_R15, REG_RIP };
+    for (int i = 0; i < 16; i++)
+        t->regs[i] = (uintptr_t)g[which[i]];
+    t->sp = (uintptr_t)g[REG_RSP];
+    ht_store_release(&t->state, T_PARKED);
+    /* bounded: ~10 s even if the exiting thread never says so */
+    struct timespec ts = { 0, 100 * 1000000 };
+    for (int k = 0; k < 100 && !ht_load_acquire(&g_release); k++)
+        futex(&g_release, FUTEX_WAIT_PRIVATE, 0, &ts);
+}
+
+static int pick_signal(void)
+{
+    struct sigaction sa, old;
+    for (int s = SIGRTMAX; s >= SIGRTMIN + 3; s--) {
+        if (sigaction(s, NULL, &old) != 0 || (old.sa_flags & SA_SIGINFO) ||
+            old.sa_handler != SIG_DFL)
             continue;
-        field++;
-        if (field == 20) {
-            n = 0;
-            for (long j = i + 1; j < len && b[j] >= '0' && b[j] <= '9'; j++)
-                n = n * 10 + (b[j] - '0');
+        __builtin_memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = stop_handler;
+        sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
+        sigfillset(&sa.sa_mask);
+        if (sigaction(s, &sa, NULL) == 0)
+            return s;
+    }
+    return -1;
+}
+
+/* Lists /proc/self/task: calls fn for every thread id. -1 if unreadable. */
+static int each_task(void (*fn)(int tid))
+{
+    int fd = (int)ht__sys4(SYS_openat, AT_FDCWD, "/proc/self/task",
+                           O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    char buf[4096];
+    for (;;) {
+        long n = ht__sys3(SYS_getdents64, fd, buf, sizeof buf);
+        if (n <= 0) {
+            sys_close(fd);
+            return n < 0 ? -1 : 0;
+        }
+        for (long off = 0; off < n;) {
+            struct { uint64_t ino; int64_t off; unsigned short reclen; unsigned char type; char name[]; } *d =
+                (void *)(buf + off);
+            int tid = 0;
+            for (const char *c = d->name; *c >= '0' && *c <= '9'; c++)
+                tid = tid * 10 + (*c - '0');
+            if (tid > 0)
+                fn(tid);
+            off += d->reclen;
         }
     }
-    ht__unmap(b, cap);
-    if (n < 1)
+}
+
+static int g_self, g_ctl, g_new, g_full;
+
+static void note_task(int tid)
+{
+    if (tid == g_self || tid == g_ctl)
+        return;
+    for (int i = 0; i < g_nt; i++)
+        if (T[i].tid == tid)
+            return;
+    if (g_nt == STOP_MAX) {
+        g_full = 1;
+        return;
+    }
+    T[g_nt].tid = tid;
+    T[g_nt].state = T_SENT;
+    ht_store_release(&g_nt, g_nt + 1);
+    g_new++;
+}
+
+static uintptr_t hex(const char **pp);
+
+/* Reads /proc/self/task/TID/NAME into buf (NUL-terminated). */
+static long read_task_file(int tid, const char *name, char *buf, size_t cap)
+{
+    char path[64] = "/proc/self/task/";
+    size_t n = 16;
+    char digits[16];
+    int k = 0;
+    for (int v = tid; v > 0 && k < 15; v /= 10)
+        digits[k++] = (char)('0' + v % 10);
+    while (k > 0)
+        path[n++] = digits[--k];
+    path[n++] = '/';
+    for (const char *c = name; *c && n < sizeof path - 1; c++)
+        path[n++] = *c;
+    path[n] = 0;
+    int fd = sys_open(path);
+    if (fd < 0)
         return -1;
-    int ctl = ht__control_tid();
-    if (ctl > 0 && ht__sys3(SYS_tgkill, S.pid, ctl, 0) == 0)
-        n--;
-    return n - 1;
+    long got = ht__sys3(SYS_read, fd, buf, cap - 1);
+    sys_close(fd);
+    if (got < 0)
+        return -1;
+    buf[got] = 0;
+    return got;
+}
+
+static uint64_t dec_after(const char *s, const char *key)
+{
+    for (; *s; s++) {
+        const char *a = s, *b = key;
+        while (*b && *a == *b)
+            a++, b++;
+        if (*b)
+            continue;
+        while (*a == ' ' || *a == '\t')
+            a++;
+        uint64_t v = 0;
+        while (*a >= '0' && *a <= '9')
+            v = v * 10 + (uint64_t)(*a++ - '0');
+        return v;
+    }
+    return UINT64_MAX;
+}
+
+/* A thread that blocks our signal but sleeps in a system call: its stack
+ * does not change while it sleeps. /proc/self/task/TID/syscall gives the
+ * call and the stack pointer (not the registers: the callee-saved ones
+ * may hold pointers the scan cannot see); its context-switch counts tell
+ * afterwards whether it ran meanwhile. Returns 0 and fills t, or -1. */
+static int sleeping_thread(stopped_t *t)
+{
+    char b[4096];
+    if (read_task_file(t->tid, "syscall", b, sizeof b) <= 0 || b[0] < '0' || b[0] > '9')
+        return -1;              /* "running", or "-1 ..." (not in a call) */
+    long nr = 0;
+    const char *p = b;
+    while (*p >= '0' && *p <= '9')
+        nr = nr * 10 + (*p++ - '0');
+    /* the 7th and 8th hex fields after the number: sp, pc */
+    uintptr_t f[8] = { 0 };
+    for (int i = 0; i < 8 && *p; i++) {
+        while (*p == ' ')
+            p++;
+        if (p[0] == '0' && p[1] == 'x')
+            p += 2;
+        f[i] = hex(&p);
+    }
+    if (!f[6])
+        return -1;
+    if (read_task_file(t->tid, "status", b, sizeof b) <= 0)
+        return -1;
+    uint64_t v = dec_after(b, "voluntary_ctxt_switches:"), n = dec_after(b, "nonvoluntary_ctxt_switches:");
+    if (v == UINT64_MAX || n == UINT64_MAX)
+        return -1;
+    t->nr = nr;
+    t->sp = f[6];
+    t->switches = v + n;
+    return 0;
+}
+
+/* Whether the thread blocks signal sig (/proc/self/task/TID/status SigBlk). */
+static int blocks_signal(int tid, int sig)
+{
+    char b[4096];
+    if (read_task_file(tid, "status", b, sizeof b) <= 0)
+        return 0;
+    for (const char *p = b; *p; p++) {
+        if (p[0] != 'S' || p[1] != 'i' || p[2] != 'g' || p[3] != 'B' || p[4] != 'l' || p[5] != 'k')
+            continue;
+        p += 7;
+        while (*p == ' ' || *p == '\t')
+            p++;
+        uint64_t mask = hex(&p);
+        return (mask >> (sig - 1)) & 1;
+    }
+    return 0;
+}
+
+/* After the scan: did a sleeping thread stay asleep in the same call? */
+static int still_sleeping(stopped_t *t)
+{
+    stopped_t now = *t;
+    return sleeping_thread(&now) == 0 && now.nr == t->nr && now.sp == t->sp &&
+           now.switches == t->switches;
+}
+
+/* Parks every other thread. Returns 0, the number of threads that could
+ * not be stopped, or -1 if the threads cannot be listed. */
+static int stop_others(void)
+{
+    g_self = ht__gettid();
+    g_ctl = ht__control_tid();
+    if (g_ctl > 0 && ht__sys3(SYS_tgkill, S.pid, g_ctl, 0) != 0)
+        g_ctl = 0;
+    int first = 1;
+    uint64_t deadline = ht__mono_ns() + STOP_WAIT_NS;
+    for (;;) {
+        g_new = 0;
+        if (each_task(note_task) != 0)
+            return -1;
+        if (g_full)
+            return g_nt;
+        if (!g_new && !first)
+            break;              /* every thread there is, is parked */
+        if (g_nt && g_stop_sig == 0 && (g_stop_sig = pick_signal()) < 0)
+            return g_nt;
+        first = 0;
+        for (;;) {
+            int waiting = 0;
+            for (int i = 0; i < g_nt; i++) {
+                int st = ht_load_acquire(&T[i].state);
+                if (st == T_BUSY) {
+                    T[i].sent = 0;      /* ask again */
+                    ht_store_release(&T[i].state, T_SENT);
+                    st = T_SENT;
+                }
+                if (st == T_SENT && !T[i].sent) {
+                    T[i].sent = 1;
+                    /* never to a thread that blocks it: a sigwait or a
+                     * signalfd there would take it for the program's own */
+                    if (blocks_signal(T[i].tid, g_stop_sig)) {
+                        if (sleeping_thread(&T[i]) == 0)
+                            ht_store_release(&T[i].state, T_BLOCKED);
+                        else
+                            ht_store_release(&T[i].state, T_RUNNING);
+                        continue;
+                    }
+                    if (ht__sys3(SYS_tgkill, S.pid, T[i].tid, g_stop_sig) != 0) {
+                        ht_store_release(&T[i].state, T_GONE);
+                        continue;
+                    }
+                }
+                waiting += ht_load_acquire(&T[i].state) == T_SENT;
+            }
+            int running = 0;
+            for (int i = 0; i < g_nt; i++)
+                running += T[i].state == T_RUNNING;
+            if (running)
+                return running;     /* blocks the signal and runs: cannot be stopped */
+            if (!waiting)
+                break;
+            if (ht__mono_ns() > deadline) {
+                int n = 0;
+                for (int i = 0; i < g_nt; i++)
+                    if (T[i].state == T_SENT) {
+                        if (sleeping_thread(&T[i]) == 0)
+                            T[i].state = T_BLOCKED;
+                        else
+                            n++;
+                    }
+                if (n)
+                    return n;
+                break;
+            }
+            struct timespec ts = { 0, 50 * 1000 };
+            ht__sys2(SYS_nanosleep, &ts, NULL);
+        }
+    }
+    return 0;
+}
+
+static void release_others(void)
+{
+    ht_store_release(&g_release, 1);
+    futex(&g_release, FUTEX_WAKE_PRIVATE, 0x7fffffff, NULL);
+}
+
+/* The lowest stack pointer of a parked thread in [lo, hi), or 0. */
+static uintptr_t parked_sp_in(uintptr_t lo, uintptr_t hi)
+{
+    uintptr_t best = 0;
+    for (int i = 0; i < g_nt; i++)
+        if ((T[i].state == T_PARKED || T[i].state == T_BLOCKED) && T[i].sp >= lo && T[i].sp < hi &&
+            (!best || T[i].sp < best))
+            best = T[i].sp;
+    return best;
 }
 
 /* Reads [src, src + len) of this process into dst without faulting.
@@ -682,13 +993,18 @@ static HT_NOINLINE int scan(uintptr_t sp)
         const map_t *m = &S.maps[i];
         if (!m->r || !m->w || m->skip || is_arena_heap(m))
             continue;
-        uintptr_t lo = m->start, tcb;
+        uintptr_t lo = m->start, tcb, psp;
         if (sp >= m->start && sp < m->end)
             lo = live_stack_lo(m, sp);  /* this thread's stack: the live part */
+        else if ((psp = parked_sp_in(m->start, m->end)) != 0)
+            lo = psp - 128 > m->start ? psp - 128 : m->start;   /* a parked thread's, red zone too */
         else if (m->anon && (tcb = other_thread_tcb(m, me)) != 0)
             lo = tcb;
         scan_root_not_ours(lo, m->end);
     }
+    for (int i = 0; i < g_nt; i++)
+        if (T[i].state == T_PARKED)
+            scan_words(T[i].regs, 16, 1);
     uintptr_t blo, bhi;
     ht__boot_range(&blo, &bhi);
     scan_root((blo + 7) & ~(uintptr_t)7, bhi);
@@ -756,7 +1072,7 @@ void ht__reach_compute(int inside)
     } else if (ht_load_relaxed(&ht__drops.table_full) != 0) {
         status = HT_REACH_INCOMPLETE;
     } else {
-        int others = other_threads();
+        int others = stop_others();
         if (others < 0) {
             status = HT_REACH_UNREADABLE;
         } else if (others > 0) {
@@ -776,8 +1092,22 @@ void ht__reach_compute(int inside)
             __asm__ volatile("mov %%rsp, %0" : "=r"(sp));
             status = scan(sp);
             (void)regs[0];
+            /* the threads that slept through it must not have woken */
+            int woke = 0, slept = 0;
+            for (int i = 0; i < g_nt; i++)
+                if (T[i].state == T_BLOCKED) {
+                    slept++;
+                    woke += !still_sleeping(&T[i]);
+                }
+            if (status == HT_REACH_DONE && woke) {
+                status = HT_REACH_THREADS;
+                R.threads = (uint32_t)woke;
+            } else if (status == HT_REACH_DONE) {
+                R.threads = (uint32_t)slept;   /* scanned without their registers */
+            }
         }
     }
+    release_others();
     release();
     R.scanned_bytes = S.scanned;
     R.time_ns = ht__mono_ns() - t0;

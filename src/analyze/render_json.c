@@ -115,12 +115,13 @@ static void json_reach(const ht_report_t *r, FILE *f)
         fprintf(f, ",\"lost_bytes\":%lld,\"lost_blocks\":%lld,\"lost_sites\":%zu,"
                    "\"indirectly_lost_bytes\":%lld,\"indirectly_lost_blocks\":%lld,"
                    "\"reachable_bytes\":%lld,\"reachable_blocks\":%lld,"
-                   "\"scanned_bytes\":%llu,\"time_ns\":%llu}",
+                   "\"scanned_bytes\":%llu,\"time_ns\":%llu,\"threads_without_registers\":%u}",
                 (long long)l->lost_bytes, (long long)l->lost_blocks, r->lost_sites,
                 (long long)l->ilost_bytes, (long long)l->ilost_blocks,
                 (long long)(r->heap_bytes - l->lost_bytes - l->ilost_bytes),
                 (long long)(r->heap_blocks - l->lost_blocks - l->ilost_blocks),
-                (unsigned long long)s->reach_roots_bytes, (unsigned long long)s->reach_ns);
+                (unsigned long long)s->reach_roots_bytes, (unsigned long long)s->reach_ns,
+                s->reach_threads);
         return;
     }
     char why[160];

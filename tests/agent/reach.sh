@@ -4,7 +4,8 @@
 # memory, a joined thread's blocks in another glibc arena, a pointer only
 # in the exiting frame), the directly and indirectly lost blocks equal the
 # program's truth, and allocbench's -- also under a seccomp filter and after _exit from a
-# signal handler; not computed while another thread runs; off with
+# signal handler, and with another thread running (parked for the scan);
+# not computed when that thread cannot be parked; off with
 # HEAPTRAIL_REACH=0.
 . tests/agent/common.inc
 cd "$T"
@@ -43,14 +44,36 @@ expect_eq "in-handler exit status" "$rc" 0
 expect_eq "in-handler: reach computed" "$(field reach "$("$DUMP" handler.ht | grep '^snap ')")" 1
 check_truth handler.ht in-handler outh 11
 
-# another thread still runs at exit: not computed, and nothing called lost
+# another thread still runs at exit, blocked, a block's only pointer in
+# its frame: parked for the scan, its stack and registers are roots
 "$HT" run -o threads.ht "$P/reach" thread-running >outt 2>errt; rc=$?
 expect_eq "thread-running exit status" "$rc" 0
-snap=$("$DUMP" threads.ht | grep '^snap ')
-expect_eq "thread-running: reach status (threads)" "$(field reach "$snap")" 2
-expect_eq "thread-running: other threads" "$(field reach_threads "$snap")" 1
-expect_eq "thread-running: sites with lost blocks" \
-    "$("$DUMP" threads.ht | grep '^site ' | grep -vc 'lost_blocks=0 lost_bytes=0 ilost_blocks=0')" 0
+expect_eq "thread-running: reach computed" "$(field reach "$("$DUMP" threads.ht | grep '^snap ')")" 1
+check_truth threads.ht thread-running outt 13
+
+# that thread blocks every signal: it cannot be parked, but it sleeps in
+# a system call: its stack is scanned (not its registers), and the
+# summary says so
+"$HT" run -o masked.ht "$P/reach" thread-masked >outm 2>errm; rc=$?
+expect_eq "thread-masked exit status" "$rc" 0
+snap=$("$DUMP" masked.ht | grep '^snap ')
+expect_eq "thread-masked: reach computed" "$(field reach "$snap")" 1
+expect_eq "thread-masked: threads scanned without registers" "$(field reach_threads "$snap")" 1
+check_truth masked.ht thread-masked outm 13
+expect_eq "thread-masked: summary says a thread's registers were not scanned" \
+    "$(grep -c '^heaptrail: 1 thread blocked signals and slept in a system call: its stack was scanned, its registers not' errm)" 1
+
+# it blocks every signal and spins: nothing is computed (nothing called
+# lost), the summary says why, the program is not disturbed
+"$HT" run -o spin.ht "$P/reach" thread-spinning >outp 2>errp; rc=$?
+expect_eq "thread-spinning exit status" "$rc" 0
+snap=$("$DUMP" spin.ht | grep '^snap ')
+expect_eq "thread-spinning: reach status (threads)" "$(field reach "$snap")" 2
+expect_eq "thread-spinning: threads not stopped" "$(field reach_threads "$snap")" 1
+expect_eq "thread-spinning: sites with lost blocks" \
+    "$("$DUMP" spin.ht | grep '^site ' | grep -vc 'lost_blocks=0 lost_bytes=0 ilost_blocks=0')" 0
+expect_eq "thread-spinning: summary says why" \
+    "$(grep -c '^heaptrail: reachability not computed: 1 other thread was running at exit' errp)" 1
 
 # the reference workload's own truth (../shared/workloads/allocbench.c):
 # a 100-byte leak every 100,000 iterations, the last one still reachable

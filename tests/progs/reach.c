@@ -6,10 +6,14 @@
  * (live blocks, directly lost, indirectly lost). No stdio before the
  * blocks are made (so libc's own buffers do not mix in), printf at the end.
  *
- *   reach [exit|thread-running|in-handler|seccomp]
+ *   reach [exit|thread-running|thread-masked|thread-spinning|in-handler|seccomp]
  * exit: as above, ending with exit() from a function whose frame holds a
- * pointer; thread-running: a second thread is still blocked at exit
- * (reachability must not be computed); in-handler: _exit from a signal
+ * pointer; thread-running: a second thread still runs at exit, blocked,
+ * holding a block's only pointer in its frame (the agent parks it for the
+ * scan); thread-masked: that thread blocks every signal (it cannot be
+ * parked, but it sleeps in a system call: its stack is scanned without its
+ * registers); thread-spinning: it blocks every signal and spins (not
+ * computed); in-handler: _exit from a signal
  * handler that interrupted nothing of heaptrail's (computed); seccomp: as
  * exit, under a filter that kills the process on process_vm_readv. */
 #include <linux/filter.h>
@@ -159,11 +163,25 @@ static void *thread_main(void *arg)
 }
 
 static pthread_mutex_t never = PTHREAD_MUTEX_INITIALIZER;
+static pthread_barrier_t ready;
+NOINLINE static void *running_held(void) { return malloc(136); }
+NOINLINE static void running_lost(void) { void *volatile p = malloc(152); (void)p; }
+static volatile int spin = 1;
 static void *blocked_main(void *arg)
 {
-    (void)arg;
+    if (arg) {
+        sigset_t all;
+        sigfillset(&all);
+        pthread_sigmask(SIG_BLOCK, &all, NULL);
+    }
+    void *volatile mine = running_held();
+    running_lost();
+    pthread_barrier_wait(&ready);
+    if (arg == (void *)2)
+        while (spin)
+            ;
     pthread_mutex_lock(&never);         /* held by main: blocks until exit */
-    return NULL;
+    return (void *)mine;
 }
 
 static void report(void)
@@ -227,9 +245,14 @@ int main(int argc, char **argv)
     pthread_join(t, NULL);
     note("thread_held", 2, 0, 0);
     note("thread_lost", 1, 1, 0);
-    if (!strcmp(mode, "thread-running")) {
+    if (!strncmp(mode, "thread-", 7)) {
         pthread_mutex_lock(&never);
-        pthread_create(&t, NULL, blocked_main, NULL);
+        pthread_barrier_init(&ready, NULL, 2);
+        pthread_create(&t, NULL, blocked_main,
+                       !strcmp(mode, "thread-masked") ? (void *)1 : !strcmp(mode, "thread-spinning") ? (void *)2 : NULL);
+        pthread_barrier_wait(&ready);
+        note("running_held", 1, 0, 0);
+        note("running_lost", 1, 1, 0);
         report();
         exit(0);
     }
