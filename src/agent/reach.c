@@ -69,6 +69,9 @@ static ht_reach_t R;
 static struct {
     ht_live_block_t *b;
     size_t n, cap;
+    uint64_t *keys, *sample;    /* find_block's index */
+    size_t nsample;
+    const map_t *last_map;      /* drain's last mapping */
     uintptr_t lo, span;         /* candidates lie in [lo, lo + span) */
     uint32_t *stack;
     size_t top;
@@ -474,15 +477,20 @@ static int stop_others(void)
                 }
                 waiting += ht_load_acquire(&T[i].state) == T_SENT;
             }
+            /* one that blocks the signal and runs may be about to sleep
+             * (a wait in a moment): looked at again every ~1 ms */
             int running = 0;
             for (int i = 0; i < g_nt; i++)
-                running += T[i].state == T_RUNNING;
-            if (running)
-                return running;     /* blocks the signal and runs: cannot be stopped */
-            if (!waiting)
+                if (T[i].state == T_RUNNING) {
+                    if (++T[i].sent % 20 == 0 && sleeping_thread(&T[i]) == 0)
+                        ht_store_release(&T[i].state, T_BLOCKED);
+                    else
+                        running++;
+                }
+            if (!waiting && !running)
                 break;
             if (ht__mono_ns() > deadline) {
-                int n = 0;
+                int n = running;
                 for (int i = 0; i < g_nt; i++)
                     if (T[i].state == T_SENT) {
                         if (sleeping_thread(&T[i]) == 0)
@@ -604,18 +612,32 @@ static HT_ALWAYS_INLINE uint64_t block_end(const ht_live_block_t *x)
     return x->addr + (x->size ? x->size : 1);
 }
 
-/* The block holding address v, or -1. */
+/* The block holding address v, or -1. Two levels, so that a lookup among
+ * a million blocks touches a few cache lines instead of twenty: every
+ * SAMPLE-th block's address in a small array (kept in cache), then the
+ * addresses alone (8 bytes each) between two samples. */
+#define SAMPLE_BITS 6
 static HT_ALWAYS_INLINE long find_block(uintptr_t v)
 {
-    size_t lo = 0, hi = S.n;    /* the last block starting at or below v */
+    size_t lo = 0, hi = S.nsample;  /* the last sample at or below v */
     while (hi - lo > 1) {
         size_t mid = (lo + hi) / 2;
-        if (S.b[mid].addr <= v)
+        if (S.sample[mid] <= v)
             lo = mid;
         else
             hi = mid;
     }
-    return (S.b[lo].addr <= v && v < block_end(&S.b[lo])) ? (long)lo : -1;
+    size_t a = lo << SAMPLE_BITS, b = a + ((size_t)1 << SAMPLE_BITS);
+    if (b > S.n)
+        b = S.n;
+    while (b - a > 1) {             /* the last address at or below v */
+        size_t mid = (a + b) / 2;
+        if (S.keys[mid] <= v)
+            a = mid;
+        else
+            b = mid;
+    }
+    return (S.keys[a] <= v && v < block_end(&S.b[a])) ? (long)a : -1;
 }
 
 /* The first block ending above v (S.n if none). */
@@ -784,7 +806,9 @@ static void drain(int phase)
         ht_live_block_t *x = &S.b[S.stack[--S.top]];
         if (x->size < sizeof(uintptr_t))
             continue;
-        const map_t *m = map_of(x->addr);
+        const map_t *m = S.last_map;
+        if (!m || x->addr < m->start || x->addr >= m->end)
+            S.last_map = m = map_of(x->addr);
         if (!m || !m->r || m->end < x->addr + x->size)
             continue;           /* not where the table says: freed behind our back */
         scan_words((const uintptr_t *)(uintptr_t)x->addr, x->size / sizeof(uintptr_t), phase);
@@ -943,19 +967,6 @@ static uintptr_t live_stack_lo(const map_t *m, uintptr_t sp)
 
 static HT_NOINLINE int scan(uintptr_t sp)
 {
-    /* heaptrail's own memory: its mappings, and this library's data
-     * (the bootstrap arena in it holds program blocks: scanned apart) */
-    S.nown = ht__own_mappings(S.own, OWN_MAX - 1);
-    if (S.nown < 0)
-        return HT_REACH_INCOMPLETE;
-    struct dl_find_object fo;
-    if (_dl_find_object((void *)scan, &fo) == 0) {
-        S.own[S.nown][0] = (uintptr_t)fo.dlfo_map_start;
-        S.own[S.nown][1] = (uintptr_t)fo.dlfo_map_end;
-        S.nown++;
-    }
-    own_cmp_sort();
-
     char *text;
     size_t tcap;
     long tlen = read_file("/proc/self/maps", &text, &tcap);
@@ -976,15 +987,38 @@ static HT_NOINLINE int scan(uintptr_t sp)
     S.n = ht__live_copy(S.b, S.cap);
     if (sort_blocks(S.b, S.n) != 0)
         return HT_REACH_NOMEM;
+    S.keys = ht__map(S.cap * sizeof *S.keys);
+    S.sample = ht__map(((S.cap >> SAMPLE_BITS) + 1) * sizeof *S.sample);
+    if (!S.keys || !S.sample)
+        return HT_REACH_NOMEM;
     if (S.n) {
         uintptr_t hi = 0;
-        for (size_t i = 0; i < S.n; i++)
+        for (size_t i = 0; i < S.n; i++) {
+            S.keys[i] = S.b[i].addr;
+            if (!(i & ((1u << SAMPLE_BITS) - 1)))
+                S.sample[S.nsample++] = S.b[i].addr;
             if (block_end(&S.b[i]) > hi)
                 hi = block_end(&S.b[i]);
+        }
         S.lo = S.b[0].addr;
         S.span = hi - S.lo;
     }
     S.pagemap_fd = sys_open("/proc/self/pagemap");
+
+    /* heaptrail's own memory: its mappings (noted after the scan's own
+     * are made: one of them may reuse the range of a mapping the maps
+     * text listed), and this library's data (the bootstrap arena in it
+     * holds program blocks: scanned apart) */
+    S.nown = ht__own_mappings(S.own, OWN_MAX - 1);
+    if (S.nown < 0)
+        return HT_REACH_INCOMPLETE;
+    struct dl_find_object fo;
+    if (_dl_find_object((void *)scan, &fo) == 0) {
+        S.own[S.nown][0] = (uintptr_t)fo.dlfo_map_start;
+        S.own[S.nown][1] = (uintptr_t)fo.dlfo_map_end;
+        S.nown++;
+    }
+    own_cmp_sort();
 
     /* phase 1: mark from the roots */
     const uintptr_t *me;        /* this thread's TCB */
@@ -1047,6 +1081,10 @@ static void release(void)
         ht__unmap(S.b, S.cap * sizeof *S.b);
     if (S.stack)
         ht__unmap(S.stack, S.cap * sizeof *S.stack);
+    if (S.keys)
+        ht__unmap(S.keys, S.cap * sizeof *S.keys);
+    if (S.sample)
+        ht__unmap(S.sample, ((S.cap >> SAMPLE_BITS) + 1) * sizeof *S.sample);
     if (S.maps)
         ht__unmap(S.maps, S.maps_cap * sizeof *S.maps);
     if (S.pipe[0] >= 0) {
