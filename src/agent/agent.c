@@ -520,7 +520,16 @@ __attribute__((constructor(101))) static void agent_start(void)
     ht__guard = 0;
 }
 
-int ht__control_tid(void) { return ht_load_acquire(&A.control_tid); }
+/* The control thread notes its id when it starts; a short program may end
+ * before it has run at all: then wait for it (at most 100 ms). */
+int ht__control_tid(void)
+{
+    for (int i = 0; i < 1000 && A.thread_up && !ht_load_acquire(&A.control_tid); i++) {
+        struct timespec ts = { 0, 100 * 1000 };
+        nanosleep(&ts, NULL);
+    }
+    return ht_load_acquire(&A.control_tid);
+}
 
 /* ---- public API and dlclose -------------------------------------------- */
 

@@ -30,6 +30,9 @@ EOT
 cat out err
 expect_eq "exit status" "$rc" 0
 expect_eq "reach computed" "$(field reach "$("$DUMP" exit.ht | grep '^snap ')")" 1
+# the agent's control thread is not the program's (even when the program
+# ends before that thread has run at all)
+expect_eq "no thread scanned without registers" "$(field reach_threads "$("$DUMP" exit.ht | grep '^snap ')")" 0
 check_truth exit.ht exit out 12
 
 # under a seccomp filter that kills on process_vm_readv: read through a pipe
