@@ -195,8 +195,7 @@ HT_INTERNAL size_t ht__live_copy(ht_live_block_t *out, size_t max);
  * interrupted agent code on this thread. Not async-signal-safe in general
  * (reads /proc); the exiting thread only. */
 HT_INTERNAL void ht__reach_compute(int inside);
-/* exit, _exit, _Exit: the caller's CFA and callee-saved registers (the
- * first call only). */
+/* exit, _exit, _Exit: the caller's CFA and callee-saved registers. */
 HT_INTERNAL void ht__reach_note_exit(uintptr_t cfa, const uintptr_t *regs);
 /* For the writer: the status (HT_REACH_*, 0 when none was computed) and
  * header; per site record number, the lost counts (0: none). pos: the

@@ -8,10 +8,8 @@
  *    not candidates), sorted by address so that any word can be looked up
  *    (an interior pointer counts: it points anywhere inside the block);
  *  - roots: the program's writable memory, from /proc/self/maps: module
- *    data and bss, its anonymous mappings, TLS, the exiting thread's stack
- *    from the stack pointer up (the callee-saved registers spilled into
- *    this frame first), the other stacks whole. Not roots: the heap
- *    itself ([heap] and glibc's per-thread arena heaps, recognized by
+ *    data and bss, its anonymous mappings, TLS, stacks. Not roots: the
+ *    heap itself ([heap] and glibc's per-thread arena heaps, recognized by
  *    their heap_info header; their blocks are scanned only once reached,
  *    and free chunks never), the ranges of live blocks inside other
  *    mappings (glibc's mmap'd chunks, which the kernel may merge with a
@@ -19,37 +17,42 @@
  *    memory (sys.c notes every mapping it makes; the live table holds
  *    every block's address). Pages never touched read as zero and are
  *    skipped through /proc/self/pagemap;
+ *  - stacks: the exiting thread's above the program's exit call (or, once
+ *    main has returned, above __libc_stack_end), with the registers the
+ *    exit hook saved; the other threads', parked by a signal (below), from
+ *    their stack pointers, with their registers; a dead thread's stack
+ *    (glibc caches them) only from its TCB up;
  *  - every aligned 8-byte word of a root or of a reached block that points
- *    into a block reaches it.
+ *    into a block reaches it, except glibc's free-list pointers to the
+ *    header of the chunk after a block.
  * Blocks not reached are lost. Among them, as memcheck does: a lost block
  * not yet visited heads a clique -- it is "directly lost" and everything
  * lost it leads to is "indirectly lost" (a cycle's first member in address
  * order, or a later block pointing at it, heads it).
  *
- * Only when no other program thread runs (the control thread aside, which
- * touches no tracked memory): another thread could hold a pointer in a
- * register or move one while memory is read. Roots are read with
- * process_vm_readv (under a seccomp filter: write() into a pipe), which
- * fail instead of faulting on a page that is gone or a file mapping cut
- * short; reached blocks are read directly after a check that they lie in
- * a readable mapping.
+ * Roots are read with process_vm_readv (under a seccomp filter: write()
+ * into a pipe), which fail instead of faulting on a page that is gone or
+ * a file mapping cut short; reached blocks are read directly after a
+ * check that they lie in a readable mapping. docs/ARCHITECTURE.md has the
+ * reasons and what the scan cannot see.
  *
- * Memory: 24 bytes a live block (the sorted copy) + 4 (the work stack)
- * + 24 temporary (the sort), mapped for the scan and released after it. */
+ * Memory: 24 bytes a live block (the sorted copy) + 8 (the search index)
+ * + 4 (the work stack) + 24 temporary (the sort), mapped for the scan and
+ * released after it. */
 #include "agent.h"
 #include "../format/trace.h"
 #include "../platform/linux-x86_64/unwind.h"
 #include <dlfcn.h>
 #include <fcntl.h>
-#include <linux/futex.h>
-#include <signal.h>
-#include <time.h>
-#include <ucontext.h>
 #include <link.h>
+#include <linux/futex.h>
 #include <malloc.h>
+#include <signal.h>
 #include <stdio.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <time.h>
+#include <ucontext.h>
 
 #define PAGE        4096ull
 #define HEAP_MAX    (64ull << 20)    /* glibc's HEAP_MAX_SIZE on 64-bit */
@@ -98,8 +101,9 @@ static struct {
 
 void ht__reach_note_exit(uintptr_t cfa, const uintptr_t *regs)
 {
-    if (ht_load_relaxed(&E.cfa))
-        return;
+    /* the latest call: a vfork child's _exit writes here too (its tid
+     * tells it apart), and its parent's exit comes later */
+    ht_store_relaxed(&E.cfa, 0);
     __builtin_memcpy(E.regs, regs, sizeof E.regs);
     E.tid = ht__gettid();
     ht_store_release(&E.cfa, cfa);
@@ -190,19 +194,19 @@ static long read_file(const char *path, char **out, size_t *cap)
  * the default disposition) runs a handler on it that saves its registers
  * from the signal context and waits on a futex until the scan is done.
  * Its stack is then scanned from its stack pointer (less the 128-byte red
- * zone), its registers as roots. A thread that blocks the signal is not
- * sent it (a sigwait or signalfd of its own would take it): if it sleeps
- * in a system call (/proc/self/task/TID/syscall), its stack is scanned
- * from the stack pointer given there, without its registers, and its
- * context-switch counts, read again after the scan, must show it did not
- * run meanwhile; if it runs, nothing is computed. A thread interrupted inside heaptrail
- * (it may hold a live-table lock) does not park: it is signalled again
- * shortly. Threads are listed from /proc/self/task until a pass finds
- * none new. Nothing here waits without bound: a thread that does not park
- * within STOP_WAIT_NS (the signal blocked, a long uninterruptible sleep)
- * cancels the scan ("threads were running"). The handler stays installed
- * (a late signal must not kill the process); it returns at once when it is
- * not expected. The control thread is heaptrail's own and is not stopped. */
+ * zone), its registers as roots. A thread interrupted inside heaptrail (it
+ * may hold a live-table lock) does not park: it is signalled again
+ * shortly. A thread that blocks the signal is not sent it (a sigwait or
+ * signalfd of its own would take it): once it sleeps in a system call
+ * (/proc/self/task/TID/syscall), its stack is scanned from the stack
+ * pointer given there, without its registers, and its context-switch
+ * counts, read again after the scan, must show it did not run meanwhile.
+ * Threads are listed from /proc/self/task until a pass finds none new.
+ * Nothing here waits without bound: a thread neither parked nor asleep
+ * within STOP_WAIT_NS cancels the scan ("threads were running"). The
+ * handler stays installed (a late signal must not kill the process); it
+ * returns at once when it is not expected. The control thread is
+ * heaptrail's own and is not stopped. */
 #define STOP_MAX     1024
 #define STOP_WAIT_NS (300 * 1000000ull)
 enum { T_SENT = 1, T_PARKED, T_BUSY, T_GONE, T_BLOCKED, T_RUNNING };
