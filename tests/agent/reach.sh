@@ -88,6 +88,12 @@ m=$("$DUMP" ab.ht --match leaf)
 expect_eq "allocbench: leaked blocks (live lost ilost)" \
     "$(field live_blocks "$m") $(field lost_blocks "$m") $(field ilost_blocks "$m")" "20 19 0"
 
+# make demo's example states its truth (examples/leaky.c): the summary
+# line says the same
+"$HT" run -o leaky.ht "$B/examples/leaky" >/dev/null 2>errl
+expect_eq "leaky: the summary's unreachable line" \
+    "$(grep -c '^heaptrail: unreachable at exit: 1,280 bytes in 5 blocks from 1 sites (definitely lost); still reachable: 4,176 bytes in 11 blocks$' errl)" 1
+
 # turned off
 HEAPTRAIL_REACH=0 "$HT" run -o off.ht "$P/reach" >/dev/null 2>&1
 expect_eq "HEAPTRAIL_REACH=0: no reach record" "$(field reach "$("$DUMP" off.ht | grep '^snap ')")" 0
