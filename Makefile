@@ -174,7 +174,8 @@ $(ADIR)/cxxfix: tests/analyze/cxxfix.cc tests/analyze/fixwriter.h $(LIB)
 	$(CXX) -O1 -g -Wall -Werror -Wno-unused-parameter -Iinclude -Itests -o $@ $< \
 	    -L$(BUILD) -lheaptrail -ldl -Wl,-rpath,'$$ORIGIN/../..'
 $(BUILD)/tests/progs/symfix: tests/analyze/fixwriter.h
-$(BUILD)/tests/progs/minijit: tests/jitcode.h
+$(BUILD)/tests/progs/minijit: tests/jitcode.h tests/noreadv.h
+$(BUILD)/tests/progs/reach: tests/noreadv.h
 $(ADIR)/symfix.fix: $(BUILD)/tests/progs/symfix $(ADIR)/libplugin_a.so $(ADIR)/libplugin_b.so
 	$< >$@.tmp && mv $@.tmp $@
 $(ADIR)/symfix2.fix: $(ADIR)/symfix.fix

@@ -305,11 +305,12 @@ const char *ht__reach_why(const ht_tsnapshot_t *s, char *buf, size_t len)
         return NULL;
     case HT_REACH_THREADS:
         if (s->reach_threads == 1)
-            snprintf(buf, len, "1 other thread was running at exit");
+            snprintf(buf, len, "1 other thread was running at exit and could not be paused");
         else if (s->reach_threads)
-            snprintf(buf, len, "%u other threads were running at exit", s->reach_threads);
+            snprintf(buf, len, "%u other threads were running at exit and could not be paused",
+                     s->reach_threads);
         else
-            snprintf(buf, len, "other threads were running at exit");
+            snprintf(buf, len, "other threads were running at exit and could not be paused");
         return buf;
     case HT_REACH_UNREADABLE:
         snprintf(buf, len, "the process could not read its own memory");

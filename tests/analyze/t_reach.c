@@ -207,7 +207,7 @@ static void test_model(void)
     CHECK(r.losts == NULL);
     CHECK(r.nshown == 8 && r.rows[1].bytes == 4096);
     CHECK(streq(ht__reach_summary(&r, line, sizeof line),
-                "reachability not computed: 3 other threads were running at exit"));
+                "reachability not computed: 3 other threads were running at exit and could not be paused"));
     done(&s, &r);
     const char *why[] = {
         [HT_REACH_UNREADABLE] = "the process could not read its own memory",
@@ -220,7 +220,7 @@ static void test_model(void)
         CHECK(streq(ht__reach_why(&sn, line, sizeof line), why[st]));
     }
     ht_tsnapshot_t one = { .reach = HT_REACH_THREADS, .reach_threads = 1 };
-    CHECK(streq(ht__reach_why(&one, line, sizeof line), "1 other thread was running at exit"));
+    CHECK(streq(ht__reach_why(&one, line, sizeof line), "1 other thread was running at exit and could not be paused"));
 
     /* no REACH: nothing new */
     set_reach(&t, HT_REACH_NONE, 0);
@@ -432,7 +432,7 @@ static void test_summary(void)
     char want[4096];
     s = summary_of(path, HT_REACH_THREADS, 3);
     snprintf(want, sizeof want, "%s%s%s", LINE1,
-             "heaptrail: reachability not computed: 3 other threads were running at exit\n", before);
+             "heaptrail: reachability not computed: 3 other threads were running at exit and could not be paused\n", before);
     CHECK(streq(s, want));
     free(s);
     s = summary_of(path, HT_REACH_UNREADABLE, 0);

@@ -52,6 +52,7 @@
 #include <unistd.h>
 #include "heaptrail.h"
 #include "jitcode.h"
+#include "noreadv.h"
 
 void __register_frame(void *begin);
 void __deregister_frame(void *begin);
@@ -276,17 +277,7 @@ static void no_process_vm_readv(int argc, char **argv, char **envp)
 {
     if (argc < 2 || strcmp(argv[1], "seccomp") != 0)
         return;
-    struct sock_filter f[] = {
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_process_vm_readv, 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-    };
-    struct sock_fprog prog = { sizeof f / sizeof f[0], f };
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) != 0) {
-        perror("minijit: seccomp");
-        _exit(2);
-    }
+    forbid_process_vm_readv("minijit: seccomp");
 }
 /* before any library's constructor: the agent's threads start filtered */
 __attribute__((section(".preinit_array"), used)) static void (*preinit)(int, char **, char **) = no_process_vm_readv;

@@ -16,12 +16,7 @@
  * computed); in-handler: _exit from a signal
  * handler that interrupted nothing of heaptrail's (computed); seccomp: as
  * exit, under a filter that kills the process on process_vm_readv. */
-#include <linux/filter.h>
-#include <linux/seccomp.h>
 #include <pthread.h>
-#include <stddef.h>
-#include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -29,6 +24,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
+#include "noreadv.h"
 
 #define NOINLINE __attribute__((noinline))
 
@@ -208,27 +204,11 @@ static void on_usr1(int sig)
     _exit(0);
 }
 
-static void no_process_vm_readv(void)
-{
-    struct sock_filter f[] = {
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_process_vm_readv, 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-    };
-    struct sock_fprog prog = { sizeof f / sizeof f[0], f };
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
-        syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) != 0) {
-        perror("reach: seccomp");
-        _exit(2);
-    }
-}
-
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "exit";
     if (!strcmp(mode, "seccomp"))
-        no_process_vm_readv();
+        forbid_process_vm_readv("reach: seccomp");
     lost_plain();
     held_global();
     held_list();
