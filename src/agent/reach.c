@@ -196,8 +196,9 @@ static long read_file(const char *path, char **out, size_t *cap)
  * Its stack is then scanned from its stack pointer (less the 128-byte red
  * zone), its registers as roots. A thread interrupted inside heaptrail (it
  * may hold a live-table lock) does not park: it is signalled again
- * shortly. A thread that blocks the signal is not sent it (a sigwait or
- * signalfd of its own would take it): once it sleeps in a system call
+ * shortly. A thread that blocks the signal, or sleeps in sigwaitinfo
+ * (which unblocks what it waits for), is not sent it (its sigwait or
+ * signalfd would take it for its own): once it sleeps in a system call
  * (/proc/self/task/TID/syscall), its stack is scanned from the stack
  * pointer given there, without its registers, and its context-switch
  * counts, read again after the scan, must show it did not run meanwhile.
@@ -425,6 +426,19 @@ static int blocks_signal(int tid, int sig)
     return 0;
 }
 
+/* Whether the thread sleeps in sigwaitinfo/sigtimedwait (the kernel
+ * unblocks the signals it waits for until it returns). */
+static int in_sigwait(int tid)
+{
+    char b[64];
+    if (read_task_file(tid, "syscall", b, sizeof b) <= 0)
+        return 0;
+    long nr = 0;
+    for (const char *p = b; *p >= '0' && *p <= '9'; p++)
+        nr = nr * 10 + (*p - '0');
+    return b[0] >= '0' && b[0] <= '9' && nr == SYS_rt_sigtimedwait;
+}
+
 /* After the scan: did a sleeping thread stay asleep in the same call? */
 static int still_sleeping(stopped_t *t)
 {
@@ -466,8 +480,10 @@ static int stop_others(void)
                 if (st == T_SENT && !T[i].sent) {
                     T[i].sent = 1;
                     /* never to a thread that blocks it: a sigwait or a
-                     * signalfd there would take it for the program's own */
-                    if (blocks_signal(T[i].tid, g_stop_sig)) {
+                     * signalfd there would take it for the program's own
+                     * (a thread inside sigwaitinfo has the signals it
+                     * waits for unblocked meanwhile: asked apart) */
+                    if (blocks_signal(T[i].tid, g_stop_sig) || in_sigwait(T[i].tid)) {
                         if (sleeping_thread(&T[i]) == 0)
                             ht_store_release(&T[i].state, T_BLOCKED);
                         else

@@ -63,6 +63,7 @@ snap=$("$DUMP" masked.ht | grep '^snap ')
 expect_eq "thread-masked: reach computed" "$(field reach "$snap")" 1
 expect_eq "thread-masked: threads scanned without registers" "$(field reach_threads "$snap")" 1
 check_truth masked.ht thread-masked outm 13
+expect_eq "thread-masked: its sigwaitinfo was sent nothing" "$(grep -c 'GOT SIGNAL' outm)" 0
 expect_eq "thread-masked: summary says a thread's registers were not scanned" \
     "$(grep -c '^heaptrail: 1 thread blocked signals and slept in a system call: its stack was scanned, its registers not' errm)" 1
 

@@ -10,9 +10,9 @@
  * exit: as above, ending with exit() from a function whose frame holds a
  * pointer; thread-running: a second thread still runs at exit, blocked,
  * holding a block's only pointer in its frame (the agent parks it for the
- * scan); thread-masked: that thread blocks every signal (it cannot be
- * parked, but it sleeps in a system call: its stack is scanned without its
- * registers); thread-spinning: it blocks every signal and spins (not
+ * scan); thread-masked: that thread blocks every signal and waits in
+ * sigwaitinfo for any (it cannot be parked, must not be sent a signal, and
+ * sleeps in a system call: its stack is scanned without its registers); thread-spinning: it blocks every signal and spins (not
  * computed); in-handler: _exit from a signal
  * handler that interrupted nothing of heaptrail's (computed); seccomp: as
  * exit, under a filter that kills the process on process_vm_readv. */
@@ -176,6 +176,22 @@ static void *blocked_main(void *arg)
     if (arg == (void *)2)
         while (spin)
             ;
+    if (arg == (void *)1) {
+        /* waits for any signal, as a signal-handling thread does: the
+         * agent must not send it one (it would take it for its own) */
+        sigset_t all;
+        sigfillset(&all);
+        for (;;) {
+            siginfo_t si;
+            int sig = sigwaitinfo(&all, &si);
+            if (sig > 0) {
+                char msg[] = "GOT SIGNAL 00\n";
+                msg[11] = (char)('0' + sig / 10);
+                msg[12] = (char)('0' + sig % 10);
+                write(1, msg, sizeof msg - 1);
+            }
+        }
+    }
     pthread_mutex_lock(&never);         /* held by main: blocks until exit */
     return (void *)mine;
 }
