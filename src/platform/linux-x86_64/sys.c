@@ -85,6 +85,7 @@ static void *map_flags(size_t size, int flags)
 }
 
 void *ht__map(size_t size) { return map_flags(size, 0); }
+void *ht__map_populated(size_t size) { return map_flags(size, MAP_POPULATE); }
 void *ht__reserve(size_t size) { return map_flags(size, MAP_NORESERVE); }
 void ht__unmap(void *p, size_t size)
 {

@@ -17,6 +17,9 @@ HT_INTERNAL uint64_t ht__mono_ns(void);
  * up to `max` [start, end) pairs into out; returns their number, or -1 if
  * there are more or one was not noted (sys.c). */
 HT_INTERNAL int ht__own_mappings(uintptr_t (*out)[2], int max);
+/* ht__map with every page faulted in at once (sys.c): for large buffers
+ * about to be filled, where page-by-page faults cost more than the work. */
+HT_INTERNAL void *ht__map_populated(size_t size);
 
 typedef struct { uintptr_t lo, hi; } ht_stack_range_t;
 HT_INTERNAL extern __thread ht_stack_range_t t_ranges[] __attribute__((tls_model("initial-exec")));
