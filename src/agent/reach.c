@@ -950,6 +950,20 @@ static int parse_maps(char *text, size_t len)
     return 0;
 }
 
+/* MemAvailable of /proc/meminfo in bytes, or 0 if unknown. */
+static uint64_t mem_available(void)
+{
+    char *b;
+    size_t cap;
+    long len = read_file("/proc/meminfo", &b, &cap);
+    if (len <= 0)
+        return 0;
+    b[len < (long)cap ? len : (long)cap - 1] = 0;
+    uint64_t kib = dec_after(b, "MemAvailable:");
+    ht__unmap(b, cap);
+    return kib == UINT64_MAX ? 0 : kib << 10;
+}
+
 /* ---- the scan ------------------------------------------------------------ */
 
 static int own_cmp_sort(void)
@@ -1001,6 +1015,13 @@ static HT_NOINLINE int scan(uintptr_t sp)
 
     /* the candidates */
     S.cap = (size_t)ht__live_count() + 4096;
+    /* 60 bytes a block, populated at once: never more than a quarter of
+     * the memory the system says is available (a scan that pushed the
+     * process into the OOM killer would lose the exit snapshot) */
+    uint64_t need = (uint64_t)S.cap * (2 * sizeof *S.b + sizeof *S.keys + sizeof *S.stack);
+    uint64_t avail = mem_available();
+    if (avail && need > avail / 4)
+        return HT_REACH_NOMEM;
     S.b = ht__map_populated(S.cap * sizeof *S.b);
     S.stack = ht__map(S.cap * sizeof *S.stack);
     S.buf = ht__map(BUF_BYTES);
