@@ -19,8 +19,8 @@
  *    skipped through /proc/self/pagemap;
  *  - stacks: the exiting thread's above the program's exit call (or, once
  *    main has returned, above __libc_stack_end), with the registers the
- *    exit hook saved; the other threads', parked by a signal (below), from
- *    their stack pointers, with their registers; a dead thread's stack
+ *    exit hook saved; the other threads', asleep or parked by a signal
+ *    (below), from their stack pointers, with the parked ones' registers; a dead thread's stack
  *    (glibc caches them) only from its TCB up;
  *  - every aligned 8-byte word of a root or of a reached block that points
  *    into a block reaches it, except glibc's free-list pointers to the
@@ -191,19 +191,21 @@ static long read_file(const char *path, char **out, size_t *cap)
 /* ---- stopping the other threads ---------------------------------------------
  *
  * Another thread could hold the only pointer to a block in a register, or
- * move one while we read, so each of the program's other threads is
- * parked for the scan: a real-time signal nobody handles (the highest with
- * the default disposition) runs a handler on it that saves its registers
- * from the signal context and waits on a futex until the scan is done.
- * Its stack is then scanned from its stack pointer (less the 128-byte red
- * zone), its registers as roots. A thread interrupted inside heaptrail (it
- * may hold a live-table lock) does not park: it is signalled again
- * shortly. A thread that blocks the signal, or sleeps in sigwaitinfo
- * (which unblocks what it waits for), is not sent it (its sigwait or
- * signalfd would take it for its own): once it sleeps in a system call
- * (/proc/self/task/TID/syscall), its stack is scanned from the stack
- * pointer given there, without its registers, and its context-switch
- * counts, read again after the scan, must show it did not run meanwhile.
+ * move one while we read. A thread asleep in a system call is left alone
+ * (a signal would end nanosleep, poll, epoll_wait... with EINTR, SA_RESTART
+ * or not): /proc/self/task/TID/syscall gives its stack pointer, its stack
+ * is read as it stands, without its registers, and its context-switch
+ * counts, read again after the scan, must show it did not run meanwhile
+ * (else the caller tries again). A thread running in user space is
+ * parked: a real-time signal nobody handles (the highest with the default
+ * disposition) runs a handler on it that saves its registers from the
+ * signal context and waits on a futex until the scan is done; its stack
+ * is then scanned from its stack pointer (less the 128-byte red zone),
+ * its registers as roots. A thread interrupted inside heaptrail (it may
+ * hold a live-table lock) does not park: it is signalled again shortly.
+ * A thread that blocks the signal, or sleeps in sigwaitinfo (which
+ * unblocks what it waits for), is never sent it (its sigwait or signalfd
+ * would take it for its own); it is looked at again until it sleeps.
  * Threads are listed from /proc/self/task until a pass finds none new.
  * Nothing here waits without bound: a thread neither parked nor asleep
  * within STOP_WAIT_NS cancels the scan ("threads were running"). The
@@ -226,7 +228,8 @@ typedef struct {
 
 static stopped_t T[STOP_MAX];
 static int g_nt;
-static int g_release;           /* 1: parked threads go on */
+static int g_release;           /* bumped: threads parked before go on */
+static int g_stopping;          /* a stop is under way (the handler parks) */
 static int g_stop_sig;
 
 static long futex(int *addr, int op, int val, const struct timespec *ts)
@@ -244,8 +247,9 @@ static void stop_handler(int sig, siginfo_t *si, void *ucv)
     for (int i = 0; i < n; i++)
         if (T[i].tid == tid)
             t = &T[i];
-    if (!t || ht_load_acquire(&t->state) != T_SENT || ht_load_acquire(&g_release))
+    if (!t || ht_load_acquire(&t->state) != T_SENT || !ht_load_acquire(&g_stopping))
         return;
+    int gen = ht_load_acquire(&g_release);
     if (ht__guard) {            /* inside heaptrail: it may hold a lock the scan needs */
         ht_store_release(&t->state, T_BUSY);
         return;
@@ -261,8 +265,8 @@ static void stop_handler(int sig, siginfo_t *si, void *ucv)
     ht_store_release(&t->state, T_PARKED);
     /* bounded: ~10 s even if the exiting thread never says so */
     struct timespec ts = { 0, 100 * 1000000 };
-    for (int k = 0; k < 100 && !ht_load_acquire(&g_release); k++)
-        futex(&g_release, FUTEX_WAIT_PRIVATE, 0, &ts);
+    for (int k = 0; k < 100 && ht_load_acquire(&g_release) == gen; k++)
+        futex(&g_release, FUTEX_WAIT_PRIVATE, gen, &ts);
 }
 
 static int pick_signal(void)
@@ -469,6 +473,7 @@ static int stop_others(void)
             break;              /* every thread there is, is parked */
         if (g_nt && g_stop_sig == 0 && (g_stop_sig = pick_signal()) < 0)
             return g_nt;
+        ht_store_release(&g_stopping, 1);
         first = 0;
         for (;;) {
             int waiting = 0;
@@ -481,15 +486,17 @@ static int stop_others(void)
                 }
                 if (st == T_SENT && !T[i].sent) {
                     T[i].sent = 1;
+                    /* asleep in a system call: left alone (a signal ends
+                     * nanosleep, poll, epoll_wait... with EINTR, SA_RESTART
+                     * or not), its stack read as it stands */
+                    if (sleeping_thread(&T[i]) == 0) {
+                        ht_store_release(&T[i].state, T_BLOCKED);
+                        continue;
+                    }
                     /* never to a thread that blocks it: a sigwait or a
-                     * signalfd there would take it for the program's own
-                     * (a thread inside sigwaitinfo has the signals it
-                     * waits for unblocked meanwhile: asked apart) */
+                     * signalfd there would take it for the program's own */
                     if (blocks_signal(T[i].tid, g_stop_sig) || in_sigwait(T[i].tid)) {
-                        if (sleeping_thread(&T[i]) == 0)
-                            ht_store_release(&T[i].state, T_BLOCKED);
-                        else
-                            ht_store_release(&T[i].state, T_RUNNING);
+                        ht_store_release(&T[i].state, T_RUNNING);
                         continue;
                     }
                     if (ht__sys3(SYS_tgkill, S.pid, T[i].tid, g_stop_sig) != 0) {
@@ -533,7 +540,8 @@ static int stop_others(void)
 
 static void release_others(void)
 {
-    ht_store_release(&g_release, 1);
+    ht_store_release(&g_stopping, 0);
+    __atomic_fetch_add(&g_release, 1, __ATOMIC_ACQ_REL);
     futex(&g_release, FUTEX_WAKE_PRIVATE, 0x7fffffff, NULL);
 }
 
@@ -1141,56 +1149,81 @@ static void release(void)
     S.buf = NULL;
 }
 
+/* One attempt: stop, scan, check the sleepers. Returns the status; *woke
+ * says a sleeping thread ran meanwhile (worth another attempt). */
+static int attempt(int *woke)
+{
+    *woke = 0;
+    int others = stop_others();
+    if (others < 0)
+        return HT_REACH_UNREADABLE;
+    if (others > 0) {
+        R.threads = (uint32_t)others;
+        return HT_REACH_THREADS;
+    }
+    if (pick_reader() != 0)
+        return HT_REACH_UNREADABLE;
+    /* the callee-saved registers, where the stack scan sees them */
+    volatile uintptr_t regs[6];
+    __asm__ volatile("mov %%rbx, 0(%0)\n\tmov %%rbp, 8(%0)\n\tmov %%r12, 16(%0)\n\t"
+                     "mov %%r13, 24(%0)\n\tmov %%r14, 32(%0)\n\tmov %%r15, 40(%0)"
+                     :
+                     : "r"(regs)
+                     : "memory");
+    uintptr_t sp;
+    __asm__ volatile("mov %%rsp, %0" : "=r"(sp));
+    int status = scan(sp);
+    (void)regs[0];
+    /* the threads read asleep must not have run meanwhile */
+    int slept = 0;
+    for (int i = 0; i < g_nt; i++)
+        if (T[i].state == T_BLOCKED) {
+            slept++;
+            *woke += !still_sleeping(&T[i]);
+        }
+    if (status == HT_REACH_DONE && *woke) {
+        R.threads = (uint32_t)*woke;
+        return HT_REACH_THREADS;
+    }
+    if (status == HT_REACH_DONE)
+        R.threads = (uint32_t)slept;    /* scanned without their registers */
+    return status;
+}
+
 void ht__reach_compute(int inside)
 {
     uint64_t t0 = ht__mono_ns();
-    __builtin_memset(&S, 0, sizeof S);
-    S.pipe[0] = S.pipe[1] = S.pagemap_fd = -1;
-    S.pid = (int)ht__sys0(SYS_getpid);
+    uint64_t scanned = 0;
     int status;
     if (inside) {
         status = HT_REACH_INSIDE;
     } else if (ht_load_relaxed(&ht__drops.table_full) != 0) {
         status = HT_REACH_INCOMPLETE;
     } else {
-        int others = stop_others();
-        if (others < 0) {
-            status = HT_REACH_UNREADABLE;
-        } else if (others > 0) {
-            status = HT_REACH_THREADS;
-            R.threads = (uint32_t)others;
-        } else if (pick_reader() != 0) {
-            status = HT_REACH_UNREADABLE;
-        } else {
-            /* the callee-saved registers, where the stack scan sees them */
-            volatile uintptr_t regs[6];
-            __asm__ volatile("mov %%rbx, 0(%0)\n\tmov %%rbp, 8(%0)\n\tmov %%r12, 16(%0)\n\t"
-                             "mov %%r13, 24(%0)\n\tmov %%r14, 32(%0)\n\tmov %%r15, 40(%0)"
-                             :
-                             : "r"(regs)
-                             : "memory");
-            uintptr_t sp;
-            __asm__ volatile("mov %%rsp, %0" : "=r"(sp));
-            status = scan(sp);
-            (void)regs[0];
-            /* the threads that slept through it must not have woken */
-            int woke = 0, slept = 0;
-            for (int i = 0; i < g_nt; i++)
-                if (T[i].state == T_BLOCKED) {
-                    slept++;
-                    woke += !still_sleeping(&T[i]);
-                }
-            if (status == HT_REACH_DONE && woke) {
-                status = HT_REACH_THREADS;
-                R.threads = (uint32_t)woke;
-            } else if (status == HT_REACH_DONE) {
-                R.threads = (uint32_t)slept;   /* scanned without their registers */
-            }
+        /* a sleeping thread that woke during the scan (a timeout, a
+         * wake-up) spoils it: up to three attempts */
+        for (int k = 0;; k++) {
+            __builtin_memset(&S, 0, sizeof S);
+            S.pipe[0] = S.pipe[1] = S.pagemap_fd = -1;
+            S.pid = (int)ht__sys0(SYS_getpid);
+            __builtin_memset(T, 0, sizeof T);
+            ht_store_release(&g_nt, 0);
+            g_full = 0;
+            if (R.sites)
+                ht__unmap(R.sites, (size_t)(R.nsites ? R.nsites : 1) * sizeof *R.sites);
+            R.sites = NULL;
+            R.nsites = 0;
+            R.threads = 0;
+            int woke;
+            status = attempt(&woke);
+            scanned += S.scanned;
+            release_others();
+            release();
+            if (!woke || k == 2)
+                break;
         }
     }
-    release_others();
-    release();
-    R.scanned_bytes = S.scanned;
+    R.scanned_bytes = scanned;
     R.time_ns = ht__mono_ns() - t0;
     R.status = status;
 }

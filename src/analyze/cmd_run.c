@@ -416,9 +416,9 @@ void ht__run_summary(const char *path, FILE *out)
                     commas(blocks - heap_n, b3));
         fputc('\n', out);
         if (s->reach_threads)
-            fprintf(out, "heaptrail: %u %s signals and slept in a system call: %s scanned, "
+            fprintf(out, "heaptrail: %u %s in a system call: %s scanned, "
                          "%s registers not (a pointer held only there would not count)\n",
-                    s->reach_threads, s->reach_threads == 1 ? "thread blocked" : "threads blocked",
+                    s->reach_threads, s->reach_threads == 1 ? "other thread slept" : "other threads slept",
                     s->reach_threads == 1 ? "its stack was" : "their stacks were",
                     s->reach_threads == 1 ? "its" : "their");
     } else if (s->reach != HT_REACH_NONE) {

@@ -6,11 +6,13 @@
  * (live blocks, directly lost, indirectly lost). No stdio before the
  * blocks are made (so libc's own buffers do not mix in), printf at the end.
  *
- *   reach [exit|thread-running|thread-masked|thread-spinning|in-handler|seccomp]
+ *   reach [exit|thread-running|thread-busy|thread-masked|thread-spinning|in-handler|seccomp]
  * exit: as above, ending with exit() from a function whose frame holds a
- * pointer; thread-running: a second thread still runs at exit, blocked,
- * holding a block's only pointer in its frame (the agent parks it for the
- * scan); thread-masked: that thread blocks every signal and waits in
+ * pointer; thread-running: a second thread is still there at exit, asleep
+ * in a mutex wait, holding a block's only pointer in its frame (its stack
+ * is read as it stands, without a signal); thread-busy: it spins instead,
+ * the only pointer to another block in a register (the agent parks it
+ * with a signal and reads its registers); thread-masked: that thread blocks every signal and waits in
  * sigwaitinfo for any (it cannot be parked, must not be sent a signal, and
  * sleeps in a system call: its stack is scanned without its registers); thread-spinning: it blocks every signal and spins (not
  * computed); in-handler: _exit from a signal
@@ -23,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include "noreadv.h"
 
@@ -163,8 +166,40 @@ static pthread_barrier_t ready;
 NOINLINE static void *running_held(void) { return malloc(136); }
 NOINLINE static void running_lost(void) { void *volatile p = malloc(152); (void)p; }
 static volatile int spin = 1;
+static volatile pid_t other_tid;
+
+/* Waits until the other thread sleeps in a system call (at most ~2 s). */
+static void wait_asleep(void)
+{
+    char path[64], b[64];
+    snprintf(path, sizeof path, "/proc/self/task/%d/syscall", (int)other_tid);
+    for (int i = 0; i < 2000; i++) {
+        FILE *f = fopen(path, "r");
+        int n = f ? (int)fread(b, 1, sizeof b - 1, f) : 0;
+        if (f)
+            fclose(f);
+        b[n > 0 ? n : 0] = 0;
+        if (b[0] >= '0' && b[0] <= '9')
+            return;
+        usleep(1000);
+    }
+}
+NOINLINE static void *register_held(void) { return malloc(168); }
 static void *blocked_main(void *arg)
 {
+    other_tid = (pid_t)syscall(SYS_gettid);
+    if (arg == (void *)3) {
+        /* the block's only pointer lives in a register: nothing stores it */
+        void *r = register_held();
+        pthread_barrier_wait(&ready);
+        /* copies of it the calls left below the stack pointer: cleared */
+        __asm__ volatile("lea -4096(%%rsp), %%rdi\n\tmov $512, %%ecx\n\txor %%eax, %%eax\n\trep stosq"
+                         : "+r"(r)
+                         :
+                         : "rax", "rcx", "rdi", "memory");
+        for (;;)
+            __asm__ volatile("" : "+r"(r));
+    }
     if (arg) {
         sigset_t all;
         sigfillset(&all);
@@ -245,10 +280,19 @@ int main(int argc, char **argv)
         pthread_mutex_lock(&never);
         pthread_barrier_init(&ready, NULL, 2);
         pthread_create(&t, NULL, blocked_main,
-                       !strcmp(mode, "thread-masked") ? (void *)1 : !strcmp(mode, "thread-spinning") ? (void *)2 : NULL);
+                       !strcmp(mode, "thread-masked")     ? (void *)1
+                       : !strcmp(mode, "thread-spinning") ? (void *)2
+                       : !strcmp(mode, "thread-busy")     ? (void *)3
+                                                          : NULL);
         pthread_barrier_wait(&ready);
-        note("running_held", 1, 0, 0);
-        note("running_lost", 1, 1, 0);
+        if (!strcmp(mode, "thread-busy")) {
+            note("register_held", 1, 0, 0);
+        } else {
+            if (strcmp(mode, "thread-spinning"))
+                wait_asleep();
+            note("running_held", 1, 0, 0);
+            note("running_lost", 1, 1, 0);
+        }
         report();
         exit(0);
     }
