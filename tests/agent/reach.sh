@@ -27,70 +27,52 @@ EOT
     expect_eq "$2: sites checked" "$n" "$4"
 }
 
-"$HT" run -o exit.ht "$P/reach" exit >out 2>err; rc=$?
-cat out err
-expect_eq "exit status" "$rc" 0
-expect_eq "reach computed" "$(field reach "$("$DUMP" exit.ht | grep '^snap ')")" 1
-# the agent's control thread is not the program's (even when the program
-# ends before that thread has run at all)
-expect_eq "no thread scanned without registers" "$(field reach_threads "$("$DUMP" exit.ht | grep '^snap ')")" 0
-check_truth exit.ht exit out 12
+# run_mode MODE STATUS THREADS SITES: runs `reach MODE` into MODE.ht
+# (output in MODE.out, MODE.err) and checks its exit status, the REACH
+# status and thread count, and (SITES > 0) every TRUTH line
+run_mode() {
+    "$HT" run -o "$1.ht" "$P/reach" "$1" >"$1.out" 2>"$1.err"; rc=$?
+    expect_eq "$1: exit status" "$rc" 0
+    snap=$("$DUMP" "$1.ht" | grep '^snap ')
+    expect_eq "$1: reach status" "$(field reach "$snap")" "$2"
+    expect_eq "$1: reach threads" "$(field reach_threads "$snap")" "$3"
+    [ "$4" -gt 0 ] && check_truth "$1.ht" "$1" "$1.out" "$4"
+}
+
+# (threads 0: the agent's control thread is not the program's, even when
+# the program ends before that thread has run at all)
+run_mode exit 1 0 12
+cat exit.out exit.err
 
 # under a seccomp filter that kills on process_vm_readv: read through a pipe
-"$HT" run -o seccomp.ht "$P/reach" seccomp >outs 2>errs; rc=$?
-expect_eq "seccomp exit status" "$rc" 0
-expect_eq "seccomp: reach computed" "$(field reach "$("$DUMP" seccomp.ht | grep '^snap ')")" 1
-check_truth seccomp.ht seccomp outs 12
+run_mode seccomp 1 0 12
 
 # _exit from a signal handler that interrupted the program, not heaptrail
-"$HT" run -o handler.ht "$P/reach" in-handler >outh 2>errh; rc=$?
-expect_eq "in-handler exit status" "$rc" 0
-expect_eq "in-handler: reach computed" "$(field reach "$("$DUMP" handler.ht | grep '^snap ')")" 1
-check_truth handler.ht in-handler outh 11
+run_mode in-handler 1 0 11
 
 # another thread is still there at exit, asleep in a mutex wait, a
 # block's only pointer in its frame: its stack is read as it stands (no
 # signal: it would end many system calls with EINTR), not its registers
-"$HT" run -o threads.ht "$P/reach" thread-running >outt 2>errt; rc=$?
-expect_eq "thread-running exit status" "$rc" 0
-snap=$("$DUMP" threads.ht | grep '^snap ')
-expect_eq "thread-running: reach computed" "$(field reach "$snap")" 1
-expect_eq "thread-running: threads read asleep" "$(field reach_threads "$snap")" 1
-check_truth threads.ht thread-running outt 13
+run_mode thread-running 1 1 13
 expect_eq "thread-running: summary says its registers were not scanned" \
-    "$(grep -c '^heaptrail: 1 other thread slept in a system call: its stack was scanned, its registers not' errt)" 1
+    "$(grep -c '^heaptrail: 1 other thread slept in a system call: its stack was scanned, its registers not' thread-running.err)" 1
 
 # it spins instead, a block's only pointer in a register: parked by the
 # agent's signal, its registers read
-"$HT" run -o busy.ht "$P/reach" thread-busy >outb 2>errb; rc=$?
-expect_eq "thread-busy exit status" "$rc" 0
-snap=$("$DUMP" busy.ht | grep '^snap ')
-expect_eq "thread-busy: reach computed" "$(field reach "$snap")" 1
-expect_eq "thread-busy: no thread read without registers" "$(field reach_threads "$snap")" 0
-check_truth busy.ht thread-busy outb 12
+run_mode thread-busy 1 0 12
 
-# that thread blocks every signal: it cannot be parked, but it sleeps in
-# a system call: its stack is scanned (not its registers), and the
-# summary says so
-"$HT" run -o masked.ht "$P/reach" thread-masked >outm 2>errm; rc=$?
-expect_eq "thread-masked exit status" "$rc" 0
-snap=$("$DUMP" masked.ht | grep '^snap ')
-expect_eq "thread-masked: reach computed" "$(field reach "$snap")" 1
-expect_eq "thread-masked: threads scanned without registers" "$(field reach_threads "$snap")" 1
-check_truth masked.ht thread-masked outm 13
-expect_eq "thread-masked: its sigwaitinfo was sent nothing" "$(grep -c 'GOT SIGNAL' outm)" 0
+# it blocks every signal and waits in sigwaitinfo: it must be sent
+# nothing; asleep, its stack is read
+run_mode thread-masked 1 1 13
+expect_eq "thread-masked: its sigwaitinfo was sent nothing" "$(grep -c 'GOT SIGNAL' thread-masked.out)" 0
 
 # it blocks every signal and spins: nothing is computed (nothing called
 # lost), the summary says why, the program is not disturbed
-"$HT" run -o spin.ht "$P/reach" thread-spinning >outp 2>errp; rc=$?
-expect_eq "thread-spinning exit status" "$rc" 0
-snap=$("$DUMP" spin.ht | grep '^snap ')
-expect_eq "thread-spinning: reach status (threads)" "$(field reach "$snap")" 2
-expect_eq "thread-spinning: threads not stopped" "$(field reach_threads "$snap")" 1
+run_mode thread-spinning 2 1 0
 expect_eq "thread-spinning: sites with lost blocks" \
-    "$("$DUMP" spin.ht | grep '^site ' | grep -vc 'lost_blocks=0 lost_bytes=0 ilost_blocks=0')" 0
+    "$("$DUMP" thread-spinning.ht | grep '^site ' | grep -vc 'lost_blocks=0 lost_bytes=0 ilost_blocks=0')" 0
 expect_eq "thread-spinning: summary says why" \
-    "$(grep -c '^heaptrail: reachability not computed: 1 other thread was running at exit' errp)" 1
+    "$(grep -c '^heaptrail: reachability not computed: 1 other thread was running at exit and could not be paused' thread-spinning.err)" 1
 
 # the reference workload's own truth (../shared/workloads/allocbench.c):
 # a 100-byte leak every 100,000 iterations, the last one still reachable
