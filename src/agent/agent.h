@@ -195,6 +195,17 @@ HT_INTERNAL size_t ht__live_copy(ht_live_block_t *out, size_t max);
  * interrupted agent code on this thread. Not async-signal-safe in general
  * (reads /proc); the exiting thread only. */
 HT_INTERNAL void ht__reach_compute(int inside);
+/* The callee-saved registers (rbx, rbp, r12-r15) into regs[6], as they
+ * are where this is inlined: a pointer the caller keeps only there is
+ * then in memory the scan reads. */
+static HT_ALWAYS_INLINE void ht__callee_saved(uintptr_t *regs)
+{
+    __asm__ volatile("mov %%rbx, 0(%0)\n\tmov %%rbp, 8(%0)\n\tmov %%r12, 16(%0)\n\t"
+                     "mov %%r13, 24(%0)\n\tmov %%r14, 32(%0)\n\tmov %%r15, 40(%0)"
+                     :
+                     : "r"(regs)
+                     : "memory");
+}
 /* exit, _exit, _Exit: the caller's CFA and callee-saved registers. */
 HT_INTERNAL void ht__reach_note_exit(uintptr_t cfa, const uintptr_t *regs);
 /* For the writer: the status (HT_REACH_*, 0 when none was computed) and

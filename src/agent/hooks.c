@@ -738,11 +738,7 @@ HT_INTERNAL void ht__agent_exit_now(void);
 #define NOTE_EXIT() \
     do { \
         uintptr_t regs_[6]; \
-        __asm__ volatile("mov %%rbx, 0(%0)\n\tmov %%rbp, 8(%0)\n\tmov %%r12, 16(%0)\n\t" \
-                         "mov %%r13, 24(%0)\n\tmov %%r14, 32(%0)\n\tmov %%r15, 40(%0)" \
-                         : \
-                         : "r"(regs_) \
-                         : "memory"); \
+        ht__callee_saved(regs_); \
         ht__reach_note_exit((uintptr_t)__builtin_dwarf_cfa(), regs_); \
     } while (0)
 

@@ -360,7 +360,8 @@ static long read_task_file(int tid, const char *name, char *buf, size_t cap)
     return got;
 }
 
-static uint64_t dec_after(const char *s, const char *key)
+/* In /proc text s: what follows the first `key` and its blanks, or NULL. */
+static const char *after_key(const char *s, const char *key)
 {
     for (; *s; s++) {
         const char *a = s, *b = key;
@@ -370,29 +371,34 @@ static uint64_t dec_after(const char *s, const char *key)
             continue;
         while (*a == ' ' || *a == '\t')
             a++;
-        uint64_t v = 0;
-        while (*a >= '0' && *a <= '9')
-            v = v * 10 + (uint64_t)(*a++ - '0');
-        return v;
+        return a;
     }
-    return UINT64_MAX;
+    return NULL;
 }
 
-/* A thread that blocks our signal but sleeps in a system call: its stack
- * does not change while it sleeps. /proc/self/task/TID/syscall gives the
- * call and the stack pointer (not the registers: the callee-saved ones
- * may hold pointers the scan cannot see); its context-switch counts tell
- * afterwards whether it ran meanwhile. Returns 0 and fills t, or -1. */
-static int sleeping_thread(stopped_t *t)
+static uint64_t dec_after(const char *s, const char *key)
 {
-    char b[4096];
-    if (read_task_file(t->tid, "syscall", b, sizeof b) <= 0 || b[0] < '0' || b[0] > '9')
-        return -1;              /* "running", or "-1 ..." (not in a call) */
-    long nr = 0;
+    const char *a = after_key(s, key);
+    if (!a)
+        return UINT64_MAX;
+    uint64_t v = 0;
+    while (*a >= '0' && *a <= '9')
+        v = v * 10 + (uint64_t)(*a++ - '0');
+    return v;
+}
+
+/* The system call thread tid sleeps in (/proc/self/task/TID/syscall:
+ * number, six arguments, sp, pc) and its stack pointer. Returns 0, or -1
+ * when it is not in one ("running", or "-1 ..."). */
+static int task_syscall(int tid, long *nr, uintptr_t *sp)
+{
+    char b[256];
+    if (read_task_file(tid, "syscall", b, sizeof b) <= 0 || b[0] < '0' || b[0] > '9')
+        return -1;
     const char *p = b;
+    *nr = 0;
     while (*p >= '0' && *p <= '9')
-        nr = nr * 10 + (*p++ - '0');
-    /* the 7th and 8th hex fields after the number: sp, pc */
+        *nr = *nr * 10 + (*p++ - '0');
     uintptr_t f[8] = { 0 };
     for (int i = 0; i < 8 && *p; i++) {
         while (*p == ' ')
@@ -401,15 +407,27 @@ static int sleeping_thread(stopped_t *t)
             p += 2;
         f[i] = hex(&p);
     }
-    if (!f[6])
-        return -1;
-    if (read_task_file(t->tid, "status", b, sizeof b) <= 0)
+    *sp = f[6];
+    return f[6] ? 0 : -1;
+}
+
+/* A thread asleep in a system call: its stack does not change while it
+ * sleeps. /proc/self/task/TID/syscall gives the
+ * call and the stack pointer (not the registers: the callee-saved ones
+ * may hold pointers the scan cannot see); its context-switch counts tell
+ * afterwards whether it ran meanwhile. Returns 0 and fills t, or -1. */
+static int sleeping_thread(stopped_t *t)
+{
+    long nr;
+    uintptr_t sp;
+    char b[4096];
+    if (task_syscall(t->tid, &nr, &sp) != 0 || read_task_file(t->tid, "status", b, sizeof b) <= 0)
         return -1;
     uint64_t v = dec_after(b, "voluntary_ctxt_switches:"), n = dec_after(b, "nonvoluntary_ctxt_switches:");
     if (v == UINT64_MAX || n == UINT64_MAX)
         return -1;
     t->nr = nr;
-    t->sp = f[6];
+    t->sp = sp;
     t->switches = v + n;
     return 0;
 }
@@ -418,31 +436,19 @@ static int sleeping_thread(stopped_t *t)
 static int blocks_signal(int tid, int sig)
 {
     char b[4096];
-    if (read_task_file(tid, "status", b, sizeof b) <= 0)
+    const char *p;
+    if (read_task_file(tid, "status", b, sizeof b) <= 0 || !(p = after_key(b, "SigBlk:")))
         return 0;
-    for (const char *p = b; *p; p++) {
-        if (p[0] != 'S' || p[1] != 'i' || p[2] != 'g' || p[3] != 'B' || p[4] != 'l' || p[5] != 'k')
-            continue;
-        p += 7;
-        while (*p == ' ' || *p == '\t')
-            p++;
-        uint64_t mask = hex(&p);
-        return (mask >> (sig - 1)) & 1;
-    }
-    return 0;
+    return (hex(&p) >> (sig - 1)) & 1;
 }
 
 /* Whether the thread sleeps in sigwaitinfo/sigtimedwait (the kernel
  * unblocks the signals it waits for until it returns). */
 static int in_sigwait(int tid)
 {
-    char b[64];
-    if (read_task_file(tid, "syscall", b, sizeof b) <= 0)
-        return 0;
-    long nr = 0;
-    for (const char *p = b; *p >= '0' && *p <= '9'; p++)
-        nr = nr * 10 + (*p - '0');
-    return b[0] >= '0' && b[0] <= '9' && nr == SYS_rt_sigtimedwait;
+    long nr;
+    uintptr_t sp;
+    return task_syscall(tid, &nr, &sp) == 0 && nr == SYS_rt_sigtimedwait;
 }
 
 /* After the scan: did a sleeping thread stay asleep in the same call? */
@@ -1165,11 +1171,7 @@ static int attempt(int *woke)
         return HT_REACH_UNREADABLE;
     /* the callee-saved registers, where the stack scan sees them */
     volatile uintptr_t regs[6];
-    __asm__ volatile("mov %%rbx, 0(%0)\n\tmov %%rbp, 8(%0)\n\tmov %%r12, 16(%0)\n\t"
-                     "mov %%r13, 24(%0)\n\tmov %%r14, 32(%0)\n\tmov %%r15, 40(%0)"
-                     :
-                     : "r"(regs)
-                     : "memory");
+    ht__callee_saved((uintptr_t *)regs);
     uintptr_t sp;
     __asm__ volatile("mov %%rsp, %0" : "=r"(sp));
     int status = scan(sp);
