@@ -7,7 +7,10 @@
  *   (in-use, folded, no REACH, reachability not computed);
  * - `heaptrail run`'s end-of-run summary (ht__run_summary) on binary
  *   traces this file writes with a miniature writer (stored blocks, the
- *   records of docs/format.md), read back by the real reader. */
+ *   records of docs/format.md), read back by the real reader;
+ * - REACH records that contradict their snapshot (more lost than live, a
+ *   site position past the list, entries when not computed): damage at
+ *   an exact offset, the snapshot dropped. */
 #include <stdlib.h>
 #include <string.h>
 #include "analyze/cmd.h"
@@ -304,8 +307,13 @@ static const uint64_t sum_sites[6][8] = {
     { 3, HT_KIND_HEAP, 0, 0, 0, 0, 0, 0 },                /* freed: not listed */
 };
 
+/* Damage write_summary_trace can put into its REACH record. */
+enum { BAD_NONE = 0, BAD_LOST_OVER_LIVE, BAD_POS, BAD_ENTRY_NOT_DONE };
+static int g_bad;
+
 /* A trace with one exit snapshot of sum_sites; a REACH record with
- * `status` unless it is HT_REACH_NONE (lost entries only when done). */
+ * `status` unless it is HT_REACH_NONE (lost entries only when done, or
+ * with BAD_ENTRY_NOT_DONE). */
 static int write_summary_trace(const char *path, int status, uint32_t threads)
 {
     wbuf_t p = { 0 }, b = { 0 };
@@ -334,16 +342,16 @@ static int write_summary_trace(const char *path, int status, uint32_t threads)
     }
     w_rec(&p, HT_REC_SITES, &b);
     if (status != HT_REACH_NONE) {
-        int n = 0;
-        for (int i = 0; status == HT_REACH_DONE && i < 6; i++)
+        int n = 0, entries = status == HT_REACH_DONE || g_bad == BAD_ENTRY_NOT_DONE;
+        for (int i = 0; entries && i < 6; i++)
             n += sum_sites[i][4] || sum_sites[i][6];
         w_var(&b, 0), w_var(&b, (uint64_t)status), w_var(&b, threads), w_var(&b, 1 << 20), w_var(&b, 2000000);
         w_var(&b, (uint64_t)n);
-        for (int i = 0; status == HT_REACH_DONE && i < 6; i++)
+        for (int i = 0; entries && i < 6; i++)
             if (sum_sites[i][4] || sum_sites[i][6]) {
-                w_var(&b, (uint64_t)i);
+                w_var(&b, g_bad == BAD_POS ? 6 : (uint64_t)i);   /* 6 sites listed: 0..5 */
                 for (int k = 4; k < 8; k++)
-                    w_var(&b, sum_sites[i][k]);
+                    w_var(&b, sum_sites[i][k] + (g_bad == BAD_LOST_OVER_LIVE && k == 4 ? sum_sites[i][2] : 0));
             }
         w_rec(&p, HT_REC_REACH, &b);
     }
@@ -449,9 +457,45 @@ static void test_summary(void)
     remove(path);
 }
 
+/* A REACH record that contradicts its snapshot is damage: the reader
+ * names the file and the offset of its block, reports the trace cut there
+ * and drops the snapshot it belonged to. */
+static void test_bad_reach(void)
+{
+    const char *path = ADIR "/reach_bad.ht";
+    static const struct { int bad, status; } cases[] = {
+        { BAD_LOST_OVER_LIVE, HT_REACH_DONE },  /* more lost blocks than live ones */
+        { BAD_POS, HT_REACH_DONE },             /* a site position past the list */
+        { BAD_ENTRY_NOT_DONE, HT_REACH_THREADS }, /* entries without a computed status */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        g_bad = cases[i].bad;
+        CHECK_EQ(write_summary_trace(path, cases[i].status, 2), 0);
+        ht_trace_t t;
+        char err[256];
+        CHECK_EQ(ht_trace_read(path, &t, err, sizeof err), 0);
+        CHECK_EQ(t.truncated, 1);
+        CHECK_EQ(t.truncated_at, 16);           /* the block after the file header */
+        CHECK_EQ(t.nsnaps, 0);                  /* the snapshot never completed */
+        CHECK(streq(err, ADIR "/reach_bad.ht: offset 16: malformed record of type 12"));
+        ht_trace_free(&t);
+    }
+    g_bad = BAD_NONE;
+    /* the same trace undamaged reads */
+    CHECK_EQ(write_summary_trace(path, HT_REACH_THREADS, 2), 0);
+    ht_trace_t t;
+    char err[256];
+    CHECK_EQ(ht_trace_read(path, &t, err, sizeof err), 0);
+    CHECK_EQ(t.nsnaps, 1);
+    CHECK_EQ(t.snaps[0].reach, HT_REACH_THREADS);
+    CHECK_EQ(t.snaps[0].reach_threads, 2);
+    ht_trace_free(&t);
+}
+
 int main(void)
 {
     test_model();
     test_summary();
+    test_bad_reach();
     return check_done();
 }
