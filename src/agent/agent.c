@@ -33,6 +33,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -107,9 +108,14 @@ static void final_snapshot(int reason)
         return;
     int g = ht__guard;
     ht__guard = 2;
-    if (reason == HT_SNAP_EXIT && ht__agent.on == HT_ON_FULL && A.reach)
-        ht__reach_compute(g != 0);
-    ht__snapshot_write(reason, HT_WCTX_CRASH);
+    /* after an on-demand leak check under way, if any (reach.c) */
+    if (reason == HT_SNAP_EXIT && ht__agent.on == HT_ON_FULL && A.reach && ht__reach_lock() == 0) {
+        ht__reach_compute(g != 0 ? HT_SCAN_EXIT_INSIDE : HT_SCAN_EXIT);
+        ht__snapshot_write(reason, HT_WCTX_CRASH, ht__reach_result());
+        ht__reach_unlock();
+    } else {
+        ht__snapshot_write(reason, HT_WCTX_CRASH, NULL);
+    }
     ht__trace_finish();
     ht__guard = g;
 }
@@ -217,6 +223,26 @@ static int still_ours(void)
            memcmp(&got, &want, wl) == 0;
 }
 
+/* "ok SEQ PATH" for a snapshot written (seq >= 0), else an error line;
+ * returns its length (reply holds 4200 bytes). */
+static size_t ok_reply(char *reply, int seq)
+{
+    const char *path = ht__writer_path();
+    if (seq < 0 || !path) {
+        static const char m[] = "error the trace cannot be written";
+        memcpy(reply, m, sizeof m - 1);
+        return sizeof m - 1;
+    }
+    memcpy(reply, "ok ", 3);
+    size_t r = 3 + ht__fmt_u64(reply + 3, (uint64_t)seq);
+    reply[r++] = ' ';
+    size_t pl = ht__strlen(path);
+    if (pl > 4096)
+        pl = 4096;
+    memcpy(reply + r, path, pl);
+    return r + pl;
+}
+
 static void serve(int fd)
 {
     struct ucred cr;
@@ -238,27 +264,31 @@ static void serve(int fd)
     req[n] = 0;
     char reply[4200];
     size_t r = 0;
-    if (strncmp(req, "snapshot", 8) == 0) {
-        int seq = ht__snapshot_write(HT_SNAP_REQUEST, HT_WCTX_NORMAL);
-        const char *path = ht__writer_path();
-        if (seq >= 0 && path) {
-            memcpy(reply, "ok ", 3);
-            r = 3 + ht__fmt_u64(reply + 3, (uint64_t)seq);
-            reply[r++] = ' ';
-            size_t pl = ht__strlen(path);
-            if (pl > 4096)
-                pl = 4096;
-            memcpy(reply + r, path, pl);
-            r += pl;
-        } else {
-            static const char m[] = "error the trace cannot be written";
-            memcpy(reply, m, sizeof m - 1);
-            r = sizeof m - 1;
+    const char *err = NULL;
+    if (strcmp(req, "snapshot leaks\n") == 0) {
+        /* a leak check: reachability now, the program running on */
+        int seq = -1;
+        if (ht__agent.on != HT_ON_FULL || !A.reach)
+            err = "error leak checks are turned off (HEAPTRAIL_REACH=0)";
+        else if (ht_load_acquire(&A.exit_done) || ht__reach_trylock() != 0)
+            err = "error the program is exiting, or a leak check is already under way";
+        else {
+            ht__reach_compute(HT_SCAN_NOW);
+            if (ht_load_acquire(&A.exit_done))
+                err = "error the program is exiting";
+            else
+                seq = ht__snapshot_write(HT_SNAP_REQUEST, HT_WCTX_NORMAL, ht__reach_result());
+            ht__reach_unlock();
         }
+        r = err ? 0 : ok_reply(reply, seq);
+    } else if (strncmp(req, "snapshot", 8) == 0) {
+        r = ok_reply(reply, ht__snapshot_write(HT_SNAP_REQUEST, HT_WCTX_NORMAL, NULL));
     } else {
-        static const char m[] = "error unknown request";
-        memcpy(reply, m, sizeof m - 1);
-        r = sizeof m - 1;
+        err = "error unknown request";
+    }
+    if (err) {
+        r = strlen(err);
+        memcpy(reply, err, r);
     }
     reply[r++] = '\n';
     (void)!send(fd, reply, r, MSG_NOSIGNAL);
@@ -300,7 +330,7 @@ static void *control_main(void *arg)
             int64_t left = (int64_t)(next.tv_sec - now.tv_sec) * 1000 +
                            (next.tv_nsec - now.tv_nsec) / 1000000 + A.interval_ms;
             if (left <= 0) {
-                ht__snapshot_write(HT_SNAP_INTERVAL, HT_WCTX_NORMAL);
+                ht__snapshot_write(HT_SNAP_INTERVAL, HT_WCTX_NORMAL, NULL);
                 clock_gettime(CLOCK_MONOTONIC, &next);
                 continue;
             }
@@ -363,7 +393,15 @@ static void start_control(void)
     pthread_sigmask(SIG_SETMASK, &all, &old);
     pthread_attr_t at;
     pthread_attr_init(&at);
-    pthread_attr_setstacksize(&at, 128 << 10);
+    /* its stack is a mapping of ours, so a leak check it runs (reach.c)
+     * never takes its frames, or the stale words in them, for the
+     * program's roots; its lowest page is the guard */
+    size_t ssz = 256 << 10;
+    void *stack = ht__map(ssz);
+    if (stack && mprotect(stack, 4096, PROT_NONE) == 0)
+        pthread_attr_setstack(&at, stack, ssz);
+    else
+        pthread_attr_setstacksize(&at, 128 << 10);
     pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
     pthread_t t;
     A.thread_up = pthread_create(&t, &at, control_main, NULL) == 0;
@@ -539,7 +577,7 @@ HT_API int ht_snapshot(void)
         return -1;
     int g = ht__guard;
     ht__guard = 2;
-    int r = ht__snapshot_write(HT_SNAP_API, HT_WCTX_NORMAL);
+    int r = ht__snapshot_write(HT_SNAP_API, HT_WCTX_NORMAL, NULL);
     ht__guard = g;
     return r;
 }

@@ -189,12 +189,19 @@ HT_INTERNAL uint64_t ht__live_count(void);
 /* Copies up to `max` blocks (each shard under its lock); returns how many. */
 HT_INTERNAL size_t ht__live_copy(ht_live_block_t *out, size_t max);
 
-/* ---- reach.c: reachability at exit ------------------------------------- */
+/* ---- reach.c: reachability at exit and on demand ------------------------- */
 /* Computes which live heap blocks no pointer in the program's memory leads
- * to, for the exit snapshot the caller writes next. `inside`: the exit
- * interrupted agent code on this thread. Not async-signal-safe in general
- * (reads /proc); the exiting thread only. */
-HT_INTERNAL void ht__reach_compute(int inside);
+ * to, for the snapshot the caller writes next (ht__reach_result). How:
+ * HT_SCAN_EXIT from the exiting thread; HT_SCAN_EXIT_INSIDE when the exit
+ * interrupted agent code on this thread (nothing is computed); HT_SCAN_NOW
+ * from the control thread, the program running on. The caller holds the
+ * scan lock from before the computation until the snapshot is written.
+ * Not async-signal-safe in general (reads /proc). */
+enum { HT_SCAN_EXIT, HT_SCAN_EXIT_INSIDE, HT_SCAN_NOW };
+HT_INTERNAL void ht__reach_compute(int how);
+HT_INTERNAL int ht__reach_trylock(void);    /* 0, or -1: a scan is under way */
+HT_INTERNAL int ht__reach_lock(void);       /* waits (bounded); 0 or -1 */
+HT_INTERNAL void ht__reach_unlock(void);
 /* The callee-saved registers (rbx, rbp, r12-r15) into regs[6], as they
  * are where this is inlined: a pointer the caller keeps only there is
  * then in memory the scan reads. */
@@ -245,10 +252,12 @@ HT_INTERNAL void ht__mmaps_fork_child(void);
 enum { HT_WCTX_NORMAL = 0, HT_WCTX_CRASH = 1 };
 /* Opens (creates) the trace file if needed and writes a snapshot with every
  * stack node, module and site the file does not yet hold, then flushes.
- * `reason` is HT_SNAP_*. Returns the snapshot's sequence number or -1.
+ * `reason` is HT_SNAP_*; `reach`, if not NULL, a reachability result
+ * (ht__reach_result) written with it. Returns the snapshot's sequence
+ * number or -1.
  * Not for malloc hooks (it may call dl_iterate_phdr); safe in the crash
  * handler with ctx = HT_WCTX_CRASH (no loader lock, bounded waits). */
-HT_INTERNAL int ht__snapshot_write(int reason, int ctx);
+HT_INTERNAL int ht__snapshot_write(int reason, int ctx, ht_reach_t *reach);
 /* Writes the END record after the final snapshot; later snapshots are
  * skipped. */
 HT_INTERNAL void ht__trace_finish(void);

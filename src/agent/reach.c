@@ -90,6 +90,7 @@ static struct {
     int pipe[2], pagemap_fd;
     uint64_t scanned;
     uint32_t leader;
+    size_t tid_off;             /* of struct pthread's thread id (find_tid_off) */
 } S;
 
 ht_reach_t *ht__reach_result(void) { return R.status ? &R : NULL; }
@@ -220,8 +221,8 @@ typedef struct {
     int tid;
     int state;
     int sent;                   /* coordinator's: signal sent for this request */
-    uintptr_t sp;               /* handler's, with regs */
-    uintptr_t regs[16];
+    uintptr_t sp;               /* handler's, with regs; or T_BLOCKED's */
+    uintptr_t regs[16];         /* T_BLOCKED: its system call's six arguments */
     long nr;                    /* T_BLOCKED: the system call it sleeps in */
     uint64_t switches;          /* ... and its context switches then */
 } stopped_t;
@@ -388,9 +389,11 @@ static uint64_t dec_after(const char *s, const char *key)
 }
 
 /* The system call thread tid sleeps in (/proc/self/task/TID/syscall:
- * number, six arguments, sp, pc) and its stack pointer. Returns 0, or -1
- * when it is not in one ("running", or "-1 ..."). */
-static int task_syscall(int tid, long *nr, uintptr_t *sp)
+ * number, six arguments, sp, pc), its stack pointer and, if args is not
+ * NULL, its six arguments (registers rdi, rsi, rdx, r10, r8, r9: a
+ * read() buffer may be held nowhere else). Returns 0, or -1 when it is
+ * not in one ("running", or "-1 ..."). */
+static int task_syscall(int tid, long *nr, uintptr_t *sp, uintptr_t *args)
 {
     char b[256];
     if (read_task_file(tid, "syscall", b, sizeof b) <= 0 || b[0] < '0' || b[0] > '9')
@@ -408,26 +411,30 @@ static int task_syscall(int tid, long *nr, uintptr_t *sp)
         f[i] = hex(&p);
     }
     *sp = f[6];
+    if (args)
+        __builtin_memcpy(args, f, 6 * sizeof *args);
     return f[6] ? 0 : -1;
 }
 
 /* A thread asleep in a system call: its stack does not change while it
- * sleeps. /proc/self/task/TID/syscall gives the
- * call and the stack pointer (not the registers: the callee-saved ones
- * may hold pointers the scan cannot see); its context-switch counts tell
- * afterwards whether it ran meanwhile. Returns 0 and fills t, or -1. */
+ * sleeps. /proc/self/task/TID/syscall gives the call, its arguments
+ * (scanned as roots) and the stack pointer (not the other registers: the
+ * callee-saved ones may hold pointers the scan cannot see); its
+ * context-switch counts tell afterwards whether it ran meanwhile.
+ * Returns 0 and fills t, or -1. */
 static int sleeping_thread(stopped_t *t)
 {
     long nr;
-    uintptr_t sp;
+    uintptr_t sp, args[6];
     char b[4096];
-    if (task_syscall(t->tid, &nr, &sp) != 0 || read_task_file(t->tid, "status", b, sizeof b) <= 0)
+    if (task_syscall(t->tid, &nr, &sp, args) != 0 || read_task_file(t->tid, "status", b, sizeof b) <= 0)
         return -1;
     uint64_t v = dec_after(b, "voluntary_ctxt_switches:"), n = dec_after(b, "nonvoluntary_ctxt_switches:");
     if (v == UINT64_MAX || n == UINT64_MAX)
         return -1;
     t->nr = nr;
     t->sp = sp;
+    __builtin_memcpy(t->regs, args, sizeof args);
     t->switches = v + n;
     return 0;
 }
@@ -448,7 +455,7 @@ static int in_sigwait(int tid)
 {
     long nr;
     uintptr_t sp;
-    return task_syscall(tid, &nr, &sp) == 0 && nr == SYS_rt_sigtimedwait;
+    return task_syscall(tid, &nr, &sp, NULL) == 0 && nr == SYS_rt_sigtimedwait;
 }
 
 /* After the scan: did a sleeping thread stay asleep in the same call? */
@@ -894,13 +901,17 @@ static int is_arena_heap(const map_t *m)
  * the top: a 64-byte aligned word that points to itself, as does the
  * third (tcbhead_t's tcb and self), followed at words 5 and 6 by the stack
  * and pointer guards, random values every thread copies from the first
- * (so no data can pass for a TCB by chance). At exit with one thread
- * left, a stack with another thread's TCB is a dead thread's (glibc
- * caches them for reuse) or the control thread's: its stack and static
- * TLS are stale, but the TCB itself still owns what glibc will reuse (the
- * thread's DTV). Returns the TCB's address, or 0 for any other mapping. */
+ * (so no data can pass for a TCB by chance). A TCB whose thread id field
+ * is 0 or -1 is a dead thread's (the kernel clears it when the thread
+ * ends, glibc marks the stack free with -1 and caches it for reuse): its stack and static TLS are
+ * stale, but the TCB itself still owns what glibc will reuse (the
+ * thread's DTV). A live thread's TCB (the main thread's sits in a mapping
+ * of the loader's, its static TLS below it) is not one of those.
+ * Returns a dead thread's TCB address, or 0 for any other mapping. */
 static uintptr_t other_thread_tcb(const map_t *m, const uintptr_t *me)
 {
+    if (!S.tid_off)
+        return 0;
     uintptr_t lo = m->end - 3 * PAGE > m->start ? m->end - 3 * PAGE : m->start;
     lo = (lo + 63) & ~(uintptr_t)63;
     size_t len = m->end - lo;
@@ -909,10 +920,34 @@ static uintptr_t other_thread_tcb(const map_t *m, const uintptr_t *me)
     const uintptr_t *w = (const uintptr_t *)S.buf;
     for (size_t i = 0; i + 6 < len / 8; i += 8) {
         uintptr_t x = lo + i * 8;
-        if (w[i] == x && w[i + 2] == x && w[i + 5] == me[5] && w[i + 6] == me[6])
-            return x != me[0] ? x : 0;
+        if (w[i] == x && w[i + 2] == x && w[i + 5] == me[5] && w[i + 6] == me[6]) {
+            if (x == me[0] || i * 8 + S.tid_off + 4 > len)
+                return 0;
+            int32_t tid;
+            __builtin_memcpy(&tid, (const char *)S.buf + i * 8 + S.tid_off, sizeof tid);
+            return tid <= 0 ? x : 0;
+        }
     }
     return 0;
+}
+
+/* Where struct pthread keeps the thread id: the one place in this
+ * thread's TCB past its header that holds this thread's id (0x2d0 in
+ * glibc 2.36), or 0 if that is not exactly one place. */
+static size_t find_tid_off(const uintptr_t *me)
+{
+    int32_t tid = (int32_t)ht__gettid();
+    size_t off = 0;
+    for (size_t k = 64; k < 2048; k += 4) {
+        int32_t v;
+        __builtin_memcpy(&v, (const char *)me + k, sizeof v);
+        if (v == tid) {
+            if (off)
+                return 0;
+            off = k;
+        }
+    }
+    return off;
 }
 
 static int parse_maps(char *text, size_t len)
@@ -1080,6 +1115,7 @@ static HT_NOINLINE int scan(uintptr_t sp)
     /* phase 1: mark from the roots */
     const uintptr_t *me;        /* this thread's TCB */
     __asm__("mov %%fs:0, %0" : "=r"(me));
+    S.tid_off = find_tid_off(me);
     for (size_t i = 0; i < S.nmaps; i++) {
         const map_t *m = &S.maps[i];
         if (!m->r || !m->w || m->skip || is_arena_heap(m))
@@ -1094,8 +1130,8 @@ static HT_NOINLINE int scan(uintptr_t sp)
         scan_root_not_ours(lo, m->end);
     }
     for (int i = 0; i < g_nt; i++)
-        if (T[i].state == T_PARKED)
-            scan_words(T[i].regs, 16, 1);
+        if (T[i].state == T_PARKED || T[i].state == T_BLOCKED)
+            scan_words(T[i].regs, T[i].state == T_PARKED ? 16 : 6, 1);
     uintptr_t blo, bhi;
     ht__boot_range(&blo, &bhi);
     scan_root((blo + 7) & ~(uintptr_t)7, bhi);
@@ -1157,7 +1193,7 @@ static void release(void)
 
 /* One attempt: stop, scan, check the sleepers. Returns the status; *woke
  * says a sleeping thread ran meanwhile (worth another attempt). */
-static int attempt(int *woke)
+static int attempt(int now, int *woke)
 {
     *woke = 0;
     int others = stop_others();
@@ -1169,11 +1205,14 @@ static int attempt(int *woke)
     }
     if (pick_reader() != 0)
         return HT_REACH_UNREADABLE;
-    /* the callee-saved registers, where the stack scan sees them */
+    /* the callee-saved registers, where the stack scan sees them; on
+     * demand, this is the control thread, whose stack is heaptrail's own
+     * mapping: none of it is a root */
     volatile uintptr_t regs[6];
     ht__callee_saved((uintptr_t *)regs);
-    uintptr_t sp;
-    __asm__ volatile("mov %%rsp, %0" : "=r"(sp));
+    uintptr_t sp = 0;
+    if (!now)
+        __asm__ volatile("mov %%rsp, %0" : "=r"(sp));
     int status = scan(sp);
     (void)regs[0];
     /* the threads read asleep must not have run meanwhile */
@@ -1192,12 +1231,37 @@ static int attempt(int *woke)
     return status;
 }
 
-void ht__reach_compute(int inside)
+/* One scan at a time: the exit's and the control thread's share S, T, R. */
+static int g_busy;
+
+int ht__reach_trylock(void)
+{
+    int z = 0;
+    return __atomic_compare_exchange_n(&g_busy, &z, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED) ? 0 : -1;
+}
+
+int ht__reach_lock(void)
+{
+    /* an on-demand scan ends within its stop deadline and the scan itself
+     * (it cannot park this thread: the agent's guard is up); 10 s bounds
+     * the wait against anything unforeseen */
+    for (int i = 0; i < 10000; i++) {
+        if (ht__reach_trylock() == 0)
+            return 0;
+        struct timespec ts = { 0, 1000 * 1000 };
+        ht__sys2(SYS_nanosleep, &ts, NULL);
+    }
+    return -1;
+}
+
+void ht__reach_unlock(void) { __atomic_store_n(&g_busy, 0, __ATOMIC_RELEASE); }
+
+void ht__reach_compute(int how)
 {
     uint64_t t0 = ht__mono_ns();
     uint64_t scanned = 0;
     int status;
-    if (inside) {
+    if (how == HT_SCAN_EXIT_INSIDE) {
         status = HT_REACH_INSIDE;
     } else if (ht_load_relaxed(&ht__drops.table_full) != 0) {
         status = HT_REACH_INCOMPLETE;
@@ -1217,7 +1281,7 @@ void ht__reach_compute(int inside)
             R.nsites = 0;
             R.threads = 0;
             int woke;
-            status = attempt(&woke);
+            status = attempt(how == HT_SCAN_NOW, &woke);
             scanned += S.scanned;
             release_others();
             release();

@@ -866,7 +866,7 @@ static void stage_reach(uint32_t seq, const ht_reach_t *r, uint32_t nlost)
     } while (left);
 }
 
-static void stage_snapshot(int reason)
+static void stage_snapshot(int reason, ht_reach_t *reach)
 {
     ht_totals_t t;
     ht__totals(&t);
@@ -884,7 +884,6 @@ static void stage_snapshot(int reason)
     put_varint(t.peak_blocks);
     rec_end(at);
 
-    ht_reach_t *reach = reason == HT_SNAP_EXIT ? ht__reach_result() : NULL;
     uint32_t n = ht__site_count(), nsites = 0, i = 0, nlost = 0;
     while (i < n) {
         at = rec_begin(HT_REC_SITES);
@@ -896,16 +895,25 @@ static void stage_snapshot(int reason)
             ht_site_t *s = ht__site_at(i);
             if (!s || ht_load_relaxed(&s->total_blocks) == 0)
                 continue;
+            uint64_t lk = ht_load_relaxed(&s->live_blocks), lb = ht_load_relaxed(&s->live_bytes);
             put_varint(s->stack);
             put_varint(s->kind);
-            put_varint(ht_load_relaxed(&s->live_blocks));
-            put_varint(ht_load_relaxed(&s->live_bytes));
+            put_varint(lk);
+            put_varint(lb);
             put_varint(ht_load_relaxed(&s->total_blocks));
             put_varint(ht_load_relaxed(&s->total_bytes));
             put_varint(ht_load_relaxed(&s->peak_bytes));
             if (reach && reach->status == HT_REACH_DONE && i < reach->nsites) {
                 ht_reach_site_t *r = &reach->sites[i];
                 r->pos = nsites + cnt;
+                /* the program ran on after the scan: a block it found lost
+                 * may be freed since (through a pointer the scan could not
+                 * see, e.g. a disguised one). What is counted lost is never
+                 * more than what is live now. */
+                r->lost_blocks = r->lost_blocks < lk ? r->lost_blocks : lk;
+                r->ilost_blocks = r->ilost_blocks < lk - r->lost_blocks ? r->ilost_blocks : lk - r->lost_blocks;
+                r->lost_bytes = r->lost_bytes < lb ? r->lost_bytes : lb;
+                r->ilost_bytes = r->ilost_bytes < lb - r->lost_bytes ? r->ilost_bytes : lb - r->lost_bytes;
                 nlost += (r->lost_blocks | r->ilost_blocks) != 0;
             }
             cnt++;
@@ -936,7 +944,7 @@ static void stage_snapshot(int reason)
     rec_end(at);
 }
 
-int ht__snapshot_write(int reason, int ctx)
+int ht__snapshot_write(int reason, int ctx, ht_reach_t *reach)
 {
     if (!W.initialised || !wlock(ctx))
         return -1;
@@ -944,7 +952,7 @@ int ht__snapshot_write(int reason, int ctx)
     if (!W.finished && ensure_file() == 0) {
         stage_nodes();
         seq = (int)W.seq;
-        stage_snapshot(reason);
+        stage_snapshot(reason, reach);
         if (flush() != 0)
             seq = -1;
     } else if (!W.finished) {

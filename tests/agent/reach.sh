@@ -47,6 +47,10 @@ cat exit.out exit.err
 # under a seccomp filter that kills on process_vm_readv: read through a pipe
 run_mode seccomp 1 0 12
 
+# exit called by another thread than main, main asleep in pthread_join:
+# main's static TLS (beside its TCB, not on its stack) is still a root
+run_mode exit-thread 1 1 12
+
 # _exit from a signal handler that interrupted the program, not heaptrail
 run_mode in-handler 1 0 11
 

@@ -6,7 +6,7 @@
  * (live blocks, directly lost, indirectly lost). No stdio before the
  * blocks are made (so libc's own buffers do not mix in), printf at the end.
  *
- *   reach [exit|thread-running|thread-busy|thread-masked|thread-spinning|in-handler|seccomp]
+ *   reach [exit|thread-running|thread-busy|thread-masked|thread-spinning|in-handler|seccomp|exit-thread|leakcheck]
  * exit: as above, ending with exit() from a function whose frame holds a
  * pointer; thread-running: a second thread is still there at exit, asleep
  * in a mutex wait, holding a block's only pointer in its frame (its stack
@@ -17,7 +17,16 @@
  * sleeps in a system call: its stack is scanned without its registers); thread-spinning: it blocks every signal and spins (not
  * computed); in-handler: _exit from a signal
  * handler that interrupted nothing of heaptrail's (computed); seccomp: as
- * exit, under a filter that kills the process on process_vm_readv. */
+ * exit, under a filter that kills the process on process_vm_readv;
+ * exit-thread: as exit, but a second thread calls exit while main waits
+ * in pthread_join;
+ * leakcheck: a leak check on demand while the program runs (`heaptrail
+ * snapshot --leaks`): the blocks above, plus one whose only pointer is
+ * the buffer argument of a read() a thread sleeps in, and one whose only
+ * pointer is in a register of a spinning thread; it prints TRUTH lines
+ * for the check, then "READY", and waits for a line on standard input;
+ * then it frees the hidden block, drops one global pointer, and exits
+ * with its TRUTH lines for exit prefixed "EXIT". */
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -42,6 +51,7 @@ void **region;                        /* the program's own anonymous mapping */
 __thread void *tls_ptr;               /* static TLS of the main thread */
 struct node *arena_holder;            /* a block a thread allocated */
 volatile uintptr_t hidden;            /* a pointer no scan can see */
+volatile uintptr_t hidden2;
 
 /* makes the compiler believe p escapes, storing it nowhere */
 static inline void escape(void *p) { __asm__ volatile("" : : "g"(p) : "memory"); }
@@ -231,12 +241,75 @@ static void *blocked_main(void *arg)
     return (void *)mine;
 }
 
-static void report(void)
+static void report_as(const char *prefix)
 {
     for (int i = 0; i < ntruth; i++)
-        printf("TRUTH site=%s live=%d lost=%d ilost=%d\n", truth[i].name, truth[i].live,
+        printf("%sTRUTH site=%s live=%d lost=%d ilost=%d\n", prefix, truth[i].name, truth[i].live,
                truth[i].lost, truth[i].ilost);
     fflush(stdout);
+}
+static void report(void) { report_as(""); }
+
+/* leakcheck: a thread asleep in read() on a pipe, the buffer's only
+ * pointer in the system call's argument register (computed from a
+ * disguised copy right before the call, kept nowhere else) */
+static int wake_pipe[2];
+void *syscall_holder;
+NOINLINE static void *syscall_held(void) { return malloc(184); }
+static void *reader_main(void *arg)
+{
+    (void)arg;
+    hidden2 = (uintptr_t)syscall_held() ^ 0x3333333333333333ull;
+    other_tid = (pid_t)syscall(SYS_gettid);
+    pthread_barrier_wait(&ready);
+    long r;
+    __asm__ volatile("syscall"
+                     : "=a"(r)
+                     : "0"((long)SYS_read), "D"((long)wake_pipe[0]),
+                       "S"(hidden2 ^ 0x3333333333333333ull), "d"(1L)
+                     : "rcx", "r11", "memory");
+    (void)r;
+    syscall_holder = (void *)(hidden2 ^ 0x3333333333333333ull);
+    pthread_mutex_lock(&never);         /* held by main: blocks until exit */
+    return NULL;
+}
+
+NOINLINE static void leakcheck(void)
+{
+    pthread_t t;
+    pthread_mutex_lock(&never);
+    pthread_barrier_init(&ready, NULL, 2);
+    pthread_create(&t, NULL, blocked_main, (void *)3);      /* spins, a pointer in a register */
+    pthread_barrier_wait(&ready);
+    note("register_held", 1, 0, 0);
+    if (pipe(wake_pipe) != 0)
+        abort();
+    pthread_barrier_destroy(&ready);
+    pthread_barrier_init(&ready, NULL, 2);
+    pthread_create(&t, NULL, reader_main, NULL);
+    pthread_barrier_wait(&ready);
+    wait_asleep();
+    note("syscall_held", 1, 0, 0);
+    report();
+    printf("READY\n");
+    fflush(stdout);
+    char line[16];
+    if (!fgets(line, sizeof line, stdin))
+        abort();
+    /* the check is done: change the truth for the exit */
+    free((void *)(hidden ^ 0x5555555555555555ull));
+    for (int i = 0; i < ntruth; i++)
+        if (!strcmp(truth[i].name, "lost_hidden"))
+            truth[i].live = truth[i].lost = 0;
+    held[0] = NULL;
+    for (int i = 0; i < ntruth; i++)
+        if (!strcmp(truth[i].name, "held_global"))
+            truth[i].lost = 1;
+    (void)!write(wake_pipe[1], "x", 1);  /* the reader keeps its block in a global */
+    for (int i = 0; i < 1000 && !syscall_holder; i++)
+        usleep(1000);
+    report_as("EXIT");
+    exit(0);
 }
 
 /* exits with the only pointer to a block in this frame */
@@ -247,6 +320,13 @@ NOINLINE static void held_stack_then_exit(void)
     report();
     exit(0);
     (void)p;
+}
+
+static void *exiting_main(void *arg)
+{
+    (void)arg;
+    held_stack_then_exit();
+    return NULL;
 }
 
 static void on_usr1(int sig)
@@ -295,6 +375,15 @@ int main(int argc, char **argv)
         }
         report();
         exit(0);
+    }
+    if (!strcmp(mode, "leakcheck"))
+        leakcheck();
+    if (!strcmp(mode, "exit-thread")) {
+        /* another thread calls exit while main waits for it: main's
+         * static TLS (in a mapping of the loader's, beside its TCB) is
+         * still a root */
+        pthread_create(&t, NULL, exiting_main, NULL);
+        pthread_join(t, NULL);
     }
     if (!strcmp(mode, "in-handler")) {
         report();

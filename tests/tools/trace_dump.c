@@ -4,9 +4,10 @@
  *
  *   trace_dump FILE             header, drops, modules, every snapshot,
  *                               the last snapshot's sites
- *   trace_dump FILE --match S   one line: live/total sums over the last
- *                               snapshot's sites whose innermost frame
- *                               (the allocation's caller) contains S
+ *   trace_dump FILE --match S [--snapshot N]
+ *                               one line: live/total sums over the last
+ *                               (or Nth) snapshot's sites whose innermost
+ *                               frame (the allocation's caller) contains S
  * Exit status 1 if the reader fails. */
 #include <elfutils/libdwfl.h>
 #include <stdio.h>
@@ -75,7 +76,7 @@ static void frames(const ht_trace_t *t, uint32_t id, char *out, size_t cap)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: trace_dump FILE [--match S]\n");
+        fprintf(stderr, "usage: trace_dump FILE [--match S [--snapshot N]]\n");
         return 2;
     }
     ht_trace_t t;
@@ -91,8 +92,9 @@ int main(int argc, char **argv)
     if (match) {
         unsigned long long lb = 0, lk = 0, tb = 0, tk = 0, sites = 0, all = 0;
         unsigned long long xb = 0, xk = 0, ib = 0, ik = 0;
-        if (t.nsnaps) {
-            const ht_tsnapshot_t *s = &t.snaps[t.nsnaps - 1];
+        size_t at = argc >= 6 && !strcmp(argv[4], "--snapshot") ? (size_t)atol(argv[5]) : t.nsnaps - 1;
+        if (at < t.nsnaps) {
+            const ht_tsnapshot_t *s = &t.snaps[at];
             for (size_t i = 0; i < s->nsites; i++) {
                 frames(&t, s->sites[i].stack, buf, sizeof buf);
                 char *semi = strchr(buf, ';');
