@@ -380,6 +380,7 @@ static int rec_snap_end(rd_t *r, cur_t *c)
     if (grow((void **)&t->snaps, &r->cap_snaps, t->nsnaps + 1, sizeof(ht_tsnapshot_t)) != 0)
         return -1;
     r->snap.seq = (uint32_t)t->nsnaps;
+    r->snap.file_seq = seq > UINT32_MAX ? UINT32_MAX : (uint32_t)seq;
     t->snaps[t->nsnaps++] = r->snap;
     memset(&r->snap, 0, sizeof r->snap);
     r->cap_sites = 0;
