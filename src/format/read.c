@@ -584,7 +584,9 @@ done:
 int ht_trace_read(const char *path, ht_trace_t *t, char *err, size_t errlen)
 {
     memset(t, 0, sizeof *t);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO under that name must not hang the open (regular
+     * files ignore it); it is refused below */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         if (err && errlen)
