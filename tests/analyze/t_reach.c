@@ -372,7 +372,7 @@ static char *summary_of(const char *path, int status, uint32_t threads)
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
-    ht__run_summary(path, f);
+    ht__run_summary(path, HT_SUMMARY_AT_EXIT, -1, f);
     fclose(f);
     return text;
 }
