@@ -857,21 +857,24 @@ static int snapshot_usage(FILE *f)
 
 /* Reads the agent's one-line reply into buf (NUL-terminated, the newline
  * dropped), waiting at most timeout_ms in all. Returns its length (0: no
- * answer: the connection closed or the time ran out). */
-static size_t read_reply(int fd, char *buf, size_t cap, int timeout_ms)
+ * answer); *timed_out says whether the time ran out (else the connection
+ * closed or failed). */
+static size_t read_reply(int fd, char *buf, size_t cap, int timeout_ms, int *timed_out)
 {
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     size_t got = 0;
+    *timed_out = 0;
     for (;;) {
         clock_gettime(CLOCK_MONOTONIC, &t1);
         long left = timeout_ms - ((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000);
-        if (got >= cap - 1 || left <= 0)
+        if (got >= cap - 1)
             break;
         struct pollfd p = { .fd = fd, .events = POLLIN };
-        int rc = poll(&p, 1, (int)left);
+        int rc = left > 0 ? poll(&p, 1, (int)left) : 0;
         if (rc < 0 && errno == EINTR)
             continue;
+        *timed_out = rc == 0;
         if (rc != 1)
             break;
         ssize_t k = read(fd, buf + got, cap - 1 - got);
@@ -969,7 +972,8 @@ int ht_cmd_snapshot(int argc, char **argv)
      * the biggest */
     int timeout_ms = leaks ? 60000 : 30000;
     char reply[4300];
-    size_t got = read_reply(fd, reply, sizeof reply, timeout_ms);
+    int timed_out;
+    size_t got = read_reply(fd, reply, sizeof reply, timeout_ms, &timed_out);
     close(fd);
     if (!leaks) {
         if (strncmp(reply, "ok ", 3) != 0) {
@@ -990,16 +994,17 @@ int ht_cmd_snapshot(int argc, char **argv)
     char *path;
     if (parse_ok(reply, &seq, &path) != 0) {
         fprintf(stderr, "heaptrail: process %ld: ", pid);
-        if (!got)
-            fprintf(stderr, "no answer within %d s\n", timeout_ms / 1000);
-        else if (!strncmp(reply, "error ", 6)) {
+        if (!got && timed_out) {
+            fprintf(stderr, "no answer within %d s", timeout_ms / 1000);
+        } else if (!got) {
+            fputs("no answer", stderr);
+        } else if (!strncmp(reply, "error ", 6)) {
             put_clean(stderr, reply + 6);
-            fputc('\n', stderr);
         } else {
             fputs("unexpected answer: ", stderr);
             put_clean(stderr, reply);
-            fputc('\n', stderr);
         }
+        fputc('\n', stderr);
         return 1;
     }
     fprintf(stderr, "heaptrail: snapshot %llu of process %ld written to ", (unsigned long long)seq, pid);
