@@ -300,6 +300,7 @@ const char *ht__snap_reason(int reason)
     case HT_SNAP_INTERVAL: return "interval";
     case HT_SNAP_API: return "api";
     case HT_SNAP_CRASH: return "crash";
+    case HT_SNAP_EXEC: return "exec";
     }
     return "unknown";
 }
