@@ -124,7 +124,7 @@ static int by_bytes(const void *a, const void *b)
     return x->live_blocks > y->live_blocks ? -1 : x->live_blocks < y->live_blocks;
 }
 
-/* With reachability at exit: by unreachable bytes (definitely + indirectly
+/* With reachability: by unreachable bytes (definitely + indirectly
  * lost) first, then as by_bytes. */
 static int by_lost(const void *a, const void *b)
 {
