@@ -20,10 +20,19 @@ enum { HT_CMD_REPORT = 0, HT_CMD_DIFF, HT_CMD_GROWTH };
 HT_INTERNAL int ht__cmd_main(int cmd, int argc, char **argv, ht_loader_fn load,
                              ht_unloader_fn unload);
 
-/* `heaptrail run`'s end-of-run summary of the trace at `path`, written to
- * out (stderr in the CLI): the totals line, reachability at exit when the
- * trace holds it, notes, then the top stacks (cmd_run.c). Tests call it on
- * traces they write. */
-HT_INTERNAL void ht__run_summary(const char *path, FILE *out);
+/* A summary of one snapshot of the trace at `path`, written to out (stderr
+ * in the CLI), in one of two wordings (cmd_run.c):
+ * - HT_SUMMARY_AT_EXIT, `heaptrail run`'s at the end of a run: the last
+ *   snapshot (seq -1); what is live leaked; "unreachable at exit"; then
+ *   the top stacks;
+ * - HT_SUMMARY_NOW, `heaptrail snapshot --leaks`'s: the snapshot the agent
+ *   numbered `seq` (ht_tsnapshot_t.file_seq); "in use now", "unreachable
+ *   now", or why reachability was not computed (or that the agent wrote a
+ *   plain snapshot); then only the stacks with unreachable blocks.
+ * Tests call it on traces they write.
+ * @return : 0, or -1 when the trace or the snapshot could not be read
+ *           (said on out). */
+enum { HT_SUMMARY_AT_EXIT = 0, HT_SUMMARY_NOW };
+HT_INTERNAL int ht__run_summary(const char *path, int when, int64_t seq, FILE *out);
 
 #endif

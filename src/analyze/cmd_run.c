@@ -1,6 +1,7 @@
 /* cmd_run.c -- `heaptrail run` (start a program under the agent, wait,
- * print the leak summary) and `heaptrail snapshot PID` (ask a traced
- * process for a snapshot through its control socket).
+ * print the leak summary) and `heaptrail snapshot [--leaks] PID` (ask a
+ * traced process for a snapshot through its control socket; with --leaks
+ * a leak check, summarized like the end of a run).
  *
  * Nothing read from a trace reaches a shell: the program is started with
  * execvp on the user's own argv, and trace strings are printed with
@@ -123,7 +124,7 @@ static int by_bytes(const void *a, const void *b)
     return x->live_blocks > y->live_blocks ? -1 : x->live_blocks < y->live_blocks;
 }
 
-/* With reachability at exit: by unreachable bytes (definitely + indirectly
+/* With reachability: by unreachable bytes (definitely + indirectly
  * lost) first, then as by_bytes. */
 static int by_lost(const void *a, const void *b)
 {
@@ -334,28 +335,48 @@ static void print_frame(FILE *out, const ht_trace_t *t, const want_t *w)
     }
 }
 
-/* The end-of-run summary (cmd.h): one line, then the top leak stacks.
- * Cheap: one pass over the last snapshot's sites, frames printed only for
- * the few stacks shown. */
-void ht__run_summary(const char *path, FILE *out)
+/* The summary of one snapshot (cmd.h): `heaptrail run`'s at the end of a
+ * run (the last snapshot, what is live there leaked, "at exit") and
+ * `heaptrail snapshot --leaks`'s of the leak check the agent just wrote
+ * (the snapshot the agent numbered `seq`, "now"). A totals line, the
+ * reachability line, notes, then the top stacks (at exit: every live
+ * site; now: only those with unreachable blocks). Cheap: one pass over
+ * the snapshot's sites, frames named only for the few stacks shown. */
+int ht__run_summary(const char *path, int when, int64_t seq, FILE *out)
 {
     ht_trace_t t;
     char err[512];
     struct stat st;
-    if (lstat(path, &st) != 0 && errno == ENOENT) {
+    int now = when == HT_SUMMARY_NOW;
+    if (!now && lstat(path, &st) != 0 && errno == ENOENT) {
         fprintf(out, "heaptrail: no trace: ");
         put_clean(out, path);
         fprintf(out, " was not written (a statically linked or setuid program ignores the agent; "
                      "or the directory is not writable)\n");
-        return;
+        return -1;
     }
     if (ht_trace_read(path, &t, err, sizeof err) != 0) {
-        fprintf(out, "heaptrail: no trace: ");
+        fprintf(out, now ? "heaptrail: cannot read the trace: " : "heaptrail: no trace: ");
         put_clean(out, err);
         fputc('\n', out);
-        return;
+        return -1;
     }
-    if (t.nsnaps == 0) {
+    const ht_tsnapshot_t *s = NULL;
+    if (seq < 0)
+        s = t.nsnaps ? &t.snaps[t.nsnaps - 1] : NULL;
+    for (size_t i = t.nsnaps; seq >= 0 && i-- > 0 && !s;)
+        if (t.snaps[i].file_seq == seq)
+            s = &t.snaps[i];
+    if (!s && now) {
+        fprintf(out, "heaptrail: snapshot %lld is not in ", (long long)seq);
+        put_clean(out, path);
+        if (t.truncated)
+            fprintf(out, " (damaged at byte %llu)", (unsigned long long)t.truncated_at);
+        fputc('\n', out);
+        ht_trace_free(&t);
+        return -1;
+    }
+    if (!s) {
         fprintf(out, "heaptrail: trace ");
         put_clean(out, path);
         fprintf(out, " holds no snapshot%s", t.truncated ? " (damaged)" : t.complete ? "" : " (cut short)");
@@ -364,11 +385,12 @@ void ht__run_summary(const char *path, FILE *out)
                     (unsigned long long)t.drops.write_errors);
         fputc('\n', out);
         ht_trace_free(&t);
-        return;
+        return -1;
     }
-    const ht_tsnapshot_t *s = &t.snaps[t.nsnaps - 1];
+    /* the stacks to show: at exit every live site, now only those with
+     * unreachable blocks (the point of a leak check) */
     leak_t *leaks = calloc(s->nsites ? s->nsites : 1, sizeof *leaks);
-    size_t nleaks = 0;
+    size_t nleaks = 0, nlive = 0;
     uint64_t bytes = 0, blocks = 0;
     /* reachability (s->reach == HT_REACH_DONE): lost, indirectly lost, the
      * live heap it was computed over, and mmap regions (never checked) */
@@ -377,7 +399,9 @@ void ht__run_summary(const char *path, FILE *out)
         const ht_tsite_t *x = &s->sites[i];
         if (x->live_blocks == 0)
             continue;
-        leaks[nleaks++].s = x;
+        nlive++;
+        if (!now || x->lost_blocks || x->ilost_blocks)
+            leaks[nleaks++].s = x;
         bytes += x->live_bytes;
         blocks += x->live_blocks;
         lost += x->lost_bytes;
@@ -391,14 +415,19 @@ void ht__run_summary(const char *path, FILE *out)
         }
     }
     char b1[32], b2[32], b3[32];
-    fprintf(out, "heaptrail: %s bytes leaked in %s blocks from %s allocation sites (unique stacks); trace: ",
-            commas(bytes, b1), commas(blocks, b2), commas(nleaks, b3));
-    put_clean(out, path);
-    fputc('\n', out);
+    if (now) {
+        fprintf(out, "heaptrail: in use now: %s bytes in %s blocks from %s allocation sites\n",
+                commas(bytes, b1), commas(blocks, b2), commas(nlive, b3));
+    } else {
+        fprintf(out, "heaptrail: %s bytes leaked in %s blocks from %s allocation sites (unique stacks); trace: ",
+                commas(bytes, b1), commas(blocks, b2), commas(nlive, b3));
+        put_clean(out, path);
+        fputc('\n', out);
+    }
     char b4[32], b5[32], b6[32];
     int reach = s->reach == HT_REACH_DONE;
     if (reach) {
-        fputs("heaptrail: unreachable at exit: ", out);
+        fprintf(out, "heaptrail: unreachable %s: ", now ? "now" : "at exit");
         if (lost_n || ilost_n) {
             fprintf(out, "%s bytes in %s blocks from %s sites (definitely lost", commas(lost, b1),
                     commas(lost_n, b2), commas(lost_sites, b3));
@@ -424,8 +453,17 @@ void ht__run_summary(const char *path, FILE *out)
     } else if (s->reach != HT_REACH_NONE) {
         char why[160];
         fprintf(out, "heaptrail: reachability not computed: %s\n", ht__reach_why(s, why, sizeof why));
+    } else if (now) {
+        fprintf(out, "heaptrail: reachability not computed: the program's heaptrail agent predates "
+                     "leak checks (it wrote a plain snapshot)\n");
     }
-    if (!t.complete || t.truncated)
+    if (now) {
+        /* the process is running: its trace is not complete, and the
+         * writer may be amid a later block */
+        if (s->seq != s->file_seq)
+            fprintf(out, "heaptrail: `heaptrail report --snapshot %u` shows it (earlier snapshots were "
+                         "not written)\n", s->seq);
+    } else if (!t.complete || t.truncated)
         fprintf(out, "heaptrail: the trace was cut short%s; figures from its last snapshot\n",
                 t.truncated ? " (damaged tail)" : " (the program was killed?)");
     else if (s->reason == HT_SNAP_CRASH)
@@ -477,6 +515,7 @@ void ht__run_summary(const char *path, FILE *out)
         free(w[i].name);
     free(leaks);
     ht_trace_free(&t);
+    return 0;
 }
 
 /* Other traces written during the run next to the main one: forked
@@ -760,7 +799,7 @@ int ht_cmd_run(int argc, char **argv)
         fprintf(stderr, ")\n");
         memcpy(path, others.last, strlen(others.last) + 1);
     }
-    ht__run_summary(path, stderr);
+    ht__run_summary(path, HT_SUMMARY_AT_EXIT, -1, stderr);
     list_other_traces(&others, path);
     if (WIFEXITED(status))
         return WEXITSTATUS(status);
@@ -805,16 +844,103 @@ static long only_child(long pid)
     return c > 0 && *end == 0 ? c : -1;
 }
 
+static int snapshot_usage(FILE *f)
+{
+    fprintf(f, "usage: heaptrail snapshot [--leaks] PID\n"
+               "  ask a traced process (PID, or the `heaptrail run` that started it) for a\n"
+               "  snapshot now; it keeps running\n"
+               "  --leaks    a leak check: the snapshot also says which live heap blocks are\n"
+               "             unreachable now (the program's running threads are paused for the\n"
+               "             scan), and a summary with their stacks follows\n");
+    return f == stdout ? 0 : 2;
+}
+
+/* Reads the agent's one-line reply into buf (NUL-terminated, the newline
+ * dropped), waiting at most timeout_ms in all. Returns its length (0: no
+ * answer); *timed_out says whether the time ran out (else the connection
+ * closed or failed). */
+static size_t read_reply(int fd, char *buf, size_t cap, int timeout_ms, int *timed_out)
+{
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    size_t got = 0;
+    *timed_out = 0;
+    for (;;) {
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        long left = timeout_ms - ((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000);
+        if (got >= cap - 1)
+            break;
+        struct pollfd p = { .fd = fd, .events = POLLIN };
+        int rc = left > 0 ? poll(&p, 1, (int)left) : 0;
+        if (rc < 0 && errno == EINTR)
+            continue;
+        *timed_out = rc == 0;
+        if (rc != 1)
+            break;
+        ssize_t k = read(fd, buf + got, cap - 1 - got);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            break;
+        got += (size_t)k;
+        if (memchr(buf, '\n', got))
+            break;
+    }
+    buf[got] = 0;
+    char *nl = strchr(buf, '\n');
+    if (nl)
+        *nl = 0;
+    return strlen(buf);
+}
+
+/* Whether the peer of a connected unix socket runs as this user (or we
+ * are root): the agent's own rule for its clients, mirrored, so another
+ * user's process listening under a traced process's name cannot make us
+ * read and summarize a file of its choosing. */
+static int peer_trusted(int fd)
+{
+    struct ucred cr;
+    socklen_t cl = sizeof cr;
+    return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) == 0 &&
+           (cr.uid == geteuid() || geteuid() == 0);
+}
+
+/* "ok SEQ PATH" split in place: SEQ a decimal number, PATH the rest of the
+ * line (not empty). Returns 0, or -1 when the reply is anything else. */
+static int parse_ok(char *reply, uint64_t *seq, char **path)
+{
+    if (strncmp(reply, "ok ", 3) != 0 || reply[3] < '0' || reply[3] > '9')
+        return -1;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(reply + 3, &end, 10);
+    if (errno || *end != ' ' || !end[1])
+        return -1;
+    *seq = v;
+    *path = end + 1;
+    return 0;
+}
+
 int ht_cmd_snapshot(int argc, char **argv)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: heaptrail snapshot PID\n");
-        return 2;
+    int leaks = 0;
+    const char *pid_arg = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--leaks"))
+            leaks = 1;
+        else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))
+            return snapshot_usage(stdout);
+        else if (argv[i][0] == '-' || pid_arg)
+            return snapshot_usage(stderr);
+        else
+            pid_arg = argv[i];
     }
+    if (!pid_arg)
+        return snapshot_usage(stderr);
     char *end;
-    long pid = strtol(argv[1], &end, 10);
+    long pid = strtol(pid_arg, &end, 10);
     if (*end || pid <= 0 || pid > INT_MAX) {
-        fprintf(stderr, "heaptrail: snapshot: '%s' is not a process id\n", argv[1]);
+        fprintf(stderr, "heaptrail: snapshot: '%s' is not a process id\n", pid_arg);
         return 2;
     }
     int fd = connect_agent(pid);
@@ -828,39 +954,61 @@ int ht_cmd_snapshot(int argc, char **argv)
             return 1;
         }
     }
-    static const char req[] = "snapshot\n";
-    if (send(fd, req, sizeof req - 1, MSG_NOSIGNAL) != (ssize_t)(sizeof req - 1)) {
+    if (leaks && !peer_trusted(fd)) {
+        fprintf(stderr, "heaptrail: process %ld: the control socket belongs to another user\n", pid);
+        close(fd);
+        return 1;
+    }
+    /* an agent that knows no leak checks takes "snapshot leaks" for
+     * "snapshot": its snapshot then has no REACH record (said below) */
+    const char *req = leaks ? "snapshot leaks\n" : "snapshot\n";
+    size_t rl = strlen(req);
+    if (send(fd, req, rl, MSG_NOSIGNAL) != (ssize_t)rl) {
         fprintf(stderr, "heaptrail: process %ld: %s\n", pid, strerror(errno));
         close(fd);
         return 1;
     }
+    /* a leak check scans the heap before the agent answers: seconds on
+     * the biggest */
+    int timeout_ms = leaks ? 60000 : 30000;
     char reply[4300];
-    size_t got = 0;
-    struct pollfd p = { .fd = fd, .events = POLLIN };
-    while (got < sizeof reply - 1 && poll(&p, 1, 30000) == 1) {
-        ssize_t k = read(fd, reply + got, sizeof reply - 1 - got);
-        if (k <= 0)
-            break;
-        got += (size_t)k;
-        if (memchr(reply, '\n', got))
-            break;
-    }
+    int timed_out;
+    size_t got = read_reply(fd, reply, sizeof reply, timeout_ms, &timed_out);
     close(fd);
-    reply[got] = 0;
-    char *nl = strchr(reply, '\n');
-    if (nl)
-        *nl = 0;
-    if (strncmp(reply, "ok ", 3) != 0) {
+    if (!leaks) {
+        if (strncmp(reply, "ok ", 3) != 0) {
+            fprintf(stderr, "heaptrail: process %ld: ", pid);
+            put_clean(stderr, got ? reply : "no answer");
+            fputc('\n', stderr);
+            return 1;
+        }
+        char *sp = strchr(reply + 3, ' ');
+        if (sp)
+            *sp++ = 0;
+        fprintf(stderr, "heaptrail: snapshot %s of process %ld written to ", reply + 3, pid);
+        put_clean(stderr, sp ? sp : "?");
+        fputc('\n', stderr);
+        return 0;
+    }
+    uint64_t seq;
+    char *path;
+    if (parse_ok(reply, &seq, &path) != 0) {
         fprintf(stderr, "heaptrail: process %ld: ", pid);
-        put_clean(stderr, got ? reply : "no answer");
+        if (!got && timed_out) {
+            fprintf(stderr, "no answer within %d s", timeout_ms / 1000);
+        } else if (!got) {
+            fputs("no answer", stderr);
+        } else if (!strncmp(reply, "error ", 6)) {
+            put_clean(stderr, reply + 6);
+        } else {
+            fputs("unexpected answer: ", stderr);
+            put_clean(stderr, reply);
+        }
         fputc('\n', stderr);
         return 1;
     }
-    char *sp = strchr(reply + 3, ' ');
-    if (sp)
-        *sp++ = 0;
-    fprintf(stderr, "heaptrail: snapshot %s of process %ld written to ", reply + 3, pid);
-    put_clean(stderr, sp ? sp : "?");
+    fprintf(stderr, "heaptrail: snapshot %llu of process %ld written to ", (unsigned long long)seq, pid);
+    put_clean(stderr, path);
     fputc('\n', stderr);
-    return 0;
+    return ht__run_summary(path, HT_SUMMARY_NOW, (int64_t)(seq > INT64_MAX ? INT64_MAX : seq), stderr) ? 1 : 0;
 }

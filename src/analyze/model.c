@@ -285,6 +285,13 @@ const ht_tsnapshot_t *ht__snapshot_pick(const ht_trace_t *t, int64_t n)
     return &t->snaps[n];
 }
 
+/* Whether a snapshot was taken as the program ended (its last: what is
+ * live there leaked), not while it ran. */
+static int snap_at_end(const ht_tsnapshot_t *s)
+{
+    return s->reason == HT_SNAP_EXIT || s->reason == HT_SNAP_CRASH;
+}
+
 const char *ht__snap_reason(int reason)
 {
     switch (reason) {
@@ -293,6 +300,7 @@ const char *ht__snap_reason(int reason)
     case HT_SNAP_INTERVAL: return "interval";
     case HT_SNAP_API: return "api";
     case HT_SNAP_CRASH: return "crash";
+    case HT_SNAP_EXEC: return "exec";
     }
     return "unknown";
 }
@@ -303,15 +311,17 @@ const char *ht__reach_why(const ht_tsnapshot_t *s, char *buf, size_t len)
     case HT_REACH_NONE:
     case HT_REACH_DONE:
         return NULL;
-    case HT_REACH_THREADS:
+    case HT_REACH_THREADS: {
+        const char *when = snap_at_end(s) ? " at exit" : "";
         if (s->reach_threads == 1)
-            snprintf(buf, len, "1 other thread was running at exit and could not be paused");
+            snprintf(buf, len, "1 other thread was running%s and could not be paused", when);
         else if (s->reach_threads)
-            snprintf(buf, len, "%u other threads were running at exit and could not be paused",
-                     s->reach_threads);
+            snprintf(buf, len, "%u other threads were running%s and could not be paused",
+                     s->reach_threads, when);
         else
-            snprintf(buf, len, "other threads were running at exit and could not be paused");
+            snprintf(buf, len, "other threads were running%s and could not be paused", when);
         return buf;
+    }
     case HT_REACH_UNREADABLE:
         snprintf(buf, len, "the process could not read its own memory");
         return buf;
@@ -322,7 +332,8 @@ const char *ht__reach_why(const ht_tsnapshot_t *s, char *buf, size_t len)
         snprintf(buf, len, "the tracker had lost track of some blocks or of its own mappings");
         return buf;
     case HT_REACH_INSIDE:
-        snprintf(buf, len, "the program exited from inside an allocator call (a signal handler)");
+        snprintf(buf, len, snap_at_end(s) ? "the program exited from inside an allocator call (a signal handler)"
+                                          : "the snapshot was asked for from inside an allocator call (a signal handler)");
         return buf;
     }
     snprintf(buf, len, "unknown reason %u", (unsigned)s->reach);
@@ -424,7 +435,7 @@ typedef struct agg_s {
     int by;
     ht_row_t *rows;         /* sized once for the most rows possible */
     ht_rowx_t *xs;          /* parallel extensions (diff, growth), or NULL */
-    ht_rowlost_t *ls;       /* parallel reachability (leaks, reach computed), or NULL */
+    ht_rowlost_t *ls;       /* parallel reachability (reach computed), or NULL */
     size_t nrows, cap;
     uint32_t *slots;        /* row index + 1 */
     size_t nslots;
@@ -840,11 +851,15 @@ int ht__report_build(ht_session_t *s, int64_t snapshot, int mode, ht_report_t *r
     r->ses = s;
     r->by = s->opts ? s->opts->by : HT_BY_STACK;
     r->type = mode == HT_RMODE_ALLOCATED ? HT_REPORT_ALLOCATED
-              : mode == HT_RMODE_AUTO && (sn->reason == HT_SNAP_EXIT || sn->reason == HT_SNAP_CRASH)
-                  ? HT_REPORT_LEAKS : HT_REPORT_INUSE;
+              : mode == HT_RMODE_AUTO && snap_at_end(sn) ? HT_REPORT_LEAKS : HT_REPORT_INUSE;
     r->snap_b = sn;
     r->timeline = t;
-    r->reach = r->type == HT_REPORT_LEAKS ? sn->reach : HT_REACH_NONE;
+    /* reachability: a leaks report's, and an in-use report's of a leak
+     * check made while the program ran (`heaptrail snapshot --leaks`: a
+     * mid-run snapshot with REACH). An exit snapshot read --in-use stays
+     * the plain in-use report. */
+    r->reach = r->type == HT_REPORT_LEAKS || (r->type == HT_REPORT_INUSE && !snap_at_end(sn))
+                   ? sn->reach : HT_REACH_NONE;
     if (sites_are_rows(s)) {
         report_from_sites(s, sn, r);
         return 0;

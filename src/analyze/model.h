@@ -87,9 +87,10 @@ typedef struct ht_rowx_s {
     int64_t g_prev, g_cur;      /* growth: private */
 } ht_rowx_t;
 
-/* What rows of a leaks report carry when the snapshot's reachability was
- * computed (REACH, exit snapshots): sums over the row's sites, like bytes
- * and blocks. Kept apart like ht_rowx_t: reports without it pay 8 bytes a
+/* What rows of a report carry when the snapshot's reachability was
+ * computed (REACH: leaks reports of exit snapshots, in-use reports of leak
+ * checks made while the program ran): sums over the row's sites, like
+ * bytes and blocks. Kept apart like ht_rowx_t: reports without it pay 8 bytes a
  * row, not 32. */
 typedef struct ht_rowlost_s {
     int64_t lost_bytes, lost_blocks;    /* directly ("definitely") lost */
@@ -108,7 +109,7 @@ typedef struct ht_row_s {
     int64_t best_bytes;         /* the largest merged stack's bytes (picks node) */
     uint64_t key;               /* private: the row's hash */
     ht_rowx_t *x;               /* diff and growth only, else NULL */
-    ht_rowlost_t *lost;         /* leaks report with reach HT_REACH_DONE only, else NULL */
+    ht_rowlost_t *lost;         /* report with reach HT_REACH_DONE only, else NULL */
 } ht_row_t;
 
 typedef struct ht_report_s {
@@ -129,8 +130,10 @@ typedef struct ht_report_s {
     int64_t total_a_bytes, total_a_blocks;  /* diff: before */
     int64_t total_b_bytes, total_b_blocks;  /* diff: after */
     uint32_t nsnaps;            /* growth: snapshots compared */
-    /* Reachability at exit: the snapshot's reach (HT_REACH_*) for a leaks
-     * report, else HT_REACH_NONE. When HT_REACH_DONE, rows carry `lost`,
+    /* Reachability: the snapshot's reach (HT_REACH_*) for a leaks report,
+     * and for an in-use report of a snapshot taken while the program ran
+     * (a leak check, `heaptrail snapshot --leaks`); else HT_REACH_NONE (an
+     * exit snapshot read --in-use too). When HT_REACH_DONE, rows carry `lost`,
      * and these hold sums over every row (shown or not); heap_* is the
      * live heap (mmap regions are never checked), so still reachable is
      * heap - lost - ilost. */
@@ -185,9 +188,11 @@ HT_INTERNAL const ht_tsnapshot_t *ht__snapshot_pick(const ht_trace_t *t, int64_t
 HT_INTERNAL const char *ht__snap_reason(int reason);
 
 /* Why a snapshot's reachability was not computed, as a clause ("3 other
- * threads were running at exit"), written into buf; NULL when its reach is
- * HT_REACH_NONE or HT_REACH_DONE. Shared by the reports and `heaptrail
- * run`'s summary. */
+ * threads were running at exit and could not be paused"; without "at
+ * exit" for a snapshot taken while the program ran), written into buf;
+ * NULL when its reach is HT_REACH_NONE or HT_REACH_DONE. Shared by the
+ * reports and the summaries of `heaptrail run` and `heaptrail snapshot
+ * --leaks`. */
 HT_INTERNAL const char *ht__reach_why(const ht_tsnapshot_t *s, char *buf, size_t len);
 /* The JSON name of a reach status: "computed", "threads", ... */
 HT_INTERNAL const char *ht__reach_name(int reach);
@@ -210,9 +215,9 @@ HT_INTERNAL void ht__json_string(FILE *f, const char *s);
 HT_INTERNAL void ht__json_frames(const ht_report_t *r, const ht_row_t *row, FILE *f,
                                  ht_rframe_t **buf, size_t *cap);
 
-/* The reachability line of a leaks report ("unreachable: ...", or
- * "reachability not computed: WHY") into buf; NULL when the snapshot
- * recorded none (render_text.c; the HTML summary shows it too). */
+/* The reachability line of a report with reachability ("unreachable:
+ * ...", or "reachability not computed: WHY") into buf; NULL when r->reach
+ * is HT_REACH_NONE (render_text.c; the HTML summary shows it too). */
 HT_INTERNAL const char *ht__reach_summary(const ht_report_t *r, char *buf, size_t len);
 
 /* Renderers: each writes the whole report to f; returns 0 or -1 (errno). */

@@ -104,8 +104,9 @@ void ht__json_frames(const ht_report_t *r, const ht_row_t *row, FILE *f, ht_rfra
     fputc(']', f);
 }
 
-/* "reach": the snapshot's reachability (leaks reports of a snapshot that
- * recorded it): totals when computed, else why not. */
+/* "reach": the snapshot's reachability (reports with r->reach: leaks
+ * reports, and in-use reports of leak checks made while the program ran):
+ * totals when computed, else why not. */
 static void json_reach(const ht_report_t *r, FILE *f)
 {
     const ht_tsnapshot_t *s = r->snap_b;

@@ -63,8 +63,9 @@ static void print_frames(const ht_report_t *r, const ht_row_t *row, FILE *f, ht_
     }
 }
 
-/* The reachability line of a leaks report: what was unreachable at exit,
- * or why that was not computed. NULL when the snapshot recorded nothing. */
+/* The reachability line of a report with reachability: what was
+ * unreachable at the snapshot (exit, or a leak check while the program
+ * ran), or why that was not computed. NULL when it has none. */
 const char *ht__reach_summary(const ht_report_t *r, char *buf, size_t len)
 {
     if (r->reach == HT_REACH_NONE)

@@ -380,6 +380,7 @@ static int rec_snap_end(rd_t *r, cur_t *c)
     if (grow((void **)&t->snaps, &r->cap_snaps, t->nsnaps + 1, sizeof(ht_tsnapshot_t)) != 0)
         return -1;
     r->snap.seq = (uint32_t)t->nsnaps;
+    r->snap.file_seq = seq > UINT32_MAX ? UINT32_MAX : (uint32_t)seq;
     t->snaps[t->nsnaps++] = r->snap;
     memset(&r->snap, 0, sizeof r->snap);
     r->cap_sites = 0;
@@ -583,7 +584,9 @@ done:
 int ht_trace_read(const char *path, ht_trace_t *t, char *err, size_t errlen)
 {
     memset(t, 0, sizeof *t);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO under that name must not hang the open (regular
+     * files ignore it); it is refused below */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         if (err && errlen)

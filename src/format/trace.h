@@ -44,7 +44,7 @@ typedef struct ht_tsite_s {
     uint64_t live_blocks, live_bytes;   /* at the snapshot */
     uint64_t total_blocks, total_bytes; /* allocated from here since the start */
     uint64_t peak_bytes;        /* highest live_bytes this site reached */
-    /* Reachability (exit snapshots whose reach is HT_REACH_DONE; else 0):
+    /* Reachability (snapshots whose reach is HT_REACH_DONE; else 0):
      * live blocks no pointer in the program's memory leads to. Directly
      * lost blocks head a lost structure (nothing points to them but, for a
      * cycle, its own members); indirectly lost ones are pointed to only
@@ -53,12 +53,13 @@ typedef struct ht_tsite_s {
     uint64_t ilost_blocks, ilost_bytes;
 } ht_tsite_t;
 
-/* Whether a snapshot carries reachability (REACH records, exit snapshots
- * only), and if not computed, why. */
+/* Whether a snapshot carries reachability (REACH records: exit snapshots,
+ * and leak checks asked for while the program runs, `heaptrail snapshot
+ * --leaks`), and if not computed, why. */
 enum {
-    HT_REACH_NONE = 0,          /* not recorded: not an exit snapshot, or an older agent */
+    HT_REACH_NONE = 0,          /* not recorded: another kind of snapshot, or an older agent */
     HT_REACH_DONE,              /* computed: the sites' lost_* are valid */
-    HT_REACH_THREADS,           /* other threads were running at exit */
+    HT_REACH_THREADS,           /* other threads were running and could not be paused */
     HT_REACH_UNREADABLE,        /* the process could not read its own memory */
     HT_REACH_NOMEM,             /* no memory for the scan */
     HT_REACH_INCOMPLETE,        /* the agent lost track of blocks or of its own mappings */
@@ -76,6 +77,10 @@ enum {
 
 typedef struct ht_tsnapshot_s {
     uint32_t seq;               /* 0, 1, 2, ... in file order */
+    uint32_t file_seq;          /* the writer's number (SNAP_BEGIN's seq; what
+                                   `heaptrail snapshot`'s reply names): seq,
+                                   unless earlier snapshots were lost to
+                                   write errors */
     uint8_t reason;             /* HT_SNAP_* */
     uint64_t time_ns;           /* since the trace started */
     uint64_t live_blocks, live_bytes;

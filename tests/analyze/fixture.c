@@ -83,6 +83,7 @@ int fixture_load(const char *path, ht_trace_t *t, char *err, size_t errlen)
             ht_tsnapshot_t *s = &t->snaps[t->nsnaps++];
             memset(s, 0, sizeof *s);
             s->seq = (uint32_t)atoi(strtok_r(NULL, " ", &save));
+            s->file_seq = s->seq;
             s->reason = (uint8_t)atoi(strtok_r(NULL, " ", &save));
             s->time_ns = strtoull(strtok_r(NULL, " \n", &save), NULL, 0);
             sitecap = 0;

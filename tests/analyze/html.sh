@@ -95,6 +95,16 @@ dom "$(url "$out/reach2.html")" >"$out/reach2.dom"
 expect "$out/reach2.dom" '<p id="reach">reachability not computed: 3 other threads were running at exit and could not be paused</p>' "not computed: why"
 expect_count "$out/reach2.dom" 'lost' 0 "not computed: no column"
 chrome --screenshot="$out/reach.png" "$(url "$out/reach.html")" >/dev/null
+# a leak check made while the program ran (snapshot 4; truths in
+# check_fixture.awk): in use, not leaked, with the same column
+awk -v status=1 -f tests/analyze/check_fixture.awk $ADIR/symfix.fix >"$out/check.fix"
+$ADIR/htdrive report --snapshot 4 --format html -o "$out/check.html" "$out/check.fix"
+dom "$(url "$out/check.html")" >"$out/check.dom"
+expect "$out/check.dom" '13360 bytes in use in 14 blocks from 7 allocation sites' "leak check: in use"
+expect "$out/check.dom" '<p id="reach">unreachable: 1200 bytes in 3 blocks (definitely lost), 2700 bytes in 3 blocks indirectly; still reachable: 9460 bytes in 8 blocks</p>' "leak check: reach summary"
+expect_count "$out/check.dom" '<td class="n lost"' 7 "leak check: an unreachable cell per row"
+expect_re "$out/check.dom" '<tr><td class="n">1</td><td class="n">5000</td><td class="n">5</td><td class="n">37.4</td><td class="n lost" title="definitely lost: 1000 bytes in 1 blocks; indirectly lost: 2000 bytes in 2 blocks">3000</td><td><details><summary>grow_steady' "leak check: first row most unreachable"
+expect_count "$out/check.dom" 'leaked' 0 "leak check: nothing called leaked"
 
 chrome --screenshot="$out/report.png" "$(url "$out/symfix.html")" >/dev/null
 [ -s "$out/report.png" ] && echo "screenshot: $out/report.png"

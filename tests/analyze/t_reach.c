@@ -1,5 +1,5 @@
-/* t_reach.c -- reachability at exit (REACH, trace.h's lost_* and reach)
- * in the analyzer, against known truths:
+/* t_reach.c -- reachability (REACH, trace.h's lost_* and reach) in the
+ * analyzer, against known truths:
  *
  * - the report model on symfix's fixture with lost blocks set in memory:
  *   totals, rows ranked by unreachable bytes, rows that merge sites (by
@@ -10,10 +10,21 @@
  *   records of docs/format.md), read back by the real reader;
  * - REACH records that contradict their snapshot (more lost than live, a
  *   site position past the list, entries when not computed): damage at
- *   an exact offset, the snapshot dropped. */
+ *   an exact offset, the snapshot dropped;
+ * - leak checks made while the program runs (a request snapshot with
+ *   REACH, `heaptrail snapshot --leaks`): the in-use report of that
+ *   snapshot with its reachability, the exit snapshot after it unchanged,
+ *   the "now" summary, and the client against a fake agent on the
+ *   control socket (the request it sends, ok and error replies). */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include "analyze/cmd.h"
+#include "analyze/commands.h"
 #include "analyze/model.h"
 #include "analyze/fixture.h"
 #include "format/wire.h"
@@ -297,8 +308,10 @@ static int w_file(const char *path, const wbuf_t *payload)
 
 /* The sites of the summary's traces: stack node, kind, live blocks and
  * bytes, then lost blocks/bytes and indirectly lost blocks/bytes. Nodes:
- * 1 = 0x401000; 2 = 0x402000 <- 1; 3 = 0x403000 <- 1; 4 = 0x404000. */
-static const uint64_t sum_sites[6][8] = {
+ * 1 = 0x401000; 2 = 0x402000 <- 1; 3 = 0x403000 <- 1; 4 = 0x404000. A
+ * site with nothing live allocated 4 blocks of 100 bytes once. */
+typedef uint64_t site_t[8];
+static const site_t sum_sites[6] = {
     { 2, HT_KIND_HEAP, 2, 400000, 2, 400000, 0, 0 },      /* all definitely lost */
     { 3, HT_KIND_HEAP, 50, 1000000, 0, 0, 0, 0 },         /* biggest, still reachable */
     { 4, HT_KIND_HEAP, 3, 96, 0, 0, 3, 96 },              /* indirectly lost */
@@ -307,62 +320,86 @@ static const uint64_t sum_sites[6][8] = {
     { 3, HT_KIND_HEAP, 0, 0, 0, 0, 0, 0 },                /* freed: not listed */
 };
 
-/* Damage write_summary_trace can put into its REACH record. */
+/* Damage write_snapshot can put into its REACH record. */
 enum { BAD_NONE = 0, BAD_LOST_OVER_LIVE, BAD_POS, BAD_ENTRY_NOT_DONE };
 static int g_bad;
 
+/* The PROCESS and NODES records every trace here starts with. */
+static void write_process(wbuf_t *p, wbuf_t *b)
+{
+    w_var(b, 4242), w_var(b, 1), w_var(b, 1700000000000000000ull);
+    w_str(b, "/bin/leaky");
+    w_var(b, 6), w_bytes(b, "leaky\0", 6);     /* cmdline: NUL-separated */
+    w_rec(p, HT_REC_PROCESS, b);
+    static const uint64_t nodes[4][2] = { { 1, 0x401000 }, { 1, 0x402000 }, { 2, 0x403000 }, { 4, 0x404000 } };
+    w_var(b, 1), w_var(b, 4);     /* first id, count; then (id - parent, addr) */
+    for (int i = 0; i < 4; i++)
+        w_var(b, nodes[i][0]), w_var(b, nodes[i][1]);
+    w_rec(p, HT_REC_NODES, b);
+}
+
+/* A snapshot of sites[0..n): the writer's number `seq`, `reason`; a REACH
+ * record with `status` unless it is HT_REACH_NONE (lost entries only when
+ * done, or with BAD_ENTRY_NOT_DONE). */
+static void write_snapshot(wbuf_t *p, wbuf_t *b, uint64_t seq, int reason, const site_t *sites, int n,
+                           int status, uint32_t threads)
+{
+    uint64_t lb = 0, lB = 0, tb = 0, tB = 0;
+    for (int i = 0; i < n; i++) {
+        lb += sites[i][2], lB += sites[i][3];
+        tb += sites[i][2] ? sites[i][2] : 4, tB += sites[i][2] ? sites[i][3] : 400;
+    }
+    uint64_t begin[10] = { seq, (uint64_t)reason, 5000000 * (seq + 1), lb, lB, tb, tB, tb - lb, lB, lb };
+    for (int i = 0; i < 10; i++)
+        w_var(b, begin[i]);
+    w_rec(p, HT_REC_SNAP_BEGIN, b);
+    w_var(b, seq), w_var(b, (uint64_t)n);
+    for (int i = 0; i < n; i++) {
+        const uint64_t *x = sites[i];
+        uint64_t v[7] = { x[0], x[1], x[2], x[3], x[2] ? x[2] : 4, x[2] ? x[3] : 400, x[3] };
+        for (int k = 0; k < 7; k++)
+            w_var(b, v[k]);
+    }
+    w_rec(p, HT_REC_SITES, b);
+    if (status != HT_REACH_NONE) {
+        int k = 0, entries = status == HT_REACH_DONE || g_bad == BAD_ENTRY_NOT_DONE;
+        for (int i = 0; entries && i < n; i++)
+            k += sites[i][4] || sites[i][6];
+        w_var(b, seq), w_var(b, (uint64_t)status), w_var(b, threads), w_var(b, 1 << 20), w_var(b, 2000000);
+        w_var(b, (uint64_t)k);
+        for (int i = 0; entries && i < n; i++)
+            if (sites[i][4] || sites[i][6]) {
+                w_var(b, g_bad == BAD_POS ? (uint64_t)n : (uint64_t)i);   /* n sites listed: 0..n-1 */
+                for (int f = 4; f < 8; f++)
+                    w_var(b, sites[i][f] + (g_bad == BAD_LOST_OVER_LIVE && f == 4 ? sites[i][2] : 0));
+            }
+        w_rec(p, HT_REC_REACH, b);
+    }
+    w_var(b, seq), w_var(b, (uint64_t)n);
+    w_rec(p, HT_REC_SNAP_END, b);
+}
+
+/* The END record of a trace whose program ended, and the file. */
+static int write_end(const char *path, wbuf_t *p, wbuf_t *b, int ended)
+{
+    if (ended) {
+        w_var(b, 60000000), w_var(b, 0);
+        w_rec(p, HT_REC_END, b);
+    }
+    int rc = w_file(path, p);
+    free(p->p);
+    free(b->p);
+    return rc;
+}
+
 /* A trace with one exit snapshot of sum_sites; a REACH record with
- * `status` unless it is HT_REACH_NONE (lost entries only when done, or
- * with BAD_ENTRY_NOT_DONE). */
+ * `status` unless it is HT_REACH_NONE. */
 static int write_summary_trace(const char *path, int status, uint32_t threads)
 {
     wbuf_t p = { 0 }, b = { 0 };
-    w_var(&b, 4242), w_var(&b, 1), w_var(&b, 1700000000000000000ull);
-    w_str(&b, "/bin/leaky");
-    w_var(&b, 6), w_bytes(&b, "leaky\0", 6);     /* cmdline: NUL-separated */
-    w_rec(&p, HT_REC_PROCESS, &b);
-    static const uint64_t nodes[4][2] = { { 1, 0x401000 }, { 1, 0x402000 }, { 2, 0x403000 }, { 4, 0x404000 } };
-    w_var(&b, 1), w_var(&b, 4);     /* first id, count; then (id - parent, addr) */
-    for (int i = 0; i < 4; i++)
-        w_var(&b, nodes[i][0]), w_var(&b, nodes[i][1]);
-    w_rec(&p, HT_REC_NODES, &b);
-    uint64_t lb = 0, lB = 0;
-    for (int i = 0; i < 6; i++)
-        lb += sum_sites[i][2], lB += sum_sites[i][3];
-    uint64_t begin[10] = { 0, HT_SNAP_EXIT, 5000000, lb, lB, lb + 4, lB + 400, 4, lB, lb };
-    for (int i = 0; i < 10; i++)
-        w_var(&b, begin[i]);
-    w_rec(&p, HT_REC_SNAP_BEGIN, &b);
-    w_var(&b, 0), w_var(&b, 6);
-    for (int i = 0; i < 6; i++) {
-        const uint64_t *x = sum_sites[i];
-        uint64_t v[7] = { x[0], x[1], x[2], x[3], x[2] + (i == 5 ? 4 : 0), x[3] + (i == 5 ? 400 : 0), x[3] };
-        for (int k = 0; k < 7; k++)
-            w_var(&b, v[k]);
-    }
-    w_rec(&p, HT_REC_SITES, &b);
-    if (status != HT_REACH_NONE) {
-        int n = 0, entries = status == HT_REACH_DONE || g_bad == BAD_ENTRY_NOT_DONE;
-        for (int i = 0; entries && i < 6; i++)
-            n += sum_sites[i][4] || sum_sites[i][6];
-        w_var(&b, 0), w_var(&b, (uint64_t)status), w_var(&b, threads), w_var(&b, 1 << 20), w_var(&b, 2000000);
-        w_var(&b, (uint64_t)n);
-        for (int i = 0; entries && i < 6; i++)
-            if (sum_sites[i][4] || sum_sites[i][6]) {
-                w_var(&b, g_bad == BAD_POS ? 6 : (uint64_t)i);   /* 6 sites listed: 0..5 */
-                for (int k = 4; k < 8; k++)
-                    w_var(&b, sum_sites[i][k] + (g_bad == BAD_LOST_OVER_LIVE && k == 4 ? sum_sites[i][2] : 0));
-            }
-        w_rec(&p, HT_REC_REACH, &b);
-    }
-    w_var(&b, 0), w_var(&b, 6);
-    w_rec(&p, HT_REC_SNAP_END, &b);
-    w_var(&b, 6000000), w_var(&b, 0);
-    w_rec(&p, HT_REC_END, &b);
-    int rc = w_file(path, &p);
-    free(p.p);
-    free(b.p);
-    return rc;
+    write_process(&p, &b);
+    write_snapshot(&p, &b, 0, HT_SNAP_EXIT, sum_sites, 6, status, threads);
+    return write_end(path, &p, &b, 1);
 }
 
 /* The summary of a trace written with `status`, as a string (malloc'd). */
@@ -372,7 +409,7 @@ static char *summary_of(const char *path, int status, uint32_t threads)
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
-    ht__run_summary(path, f);
+    ht__run_summary(path, HT_SUMMARY_AT_EXIT, -1, f);
     fclose(f);
     return text;
 }
@@ -492,10 +529,395 @@ static void test_bad_reach(void)
     ht_trace_free(&t);
 }
 
+/*------------------------------------- leak checks while the program runs */
+
+/* The sites of a leak check (a request snapshot with REACH) made before
+ * sum_sites' exit: 2 blocks definitely lost at one site, the rest still
+ * reachable or never checked. check_clean: the same, nothing lost. */
+static const site_t check_sites[4] = {
+    { 2, HT_KIND_HEAP, 2, 300, 2, 300, 0, 0 },            /* both blocks definitely lost */
+    { 3, HT_KIND_HEAP, 10, 10000, 0, 0, 0, 0 },           /* still reachable */
+    { 1, HT_KIND_MMAP, 1, 4096, 0, 0, 0, 0 },             /* never checked */
+    { 4, HT_KIND_HEAP, 1, 64, 0, 0, 0, 0 },               /* still reachable */
+};
+static const site_t check_clean[4] = {
+    { 2, HT_KIND_HEAP, 2, 300, 0, 0, 0, 0 },
+    { 3, HT_KIND_HEAP, 10, 10000, 0, 0, 0, 0 },
+    { 1, HT_KIND_MMAP, 1, 4096, 0, 0, 0, 0 },
+    { 4, HT_KIND_HEAP, 1, 64, 0, 0, 0, 0 },
+};
+
+#define CHECK_TRACE ADIR "/reach_check.ht"
+
+/* A trace with a leak check of `sites` (the writer's number `seq`, REACH
+ * `status`), then, when `ended`, sum_sites' exit snapshot (number seq + 1,
+ * reachability computed) and the END record; else it stops there, as the
+ * trace of a program still running does. */
+static int write_check_trace(const site_t *sites, uint64_t seq, int status, uint32_t threads, int ended)
+{
+    wbuf_t p = { 0 }, b = { 0 };
+    write_process(&p, &b);
+    write_snapshot(&p, &b, seq, HT_SNAP_REQUEST, sites, 4, status, threads);
+    if (ended)
+        write_snapshot(&p, &b, seq + 1, HT_SNAP_EXIT, sum_sites, 6, HT_REACH_DONE, 0);
+    return write_end(CHECK_TRACE, &p, &b, ended);
+}
+
+/* A report rendered as text or JSON (malloc'd). */
+static char *render(const ht_report_t *r, int format)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    CHECK_EQ(ht__render(r, format, f), 0);
+    fclose(f);
+    return text;
+}
+
+/* The text after the first line (the header names the file, the
+ * snapshot and its time). */
+static const char *after_line1(const char *s)
+{
+    const char *nl = s ? strchr(s, '\n') : NULL;
+    return nl ? nl + 1 : "";
+}
+
+static void test_check_report(void)
+{
+    CHECK_EQ(write_check_trace(check_sites, 0, HT_REACH_DONE, 0, 1), 0);
+    ht_trace_t t;
+    char err[256];
+    CHECK_EQ(ht_trace_read(CHECK_TRACE, &t, err, sizeof err), 0);
+    CHECK_EQ(t.nsnaps, 2);
+    if (t.nsnaps != 2) {
+        ht_trace_free(&t);
+        return;
+    }
+    CHECK_EQ(t.snaps[0].reason, HT_SNAP_REQUEST);
+    CHECK_EQ(t.snaps[0].reach, HT_REACH_DONE);
+    CHECK_EQ(t.snaps[0].file_seq, 0);
+    CHECK_EQ(t.snaps[1].file_seq, 1);
+
+    /* snapshot 0: an in-use report (not "leaked": the program ran on)
+     * with the check's figures, ranked by unreachable bytes */
+    ht_opts_t o = { .top = 0 };
+    ht_session_t s;
+    ht_report_t r;
+    int modes[2] = { HT_RMODE_AUTO, HT_RMODE_IN_USE };
+    for (int m = 0; m < 2; m++) {
+        ht__session_init(&s, &o, NULL, stderr);
+        ht__session_add(&s, CHECK_TRACE, &t);
+        CHECK_EQ(ht__report_build(&s, 0, modes[m], &r, err, sizeof err), 0);
+        CHECK_EQ(r.type, HT_REPORT_INUSE);
+        CHECK_EQ(r.reach, HT_REACH_DONE);
+        CHECK_EQ(r.total_bytes, 14460);
+        CHECK_EQ(r.total_blocks, 14);
+        CHECK_EQ(r.total_lost.lost_bytes, 300);
+        CHECK_EQ(r.total_lost.lost_blocks, 2);
+        CHECK_EQ(r.total_lost.ilost_bytes, 0);
+        CHECK_EQ(r.total_lost.ilost_blocks, 0);
+        CHECK_EQ(r.lost_sites, 1);
+        CHECK_EQ(r.heap_bytes, 10364);
+        CHECK_EQ(r.heap_blocks, 13);
+        static const int64_t order[4][3] = {    /* bytes, blocks, lost bytes */
+            { 300, 2, 300 }, { 10000, 10, 0 }, { 4096, 1, 0 }, { 64, 1, 0 },
+        };
+        CHECK_EQ(r.nshown, 4);
+        for (size_t i = 0; i < 4 && i < r.nshown; i++) {
+            const ht_row_t *row = &r.rows[i];
+            CHECK(row->lost != NULL);
+            CHECK_EQ(row->bytes, order[i][0]);
+            CHECK_EQ(row->blocks, order[i][1]);
+            if (row->lost) {
+                CHECK_EQ(row->lost->lost_bytes, order[i][2]);
+                CHECK_EQ(row->lost->lost_blocks, i == 0 ? 2 : 0);
+                CHECK_EQ(row->lost->ilost_blocks, 0);
+            }
+        }
+        char *text = render(&r, HT_FMT_TEXT);
+        CHECK(streq(text,
+            "heaptrail report: " CHECK_TRACE ", snapshot 0 (request) at 0.005 s\n"
+            "14460 bytes in use in 14 blocks from 4 allocation sites\n"
+            "unreachable: 300 bytes in 2 blocks (definitely lost); still reachable: 10064 bytes in 11 blocks"
+            "; mmap regions, not checked: 4096 bytes in 1 block\n"
+            "\n#1  300 bytes in 2 blocks (2.1%), definitely lost: 300 bytes in 2 blocks\n"
+            "    0x402000\n    0x401000\n"
+            "\n#2  10000 bytes in 10 blocks (69.2%), still reachable\n"
+            "    0x403000\n    0x401000\n"
+            "\n#3  4096 bytes in 1 block (28.3%)  [mmap]\n"
+            "    0x401000\n"
+            "\n#4  64 bytes in 1 block (0.4%), still reachable\n"
+            "    0x404000\n"));
+        free(text);
+        text = render(&r, HT_FMT_JSON);
+        CHECK(text && strstr(text, "\"mode\":\"in_use\""));
+        CHECK(text && strstr(text, ",\"reach\":{\"status\":\"computed\",\"lost_bytes\":300,\"lost_blocks\":2,"
+                                   "\"lost_sites\":1,\"indirectly_lost_bytes\":0,\"indirectly_lost_blocks\":0,"
+                                   "\"reachable_bytes\":10064,\"reachable_blocks\":11,\"scanned_bytes\":1048576,"
+                                   "\"time_ns\":2000000,\"threads_without_registers\":0},"));
+        CHECK(text && strstr(text, "\n{\"bytes\":300,\"blocks\":2,\"kind\":\"heap\",\"stacks\":1,\"alloc_bytes\":300,"
+                                   "\"alloc_blocks\":2,\"peak_bytes\":300,\"lost_bytes\":300,\"lost_blocks\":2,"
+                                   "\"indirectly_lost_bytes\":0,\"indirectly_lost_blocks\":0,\"frames\":"));
+        free(text);
+        done(&s, &r);
+    }
+    /* --allocated ranks by what sites allocated: no reachability */
+    ht__session_init(&s, &o, NULL, stderr);
+    ht__session_add(&s, CHECK_TRACE, &t);
+    CHECK_EQ(ht__report_build(&s, 0, HT_RMODE_ALLOCATED, &r, err, sizeof err), 0);
+    CHECK_EQ(r.reach, HT_REACH_NONE);
+    CHECK(r.losts == NULL);
+    done(&s, &r);
+
+    /* the exit snapshot after it: the leaks report of the same snapshot
+     * alone in its trace, byte for byte after the header line */
+    ht__session_init(&s, &o, NULL, stderr);
+    ht__session_add(&s, CHECK_TRACE, &t);
+    CHECK_EQ(ht__report_build(&s, -1, HT_RMODE_AUTO, &r, err, sizeof err), 0);
+    CHECK_EQ(r.type, HT_REPORT_LEAKS);
+    CHECK_EQ(r.total_lost.lost_bytes, 401000);
+    char *both = render(&r, HT_FMT_TEXT);
+    done(&s, &r);
+    const char *alone_path = ADIR "/reach_alone.ht";
+    CHECK_EQ(write_summary_trace(alone_path, HT_REACH_DONE, 0), 0);
+    ht_trace_t a;
+    CHECK_EQ(ht_trace_read(alone_path, &a, err, sizeof err), 0);
+    ht__session_init(&s, &o, NULL, stderr);
+    ht__session_add(&s, alone_path, &a);
+    CHECK_EQ(ht__report_build(&s, -1, HT_RMODE_AUTO, &r, err, sizeof err), 0);
+    char *alone = render(&r, HT_FMT_TEXT);
+    done(&s, &r);
+    CHECK(streq(after_line1(both), after_line1(alone)));
+    CHECK(both && strstr(both, "1413288 bytes leaked in 61 blocks"));
+    free(both);
+    free(alone);
+    ht_trace_free(&a);
+    remove(alone_path);
+    ht_trace_free(&t);
+
+    /* not computed while it ran: the reason without "at exit" */
+    ht_tsnapshot_t req = { .reason = HT_SNAP_REQUEST, .reach = HT_REACH_THREADS, .reach_threads = 1 };
+    char line[256];
+    CHECK(streq(ht__reach_why(&req, line, sizeof line), "1 other thread was running and could not be paused"));
+    req.reach_threads = 3;
+    CHECK(streq(ht__reach_why(&req, line, sizeof line), "3 other threads were running and could not be paused"));
+    req.reach = HT_REACH_INSIDE;
+    CHECK(streq(ht__reach_why(&req, line, sizeof line),
+                "the snapshot was asked for from inside an allocator call (a signal handler)"));
+}
+
+/* The "now" summary of snapshot `seq` of CHECK_TRACE (malloc'd); *rc its
+ * return value. */
+static char *summary_now(int64_t seq, int *rc)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    *rc = ht__run_summary(CHECK_TRACE, HT_SUMMARY_NOW, seq, f);
+    fclose(f);
+    return text;
+}
+
+#define NOW_LINES \
+    "heaptrail: in use now: 14,460 bytes in 14 blocks from 4 allocation sites\n" \
+    "heaptrail: unreachable now: 300 bytes in 2 blocks from 1 sites (definitely lost); still reachable: " \
+    "10,064 bytes in 11 blocks; mmap regions, not checked: 4,096 bytes in 1 blocks\n"
+#define NOW_STACKS \
+    "  300 bytes in 2 blocks (heap; definitely lost: 300 bytes in 2 blocks):\n" \
+    "      0x402000\n" \
+    "      0x401000\n"
+
+static void test_check_summary(void)
+{
+    int rc;
+    /* a running program's trace (no END): figures, then only the stacks
+     * with unreachable blocks; no "cut short" */
+    CHECK_EQ(write_check_trace(check_sites, 0, HT_REACH_DONE, 0, 0), 0);
+    char *s = summary_now(0, &rc);
+    CHECK_EQ(rc, 0);
+    CHECK(streq(s, NOW_LINES NOW_STACKS));
+    free(s);
+    /* the same snapshot followed by the exit: still that one, not the last */
+    CHECK_EQ(write_check_trace(check_sites, 0, HT_REACH_DONE, 0, 1), 0);
+    s = summary_now(0, &rc);
+    CHECK_EQ(rc, 0);
+    CHECK(streq(s, NOW_LINES NOW_STACKS));
+    free(s);
+    /* threads asleep in a system call */
+    CHECK_EQ(write_check_trace(check_sites, 0, HT_REACH_DONE, 2, 0), 0);
+    s = summary_now(0, &rc);
+    CHECK(streq(s, NOW_LINES
+                "heaptrail: 2 other threads slept in a system call: their stacks were scanned, their "
+                "registers not (a pointer held only there would not count)\n" NOW_STACKS));
+    free(s);
+    /* nothing unreachable: no stacks */
+    CHECK_EQ(write_check_trace(check_clean, 0, HT_REACH_DONE, 0, 0), 0);
+    s = summary_now(0, &rc);
+    CHECK_EQ(rc, 0);
+    CHECK(streq(s, "heaptrail: in use now: 14,460 bytes in 14 blocks from 4 allocation sites\n"
+                   "heaptrail: unreachable now: none; still reachable: 10,364 bytes in 13 blocks; "
+                   "mmap regions, not checked: 4,096 bytes in 1 blocks\n"));
+    free(s);
+    /* not computed, and no REACH record at all (an older agent) */
+    CHECK_EQ(write_check_trace(check_sites, 0, HT_REACH_THREADS, 1, 0), 0);
+    s = summary_now(0, &rc);
+    CHECK_EQ(rc, 0);
+    CHECK(streq(s, "heaptrail: in use now: 14,460 bytes in 14 blocks from 4 allocation sites\n"
+                   "heaptrail: reachability not computed: 1 other thread was running and could not be paused\n"));
+    free(s);
+    CHECK_EQ(write_check_trace(check_sites, 0, HT_REACH_NONE, 0, 0), 0);
+    s = summary_now(0, &rc);
+    CHECK_EQ(rc, 0);
+    CHECK(streq(s, "heaptrail: in use now: 14,460 bytes in 14 blocks from 4 allocation sites\n"
+                   "heaptrail: reachability not computed: the program's heaptrail agent predates leak "
+                   "checks (it wrote a plain snapshot)\n"));
+    free(s);
+    /* the writer numbered it 2 (snapshots 0 and 1 never reached the
+     * file): found by that number, and the report's number said */
+    CHECK_EQ(write_check_trace(check_sites, 2, HT_REACH_DONE, 0, 0), 0);
+    s = summary_now(2, &rc);
+    CHECK_EQ(rc, 0);
+    CHECK(streq(s, NOW_LINES "heaptrail: `heaptrail report --snapshot 0` shows it (earlier snapshots were "
+                             "not written)\n" NOW_STACKS));
+    free(s);
+    /* a number the trace does not hold; a trace that is not there */
+    s = summary_now(0, &rc);
+    CHECK_EQ(rc, -1);
+    CHECK(streq(s, "heaptrail: snapshot 0 is not in " CHECK_TRACE "\n"));
+    free(s);
+    remove(CHECK_TRACE);
+    s = summary_now(0, &rc);
+    CHECK_EQ(rc, -1);
+    CHECK(streq(s, "heaptrail: cannot read the trace: " CHECK_TRACE ": No such file or directory\n"));
+    free(s);
+}
+
+/* `heaptrail snapshot [--leaks] PID` against a fake agent: this process
+ * listens on its own control socket name, a child accepts one connection,
+ * passes what the client sent back through a pipe and answers `reply`
+ * (NULL: closes without a word). The client's stderr comes back in
+ * *out (malloc'd), what it sent in req. Returns its exit status. */
+static int fake_agent(const char *reply, int leaks, char *req, size_t reqcap, char **out)
+{
+    *out = NULL;
+    req[0] = 0;
+    int ls = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_un a;
+    memset(&a, 0, sizeof a);
+    a.sun_family = AF_UNIX;
+    int n = snprintf(a.sun_path + 1, sizeof a.sun_path - 1, "heaptrail.%d", (int)getpid());
+    socklen_t al = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+    int pp[2];
+    if (ls < 0 || bind(ls, (struct sockaddr *)&a, al) != 0 || listen(ls, 1) != 0 || pipe(pp) != 0) {
+        CHECK(0);
+        return -1;
+    }
+    pid_t c = fork();
+    if (c == 0) {
+        alarm(20);              /* a client that never came must not hang the test */
+        close(pp[0]);
+        int fd = accept(ls, NULL, NULL);
+        char buf[128];
+        size_t got = 0;
+        while (fd >= 0 && got < sizeof buf && !memchr(buf, '\n', got)) {
+            ssize_t k = read(fd, buf + got, sizeof buf - got);
+            if (k <= 0)
+                break;
+            got += (size_t)k;
+        }
+        (void)!write(pp[1], buf, got);
+        if (reply)
+            (void)!write(fd, reply, strlen(reply));
+        _exit(0);
+    }
+    close(pp[1]);
+    fflush(stderr);
+    int saved = dup(2);
+    FILE *tmp = tmpfile();
+    dup2(fileno(tmp), 2);
+    char a0[] = "snapshot", a1[] = "--leaks", pid[32];
+    snprintf(pid, sizeof pid, "%d", (int)getpid());
+    char *argv[] = { a0, leaks ? a1 : pid, leaks ? pid : NULL, NULL };
+    int rc = ht_cmd_snapshot(leaks ? 3 : 2, argv);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    long len = ftell(tmp);
+    *out = calloc(1, (size_t)(len > 0 ? len : 0) + 1);
+    rewind(tmp);
+    if (len > 0 && fread(*out, 1, (size_t)len, tmp) != (size_t)len)
+        CHECK(0);
+    fclose(tmp);
+    ssize_t k = read(pp[0], req, reqcap - 1);
+    req[k > 0 ? k : 0] = 0;
+    close(pp[0]);
+    waitpid(c, NULL, 0);
+    close(ls);
+    return rc;
+}
+
+static void test_check_client(void)
+{
+    char req[128], want[2048], ok[256];
+    char *out;
+    int me = (int)getpid();
+
+    /* a leak check: "snapshot leaks", then the summary of the snapshot
+     * the reply names */
+    CHECK_EQ(write_check_trace(check_sites, 0, HT_REACH_DONE, 0, 0), 0);
+    snprintf(ok, sizeof ok, "ok 0 %s\n", CHECK_TRACE);
+    CHECK_EQ(fake_agent(ok, 1, req, sizeof req, &out), 0);
+    CHECK(streq(req, "snapshot leaks\n"));
+    snprintf(want, sizeof want, "heaptrail: snapshot 0 of process %d written to %s\n%s%s", me, CHECK_TRACE,
+             NOW_LINES, NOW_STACKS);
+    CHECK(streq(out, want));
+    free(out);
+
+    /* the agent says no: its words, control characters neutralised */
+    CHECK_EQ(fake_agent("error a leak check is already under way\n", 1, req, sizeof req, &out), 1);
+    snprintf(want, sizeof want, "heaptrail: process %d: a leak check is already under way\n", me);
+    CHECK(streq(out, want));
+    free(out);
+    CHECK_EQ(fake_agent("error \x1b[2Jbusy\n", 1, req, sizeof req, &out), 1);
+    snprintf(want, sizeof want, "heaptrail: process %d: ?[2Jbusy\n", me);
+    CHECK(streq(out, want));
+    free(out);
+    /* no answer; an answer that is neither; a snapshot the trace lacks */
+    CHECK_EQ(fake_agent(NULL, 1, req, sizeof req, &out), 1);
+    snprintf(want, sizeof want, "heaptrail: process %d: no answer\n", me);
+    CHECK(streq(out, want));
+    free(out);
+    CHECK_EQ(fake_agent("ok seven /x.ht\n", 1, req, sizeof req, &out), 1);
+    snprintf(want, sizeof want, "heaptrail: process %d: unexpected answer: ok seven /x.ht\n", me);
+    CHECK(streq(out, want));
+    free(out);
+    snprintf(ok, sizeof ok, "ok 7 %s\n", CHECK_TRACE);
+    CHECK_EQ(fake_agent(ok, 1, req, sizeof req, &out), 1);
+    snprintf(want, sizeof want, "heaptrail: snapshot 7 of process %d written to %s\n"
+             "heaptrail: snapshot 7 is not in %s\n", me, CHECK_TRACE, CHECK_TRACE);
+    CHECK(streq(out, want));
+    free(out);
+
+    /* without --leaks, as before: "snapshot", the reply's words */
+    CHECK_EQ(fake_agent("ok 3 /some/trace.ht\n", 0, req, sizeof req, &out), 0);
+    CHECK(streq(req, "snapshot\n"));
+    snprintf(want, sizeof want, "heaptrail: snapshot 3 of process %d written to /some/trace.ht\n", me);
+    CHECK(streq(out, want));
+    free(out);
+    CHECK_EQ(fake_agent("error the trace cannot be written\n", 0, req, sizeof req, &out), 1);
+    snprintf(want, sizeof want, "heaptrail: process %d: error the trace cannot be written\n", me);
+    CHECK(streq(out, want));
+    free(out);
+    remove(CHECK_TRACE);
+}
+
 int main(void)
 {
     test_model();
     test_summary();
     test_bad_reach();
+    test_check_report();
+    test_check_summary();
+    test_check_client();
     return check_done();
 }
