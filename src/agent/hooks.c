@@ -285,29 +285,30 @@ static HT_ALWAYS_INLINE void *do_realloc(void *old, size_t n)
         return real.realloc(old, n);
     }
     /* forget the old block first: once realloc returns, its address may be
-     * handed to another thread */
+     * handed to another thread. The guard stays up until the new block is
+     * in the table: meanwhile the contents are in neither entry, and a
+     * leak check that paused this thread here (reach.c parks a thread
+     * only outside the guard) would not scan them: everything reachable
+     * only through a growing array would read as lost. */
     uint64_t osize = 0;
     uint32_t osite = 0;
     ht__guard = 1;
     int solo = ht__solo_enter();
     int had = ht__live_remove((uintptr_t)old, &osize, &osite);
     ht__solo_exit(solo);
-    ht__guard = 0;
     void *p = real.realloc(old, n);
     if (p == NULL && n != 0) {
         /* failed: the old block is still there */
         if (had) {
-            ht__guard = 1;
             uint32_t s2;
             uint64_t z2;
             solo = ht__solo_enter();
             ht__live_insert((uintptr_t)old, osize, osite, &s2, &z2);
             ht__solo_exit(solo);
-            ht__guard = 0;
         }
+        ht__guard = 0;
         return NULL;
     }
-    ht__guard = 1;
     if (had) {
         solo = ht__solo_enter();
         ht__site_free(ht__site_by_index(osite), osize);
@@ -315,8 +316,18 @@ static HT_ALWAYS_INLINE void *do_realloc(void *old, size_t n)
     } else {
         ht_fetch_add(&ht__drops.unknown_frees, 1);
     }
+    if (p != NULL) {
+        if (ht_likely(ht__agent.on == HT_ON_FULL)) {
+            void *frames[HT_MAX_FRAMES];
+            uint64_t hash;
+            int nf = ht_capture(1, ht__agent.max_frames, frames, &hash);
+            record_alloc(p, n, HT_KIND_HEAP, frames, nf, hash);
+        } else if (ht__agent.on) {
+            ht__guard = 0;
+            bench_track(p, n, HT_KIND_HEAP);
+        }
+    }
     ht__guard = 0;
-    TRACK(p, n, HT_KIND_HEAP);
     return p;
 }
 

@@ -91,6 +91,7 @@ static struct {
     uint64_t scanned;
     uint32_t leader;
     size_t tid_off;             /* of struct pthread's thread id (find_tid_off) */
+    int direct;                 /* every other thread parked: blocks read in place */
 } S;
 
 ht_reach_t *ht__reach_result(void) { return R.status ? &R : NULL; }
@@ -223,6 +224,7 @@ typedef struct {
     int sent;                   /* coordinator's: signal sent for this request */
     uintptr_t sp;               /* handler's, with regs; or T_BLOCKED's */
     uintptr_t regs[16];         /* T_BLOCKED: its system call's six arguments */
+    uintptr_t fp, fp_len;       /* T_PARKED: its vector registers' save area */
     long nr;                    /* T_BLOCKED: the system call it sleeps in */
     uint64_t switches;          /* ... and its context switches then */
 } stopped_t;
@@ -263,6 +265,20 @@ static void stop_handler(int sig, siginfo_t *si, void *ucv)
     for (int i = 0; i < 16; i++)
         t->regs[i] = (uintptr_t)g[which[i]];
     t->sp = (uintptr_t)g[REG_RSP];
+    /* the SSE/AVX registers, saved in the signal frame (which stays put
+     * while we wait here): memcpy and memmove hold pointers they move in
+     * them, glibc's memmove up to eight 32-byte chunks for the whole
+     * copy. The kernel's XSAVE layout: its software-reserved bytes at
+     * 464 say how much it saved. */
+    t->fp = t->fp_len = 0;
+    if (uc->uc_mcontext.fpregs) {
+        const uint32_t *sw = (const uint32_t *)((const char *)uc->uc_mcontext.fpregs + 464);
+        size_t len = sizeof *uc->uc_mcontext.fpregs;
+        if (sw[0] == 0x46505853u && sw[1] > len && sw[1] <= (64u << 10))    /* FP_XSTATE_MAGIC1 */
+            len = sw[1];
+        t->fp = (uintptr_t)uc->uc_mcontext.fpregs;
+        t->fp_len = len & ~(size_t)7;
+    }
     ht_store_release(&t->state, T_PARKED);
     /* bounded: ~10 s even if the exiting thread never says so */
     struct timespec ts = { 0, 100 * 1000000 };
@@ -416,8 +432,10 @@ static int task_syscall(int tid, long *nr, uintptr_t *sp, uintptr_t *args)
     return f[6] ? 0 : -1;
 }
 
-/* A thread asleep in a system call: its stack does not change while it
- * sleeps. /proc/self/task/TID/syscall gives the call, its arguments
+/* A thread asleep in a system call (state S: a wait a signal would
+ * interrupt; a thread in D, an uninterruptible disk wait, or R, on its way
+ * in or out, is soon running and gets the signal): its stack does not
+ * change while it sleeps. /proc/self/task/TID/syscall gives the call, its arguments
  * (scanned as roots) and the stack pointer (not the other registers: the
  * callee-saved ones may hold pointers the scan cannot see); its
  * context-switch counts tell afterwards whether it ran meanwhile.
@@ -427,8 +445,10 @@ static int sleeping_thread(stopped_t *t)
     long nr;
     uintptr_t sp, args[6];
     char b[4096];
-    if (task_syscall(t->tid, &nr, &sp, args) != 0 || read_task_file(t->tid, "status", b, sizeof b) <= 0)
-        return -1;
+    const char *st;
+    if (task_syscall(t->tid, &nr, &sp, args) != 0 || read_task_file(t->tid, "status", b, sizeof b) <= 0 ||
+        !(st = after_key(b, "State:")) || *st != 'S')
+        return -1;              /* running, or in a system call it will leave soon (R, D) */
     uint64_t v = dec_after(b, "voluntary_ctxt_switches:"), n = dec_after(b, "nonvoluntary_ctxt_switches:");
     if (v == UINT64_MAX || n == UINT64_MAX)
         return -1;
@@ -517,7 +537,11 @@ static int stop_others(void)
                         continue;
                     }
                 }
-                waiting += ht_load_acquire(&T[i].state) == T_SENT;
+                /* T_BUSY too: a handler that ran since the signal was
+                 * sent (inside heaptrail) is asked again next round; not
+                 * counting it let the scan start with that thread running */
+                int now = ht_load_acquire(&T[i].state);
+                waiting += now == T_SENT || now == T_BUSY;
             }
             /* one that blocks the signal and runs may be about to sleep
              * (a wait in a moment): looked at again every ~1 ms */
@@ -534,7 +558,7 @@ static int stop_others(void)
             if (ht__mono_ns() > deadline) {
                 int n = running;
                 for (int i = 0; i < g_nt; i++)
-                    if (T[i].state == T_SENT) {
+                    if (T[i].state == T_SENT || T[i].state == T_BUSY) {
                         if (sleeping_thread(&T[i]) == 0)
                             T[i].state = T_BLOCKED;
                         else
@@ -722,7 +746,19 @@ static HT_ALWAYS_INLINE void visit(long k, int phase)
  * was asked for. Such a word does not make the block reachable. */
 static HT_NOINLINE int is_next_chunk_header(const ht_live_block_t *x, uintptr_t v)
 {
-    return v != x->addr && v + 8 == x->addr + malloc_usable_size((void *)(uintptr_t)x->addr);
+    /* the usable size is at least the size asked for: only a word into
+     * the block's last 8 bytes can be one. The chunk's size field (flags
+     * in its low bits; an mmap'd chunk has 16 bytes of header, others 8
+     * usable in the next chunk) is read without faulting: on demand a
+     * thread may free the block meanwhile. A usable size out of bounds
+     * (not glibc's allocator, or a freed chunk) keeps the word. */
+    if (v == x->addr || v + 8 < x->addr + x->size)
+        return 0;
+    uint64_t hdr;
+    if (read_mem(&hdr, x->addr - 8, sizeof hdr) != sizeof hdr)
+        return 0;
+    uint64_t usable = (hdr & ~7ull) - (hdr & 2 ? 16 : 8);
+    return usable >= x->size && usable <= x->size + 64 && v + 8 == x->addr + usable;
 }
 
 static void scan_words(const uintptr_t *w, size_t nw, int phase)
@@ -740,13 +776,13 @@ static void scan_words(const uintptr_t *w, size_t nw, int phase)
 }
 
 /* Reads [lo, hi) (8-byte aligned) in buffer-sized pieces and scans it. */
-static void scan_read(uintptr_t lo, uintptr_t hi)
+static void scan_read_phase(uintptr_t lo, uintptr_t hi, int phase)
 {
     while (lo < hi) {
         size_t len = hi - lo > BUF_BYTES ? BUF_BYTES : hi - lo;
         long k = read_mem(S.buf, lo, len);
         if (k > 0)
-            scan_words((const uintptr_t *)S.buf, (size_t)k / sizeof(uintptr_t), 1);
+            scan_words((const uintptr_t *)S.buf, (size_t)k / sizeof(uintptr_t), phase);
         if (k == (long)len) {
             lo += len;
             continue;
@@ -756,6 +792,8 @@ static void scan_read(uintptr_t lo, uintptr_t hi)
         lo = (at & ~(PAGE - 1)) + PAGE;
     }
 }
+
+static void scan_read(uintptr_t lo, uintptr_t hi) { scan_read_phase(lo, hi, 1); }
 
 /* A root range: the pages ever touched (present or swapped out), as
  * /proc/self/pagemap tells; all of it if pagemap cannot be read. */
@@ -842,22 +880,77 @@ static const map_t *map_of(uintptr_t a)
     return lo < S.nmaps && S.maps[lo].start <= a ? &S.maps[lo] : NULL;
 }
 
-/* Scans the blocks on the work stack, and the blocks they reach. */
+/* Scans the blocks on the work stack, and the blocks they reach. With
+ * every other thread parked nothing changes the heap meanwhile, and the
+ * blocks are read in place; with a thread only asleep in a system call,
+ * it may wake, free a block and unmap its memory while we read: then
+ * they are read with read_mem, up to BATCH blocks a call (a wrong result
+ * is caught by its context-switch count, a fault could not be). */
+#define BATCH 512
 static void drain(int phase)
 {
+    if (S.direct) {
+        while (S.top) {
+            ht_live_block_t *x = &S.b[S.stack[--S.top]];
+            if (x->size < sizeof(uintptr_t))
+                continue;
+            const map_t *m = S.last_map;
+            if (!m || x->addr < m->start || x->addr >= m->end)
+                S.last_map = m = map_of(x->addr);
+            if (!m || !m->r || m->end < x->addr + x->size)
+                continue;       /* not where the table says: freed behind our back */
+            scan_words((const uintptr_t *)(uintptr_t)x->addr, x->size / sizeof(uintptr_t), phase);
+        }
+        return;
+    }
+    struct iovec l[BATCH], r[BATCH];
     while (S.top) {
-        ht_live_block_t *x = &S.b[S.stack[--S.top]];
-        if (x->size < sizeof(uintptr_t))
-            continue;
-        const map_t *m = S.last_map;
-        if (!m || x->addr < m->start || x->addr >= m->end)
-            S.last_map = m = map_of(x->addr);
-        if (!m || !m->r || m->end < x->addr + x->size)
-            continue;           /* not where the table says: freed behind our back */
-        scan_words((const uintptr_t *)(uintptr_t)x->addr, x->size / sizeof(uintptr_t), phase);
+        size_t n = 0, used = 0;
+        while (S.top && n < BATCH) {
+            const ht_live_block_t *x = &S.b[S.stack[S.top - 1]];
+            size_t len = x->size & ~(uint64_t)7;
+            if (len > BUF_BYTES) {
+                if (n)
+                    break;      /* alone, in pieces */
+                S.top--;
+                scan_read_phase(x->addr, x->addr + len, phase);
+                continue;
+            }
+            if (used + len > BUF_BYTES)
+                break;
+            S.top--;
+            if (!len)
+                continue;
+            l[n] = (struct iovec){ S.buf + used, len };
+            r[n] = (struct iovec){ (void *)(uintptr_t)x->addr, len };
+            n++;
+            used += len;
+        }
+        /* read: a failing block is skipped, the ones after it read again
+         * (process_vm_readv stops at the first element it cannot read
+         * whole) */
+        size_t ok_bytes[BATCH];
+        for (size_t i = 0; i < n;) {
+            if (S.mode != 1) {
+                long k = read_mem(l[i].iov_base, (uintptr_t)r[i].iov_base, r[i].iov_len);
+                ok_bytes[i++] = k > 0 ? (size_t)k & ~(size_t)7 : 0;
+                continue;
+            }
+            long k = ht__syscall6(SYS_process_vm_readv, S.pid, (long)&l[i], (long)(n - i),
+                                  (long)&r[i], (long)(n - i), 0);
+            size_t got = k > 0 ? (size_t)k : 0;
+            for (; i < n && got >= l[i].iov_len; i++) {
+                ok_bytes[i] = l[i].iov_len;
+                got -= l[i].iov_len;
+            }
+            if (i < n)
+                ok_bytes[i++] = 0;
+        }
+        for (size_t i = 0; i < n; i++)
+            if (ok_bytes[i])
+                scan_words((const uintptr_t *)l[i].iov_base, ok_bytes[i] / sizeof(uintptr_t), phase);
     }
 }
-
 /* ---- the process's mappings ---------------------------------------------- */
 
 static uintptr_t hex(const char **pp)
@@ -1129,9 +1222,12 @@ static HT_NOINLINE int scan(uintptr_t sp)
             lo = tcb;
         scan_root_not_ours(lo, m->end);
     }
-    for (int i = 0; i < g_nt; i++)
+    for (int i = 0; i < g_nt; i++) {
         if (T[i].state == T_PARKED || T[i].state == T_BLOCKED)
             scan_words(T[i].regs, T[i].state == T_PARKED ? 16 : 6, 1);
+        if (T[i].state == T_PARKED && T[i].fp)
+            scan_read((T[i].fp + 7) & ~(uintptr_t)7, T[i].fp + T[i].fp_len);
+    }
     uintptr_t blo, bhi;
     ht__boot_range(&blo, &bhi);
     scan_root((blo + 7) & ~(uintptr_t)7, bhi);
@@ -1213,6 +1309,12 @@ static int attempt(int now, int *woke)
     uintptr_t sp = 0;
     if (!now)
         __asm__ volatile("mov %%rsp, %0" : "=r"(sp));
+    /* nothing of the program's runs meanwhile unless a thread is only
+     * asleep (it may wake): then blocks are read without faulting */
+    S.direct = 1;
+    for (int i = 0; i < g_nt; i++)
+        if (T[i].state == T_BLOCKED)
+            S.direct = 0;
     int status = scan(sp);
     (void)regs[0];
     /* the threads read asleep must not have run meanwhile */

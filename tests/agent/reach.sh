@@ -65,6 +65,10 @@ expect_eq "thread-running: summary says its registers were not scanned" \
 # agent's signal, its registers read
 run_mode thread-busy 1 0 12
 
+# the only pointer in a vector register (memmove keeps what it moves in
+# them): the parked thread's saved SSE/AVX state is scanned too
+run_mode thread-vector 1 0 12
+
 # it blocks every signal and waits in sigwaitinfo: it must be sent
 # nothing; asleep, its stack is read
 run_mode thread-masked 1 1 13

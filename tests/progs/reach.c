@@ -6,13 +6,14 @@
  * (live blocks, directly lost, indirectly lost). No stdio before the
  * blocks are made (so libc's own buffers do not mix in), printf at the end.
  *
- *   reach [exit|thread-running|thread-busy|thread-masked|thread-spinning|in-handler|seccomp|exit-thread|leakcheck]
+ *   reach [exit|thread-running|thread-busy|thread-vector|thread-masked|thread-spinning|in-handler|seccomp|exit-thread|leakcheck]
  * exit: as above, ending with exit() from a function whose frame holds a
  * pointer; thread-running: a second thread is still there at exit, asleep
  * in a mutex wait, holding a block's only pointer in its frame (its stack
  * is read as it stands, without a signal); thread-busy: it spins instead,
  * the only pointer to another block in a register (the agent parks it
- * with a signal and reads its registers); thread-masked: that thread blocks every signal and waits in
+ * with a signal and reads its registers); thread-vector: the same with the
+ * pointer only in a vector register (xmm7); thread-masked: that thread blocks every signal and waits in
  * sigwaitinfo for any (it cannot be parked, must not be sent a signal, and
  * sleeps in a system call: its stack is scanned without its registers); thread-spinning: it blocks every signal and spins (not
  * computed); in-handler: _exit from a signal
@@ -195,6 +196,8 @@ static void wait_asleep(void)
     }
 }
 NOINLINE static void *register_held(void) { return malloc(168); }
+NOINLINE static void *vector_held(void) { return malloc(176); }
+volatile uintptr_t hidden3;
 static void *blocked_main(void *arg)
 {
     other_tid = (pid_t)syscall(SYS_gettid);
@@ -209,6 +212,20 @@ static void *blocked_main(void *arg)
                          : "rax", "rcx", "rdi", "memory");
         for (;;)
             __asm__ volatile("" : "+r"(r));
+    }
+    if (arg == (void *)4) {
+        /* the block's only pointer lives in a vector register (as in a
+         * memmove's), not in memory nor in a general register */
+        hidden3 = (uintptr_t)vector_held() ^ 0x7777777777777777ull;
+        pthread_barrier_wait(&ready);
+        __asm__ volatile("mov hidden3(%%rip), %%rax\n\tmov $0x7777777777777777, %%rcx\n\t"
+                         "xor %%rcx, %%rax\n\tmovq %%rax, %%xmm7\n\t"
+                         "lea -4096(%%rsp), %%rdi\n\tmov $512, %%ecx\n\txor %%eax, %%eax\n\trep stosq"
+                         :
+                         :
+                         : "rax", "rcx", "rdi", "xmm7", "memory");
+        for (;;)
+            __asm__ volatile("" ::: "memory");
     }
     if (arg) {
         sigset_t all;
@@ -363,10 +380,13 @@ int main(int argc, char **argv)
                        !strcmp(mode, "thread-masked")     ? (void *)1
                        : !strcmp(mode, "thread-spinning") ? (void *)2
                        : !strcmp(mode, "thread-busy")     ? (void *)3
+                       : !strcmp(mode, "thread-vector")   ? (void *)4
                                                           : NULL);
         pthread_barrier_wait(&ready);
         if (!strcmp(mode, "thread-busy")) {
             note("register_held", 1, 0, 0);
+        } else if (!strcmp(mode, "thread-vector")) {
+            note("vector_held", 1, 0, 0);
         } else {
             if (strcmp(mode, "thread-spinning"))
                 wait_asleep();

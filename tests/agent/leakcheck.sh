@@ -1,0 +1,120 @@
+# leakcheck.sh -- a leak check on demand: `heaptrail snapshot --leaks PID`
+# while tests/progs/reach runs (mode leakcheck). The program goes on; the
+# snapshot it gets holds reachability computed then, equal to the
+# program's truth for every scripted site, including a block whose only
+# pointer is the buffer argument of a read() a thread sleeps in and one
+# held only in a register of a spinning thread; the exit snapshot after
+# it has its own, changed truth. Checks while a program keeps moving an
+# array with realloc never call what it holds lost. With
+# HEAPTRAIL_REACH=0 the request is refused and the program is not
+# disturbed.
+. tests/agent/common.inc
+cd "$T"
+
+# check_snap TRACE SNAP PREFIX OUT WHAT: every PREFIX"TRUTH" line of OUT
+# against snapshot SNAP of TRACE
+check_snap() {
+    n=0
+    while read -r _ site live lost ilost; do
+        name=${site#site=}
+        m=$("$DUMP" "$1" --match "$name" --snapshot "$2")
+        expect_eq "$5: $name (live lost ilost)" \
+            "$(field live_blocks "$m") $(field lost_blocks "$m") $(field ilost_blocks "$m")" \
+            "${live#live=} ${lost#lost=} ${ilost#ilost=}"
+        n=$((n + 1))
+    done <<EOT
+$(grep "^$3TRUTH " "$4")
+EOT
+    expect_eq "$5: sites checked" "$n" 13
+}
+
+# start_prog NAME [ENV...]: runs `reach leakcheck` under heaptrail run, its
+# standard input a fifo held open on fd 3; waits for READY
+start_prog() {
+    name=$1
+    shift
+    rm -f "$name.in"
+    mkfifo "$name.in"
+    env "$@" "$HT" run -o "$name.ht" "$P/reach" leakcheck <"$name.in" >"$name.out" 2>"$name.err" &
+    runpid=$!
+    exec 3>"$name.in"
+    i=0
+    while ! grep -q READY "$name.out" 2>/dev/null && [ $i -lt 200 ]; do
+        sleep 0.05
+        i=$((i + 1))
+    done
+    expect_eq "$name: program ready" "$(grep -c READY "$name.out")" 1
+}
+
+# finish_prog NAME: lets the program go on to its exit
+finish_prog() {
+    echo go >&3
+    exec 3>&-
+    wait "$runpid"
+    expect_eq "$1: exit status" "$?" 0
+}
+
+start_prog lc
+# heaptrail run's pid: the request goes to its only child
+"$HT" snapshot --leaks "$runpid" >check.out 2>check.err
+expect_eq "check: status" "$?" 0
+cat check.err
+# lost_plain 400 + the list head 48 + the cycle head 48 + hidden 24 +
+# freed holder's 48 + thread_lost 120; the list's 5 and the cycle's 2
+expect_eq "check: summary" \
+    "$(grep -c '^heaptrail: unreachable now: 688 bytes in 15 blocks from 6 sites (definitely lost; plus 336 bytes in 7 blocks reachable only through them)' check.err)" 1
+finish_prog lc
+snaps=$("$DUMP" lc.ht | grep '^snap ')
+s0=$(echo "$snaps" | sed -n 1p)
+s1=$(echo "$snaps" | sed -n 2p)
+expect_eq "snapshots" "$(echo "$snaps" | wc -l)" 2
+# the check: a requested snapshot (reason 1), computed (1), main and the
+# reader asleep in read() (2 threads read without their registers)
+expect_eq "check: reason reach threads" "$(field reason "$s0") $(field reach "$s0") $(field reach_threads "$s0")" "1 1 2"
+check_snap lc.ht 0 "" lc.out check
+# the exit: the reader sleeps in a mutex wait, the spinner is parked
+expect_eq "exit: reason reach threads" "$(field reason "$s1") $(field reach "$s1") $(field reach_threads "$s1")" "0 1 1"
+check_snap lc.ht 1 EXIT lc.out exit
+
+# leak checks while the program is inside realloc most of the time
+# (tests/progs/regrow): the array being moved holds the only pointers to
+# 1000 blocks; no check may call any of them lost
+rm -f rg.in
+mkfifo rg.in
+"$HT" run -o rg.ht "$P/regrow" <rg.in >rg.out 2>rg.err &
+runpid=$!
+exec 3>rg.in
+i=0
+while ! grep -q READY rg.out 2>/dev/null && [ $i -lt 200 ]; do
+    sleep 0.05
+    i=$((i + 1))
+done
+checks=0
+while [ $checks -lt 20 ]; do
+    "$HT" snapshot --leaks "$runpid" >/dev/null 2>>rg-checks.err || break
+    checks=$((checks + 1))
+done
+finish_prog rg
+expect_eq "regrow: checks made" "$checks" 20
+expect_eq "regrow: the array moved all along" "$(sed -n 's/^MOVES \([0-9]*\)$/\1/p' rg.out | awk '{print ($1 > 10)}')" 1
+n=$("$DUMP" rg.ht | grep -c '^snap ')
+expect_eq "regrow: snapshots" "$n" 21
+k=0
+bad=0
+while [ $k -lt 20 ]; do
+    m=$("$DUMP" rg.ht --match regrow_child --snapshot $k)
+    [ "$(field live_blocks "$m") $(field lost_blocks "$m") $(field ilost_blocks "$m")" = "1000 0 0" ] || bad=$((bad + 1))
+    k=$((k + 1))
+done
+expect_eq "regrow: checks that called a held block lost" "$bad" 0
+expect_eq "regrow: computed every time" "$("$DUMP" rg.ht | grep '^snap ' | grep -vc ' reach=1 ')" 0
+
+# turned off: refused, and the program runs on to its normal exit
+start_prog off HEAPTRAIL_REACH=0
+"$HT" snapshot --leaks "$runpid" >off-check.out 2>off-check.err
+expect_eq "off: status" "$?" 1
+expect_eq "off: says why" "$(grep -c 'leak checks are turned off' off-check.err)" 1
+finish_prog off
+expect_eq "off: no snapshot but the exit's" "$("$DUMP" off.ht | grep -c '^snap ')" 1
+
+done_
