@@ -454,6 +454,7 @@ static void fork_child(void)
     }
     ht__sites_fork_child();
     ht__writer_fork_child();
+    ht__reach_fork_child();
     ht__jitmaps_forget();
     ht__gdbjit_forget();
     ht__solo_start();           /* the child has one thread: the forking one */

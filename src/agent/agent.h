@@ -202,6 +202,7 @@ HT_INTERNAL void ht__reach_compute(int how);
 HT_INTERNAL int ht__reach_trylock(void);    /* 0, or -1: a scan is under way */
 HT_INTERNAL int ht__reach_lock(void);       /* waits (bounded); 0 or -1 */
 HT_INTERNAL void ht__reach_unlock(void);
+HT_INTERNAL void ht__reach_fork_child(void);
 /* The callee-saved registers (rbx, rbp, r12-r15) into regs[6], as they
  * are where this is inlined: a pointer the caller keeps only there is
  * then in memory the scan reads. */

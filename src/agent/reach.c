@@ -1358,6 +1358,15 @@ int ht__reach_lock(void)
 
 void ht__reach_unlock(void) { __atomic_store_n(&g_busy, 0, __ATOMIC_RELEASE); }
 
+/* A fork while the control thread scanned: the child has neither that
+ * thread nor its scan (else its exit would wait 10 s for the lock). */
+void ht__reach_fork_child(void)
+{
+    g_busy = 0;
+    g_stopping = 0;
+    g_nt = 0;
+}
+
 void ht__reach_compute(int how)
 {
     uint64_t t0 = ht__mono_ns();

@@ -5,7 +5,8 @@
 # pointer is the buffer argument of a read() a thread sleeps in and one
 # held only in a register of a spinning thread; the exit snapshot after
 # it has its own, changed truth. Checks while a program keeps moving an
-# array with realloc never call what it holds lost. With
+# array with realloc never call what it holds lost; checks while a
+# program forks do not hold up its children's exits. With
 # HEAPTRAIL_REACH=0 the request is refused and the program is not
 # disturbed.
 . tests/agent/common.inc
@@ -108,6 +109,32 @@ while [ $k -lt 20 ]; do
 done
 expect_eq "regrow: checks that called a held block lost" "$bad" 0
 expect_eq "regrow: computed every time" "$("$DUMP" rg.ht | grep '^snap ' | grep -vc ' reach=1 ')" 0
+
+# leak checks while the program forks (tests/progs/forker): a child
+# forked while the scan lock was held does not inherit it (its exit, which
+# computes its own reachability, used to wait 10 s for the lock)
+mkdir fk && cd fk
+rm -f fk.in
+mkfifo fk.in
+"$HT" run -o fk.ht "$P/forker" <fk.in >fk.out 2>fk.err &
+runpid=$!
+exec 3>fk.in
+i=0
+while ! grep -q READY fk.out 2>/dev/null && [ $i -lt 200 ]; do
+    sleep 0.05
+    i=$((i + 1))
+done
+checks=0
+while [ $checks -lt 30 ]; do
+    "$HT" snapshot --leaks "$runpid" >/dev/null 2>>fk-checks.err || break
+    checks=$((checks + 1))
+done
+finish_prog fk
+expect_eq "forker: checks made" "$checks" 30
+expect_eq "forker: children made" "$(awk '/^CHILDREN/ {print ($2 > 5)}' fk.out)" 1
+expect_eq "forker: no child took a second" "$(awk '/^CHILDREN/ {print ($4 < 1000)}' fk.out)" 1
+cat fk.out
+cd ..
 
 # turned off: refused, and the program runs on to its normal exit
 start_prog off HEAPTRAIL_REACH=0
