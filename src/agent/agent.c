@@ -583,6 +583,30 @@ HT_API int ht_snapshot(void)
     return r;
 }
 
+HT_API __attribute__((noinline)) long ht_leak_check(void)
+{
+    /* where the caller stands: its frames (from this stack pointer up,
+     * with the registers this function's prologue saved) and registers
+     * stay roots */
+    uintptr_t regs[6], sp;
+    ht__callee_saved(regs);
+    __asm__ volatile("mov %%rsp, %0" : "=r"(sp));
+    if (!A.started || ht__guard || ht__agent.on != HT_ON_FULL || !A.reach)
+        return -1;
+    ht__guard = 2;
+    long lost = -1;
+    if (ht__reach_lock() == 0) {
+        if (!ht_load_acquire(&A.exit_done)) {
+            long n = ht__reach_compute_call(sp, regs);
+            if (ht__snapshot_write(HT_SNAP_API, HT_WCTX_NORMAL, ht__reach_result()) >= 0)
+                lost = n;
+        }
+        ht__reach_unlock();
+    }
+    ht__guard = 0;
+    return lost;
+}
+
 /* Stages the stack nodes and modules seen so far (and unloads), as agent
  * code: what the program is about to unmap or replace is recorded while it
  * is still there. */

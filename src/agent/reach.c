@@ -1130,8 +1130,17 @@ static int own_cmp_sort(void)
  * __libc_stack_end once main has returned (argv, the environment);
  * else, not knowing, from the stack pointer (so stale values below the
  * program's frames may keep blocks reachable). */
+static struct { uintptr_t lo, regs[6]; } C;      /* ht_leak_check's caller */
+
 static uintptr_t live_stack_lo(const map_t *m, uintptr_t sp)
 {
+    if (C.lo) {                 /* a check from the program's code: its frames */
+        if (C.lo >= sp && C.lo < m->end) {
+            scan_words(C.regs, 6, 1);
+            return C.lo & ~(uintptr_t)7;
+        }
+        return sp;
+    }
     uintptr_t cfa = ht_load_acquire(&E.cfa);
     if (cfa && E.tid == ht__gettid() && cfa - 8 >= sp && cfa < m->end) {
         scan_words(E.regs, 6, 1);
@@ -1365,6 +1374,25 @@ void ht__reach_fork_child(void)
     g_busy = 0;
     g_stopping = 0;
     g_nt = 0;
+}
+
+/* For ht_leak_check: the same as at exit, on the calling thread, its
+ * stack from `lo` up (the stack pointer on entry to ht_leak_check, so
+ * the registers its prologue saved are in) and the callee-saved
+ * registers. Returns the blocks found lost (directly or not), or -1 when
+ * not computed. */
+long ht__reach_compute_call(uintptr_t lo, const uintptr_t *regs)
+{
+    C.lo = lo;
+    __builtin_memcpy(C.regs, regs, sizeof C.regs);
+    ht__reach_compute(HT_SCAN_EXIT);
+    C.lo = 0;
+    if (R.status != HT_REACH_DONE)
+        return -1;
+    long n = 0;
+    for (uint32_t i = 0; i < R.nsites; i++)
+        n += (long)(R.sites[i].lost_blocks + R.sites[i].ilost_blocks);
+    return n;
 }
 
 void ht__reach_compute(int how)

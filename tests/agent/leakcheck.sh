@@ -6,14 +6,15 @@
 # held only in a register of a spinning thread; the exit snapshot after
 # it has its own, changed truth. Checks while a program keeps moving an
 # array with realloc never call what it holds lost; checks while a
-# program forks do not hold up its children's exits. With
+# program forks do not hold up its children's exits. ht_leak_check()
+# does the same from the program's own code. With
 # HEAPTRAIL_REACH=0 the request is refused and the program is not
 # disturbed.
 . tests/agent/common.inc
 cd "$T"
 
-# check_snap TRACE SNAP PREFIX OUT WHAT: every PREFIX"TRUTH" line of OUT
-# against snapshot SNAP of TRACE
+# check_snap TRACE SNAP PREFIX OUT WHAT [N]: every PREFIX"TRUTH" line of
+# OUT against snapshot SNAP of TRACE (N of them, default 13)
 check_snap() {
     n=0
     while read -r _ site live lost ilost; do
@@ -26,7 +27,7 @@ check_snap() {
     done <<EOT
 $(grep "^$3TRUTH " "$4")
 EOT
-    expect_eq "$5: sites checked" "$n" 13
+    expect_eq "$5: sites checked" "$n" "${6:-13}"
 }
 
 # start_prog NAME [ENV...]: runs `reach leakcheck` under heaptrail run, its
@@ -135,6 +136,18 @@ expect_eq "forker: children made" "$(awk '/^CHILDREN/ {print ($2 > 5)}' fk.out)"
 expect_eq "forker: no child took a second" "$(awk '/^CHILDREN/ {print ($4 < 1000)}' fk.out)" 1
 cat fk.out
 cd ..
+
+# from the program's own code: ht_leak_check() returns the unreachable
+# blocks (15 directly, 7 through them) and writes an API snapshot (reason
+# 3) with them; the caller's frame holds a block's only pointer; without
+# the agent it returns -1
+"$HT" run -o api.ht "$P/reach" api >api.out 2>api.err
+expect_eq "api: exit status" "$?" 0
+expect_eq "api: returned" "$(sed -n 's/^API //p' api.out)" 22
+s0=$("$DUMP" api.ht | grep '^snap ' | sed -n 1p)
+expect_eq "api: reason reach" "$(field reason "$s0") $(field reach "$s0")" "3 1"
+check_snap api.ht 0 CHECK api.out api 12
+expect_eq "api: untraced" "$("$P/reach" api | sed -n 's/^API //p')" -1
 
 # turned off: refused, and the program runs on to its normal exit
 start_prog off HEAPTRAIL_REACH=0

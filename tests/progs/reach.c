@@ -6,7 +6,7 @@
  * (live blocks, directly lost, indirectly lost). No stdio before the
  * blocks are made (so libc's own buffers do not mix in), printf at the end.
  *
- *   reach [exit|thread-running|thread-busy|thread-vector|thread-masked|thread-spinning|in-handler|seccomp|exit-thread|leakcheck]
+ *   reach [exit|thread-running|thread-busy|thread-vector|thread-masked|thread-spinning|in-handler|seccomp|exit-thread|leakcheck|api]
  * exit: as above, ending with exit() from a function whose frame holds a
  * pointer; thread-running: a second thread is still there at exit, asleep
  * in a mutex wait, holding a block's only pointer in its frame (its stack
@@ -27,7 +27,10 @@
  * pointer is in a register of a spinning thread; it prints TRUTH lines
  * for the check, then "READY", and waits for a line on standard input;
  * then it frees the hidden block, drops one global pointer, and exits
- * with its TRUTH lines for exit prefixed "EXIT". */
+ * with its TRUTH lines for exit prefixed "EXIT"; api: as exit, with a
+ * call of ht_leak_check() first, from a frame holding the only pointer to
+ * a block: prints its TRUTH lines prefixed "CHECK" and "API N", what the
+ * call returned. */
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -37,6 +40,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include "heaptrail.h"
 #include "noreadv.h"
 
 #define NOINLINE __attribute__((noinline))
@@ -339,6 +343,19 @@ NOINLINE static void held_stack_then_exit(void)
     (void)p;
 }
 
+/* api: ht_leak_check() from a frame that holds the only pointer to a
+ * block; prints what it returned, then exits as in exit mode */
+NOINLINE static void held_stack_then_check(void)
+{
+    void *volatile p = malloc(216);
+    note("held_stack_then_check", 1, 0, 0);
+    long lost = ht_leak_check();
+    report_as("CHECK");
+    printf("API %ld\n", lost);
+    fflush(stdout);
+    (void)p;
+}
+
 static void *exiting_main(void *arg)
 {
     (void)arg;
@@ -398,6 +415,8 @@ int main(int argc, char **argv)
     }
     if (!strcmp(mode, "leakcheck"))
         leakcheck();
+    if (!strcmp(mode, "api"))
+        held_stack_then_check();
     if (!strcmp(mode, "exit-thread")) {
         /* another thread calls exit while main waits for it: main's
          * static TLS (in a mapping of the loader's, beside its TCB) is
