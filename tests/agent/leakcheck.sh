@@ -30,14 +30,21 @@ EOT
     expect_eq "$5: sites checked" "$n" "${6:-13}"
 }
 
-# start_prog NAME [ENV...]: runs `reach leakcheck` under heaptrail run, its
-# standard input a fifo held open on fd 3; waits for READY
+# start_prog NAME [VAR=VALUE...] PROG [ARGS...]: runs PROG under
+# heaptrail run (trace NAME.ht), its standard input a fifo held open on
+# fd 3; waits for it to print READY
 start_prog() {
     name=$1
     shift
     rm -f "$name.in"
     mkfifo "$name.in"
-    env "$@" "$HT" run -o "$name.ht" "$P/reach" leakcheck <"$name.in" >"$name.out" 2>"$name.err" &
+    envs=""
+    while [ $# -gt 0 ] && [ "${1#*=}" != "$1" ]; do
+        envs="$envs $1"
+        shift
+    done
+    # shellcheck disable=SC2086 # one word per assignment
+    env $envs "$HT" run -o "$name.ht" "$@" <"$name.in" >"$name.out" 2>"$name.err" &
     runpid=$!
     exec 3>"$name.in"
     i=0
@@ -48,6 +55,17 @@ start_prog() {
     expect_eq "$name: program ready" "$(grep -c READY "$name.out")" 1
 }
 
+# check_loop NAME N: up to N leak checks back to back; $checks: how many
+# were answered
+check_loop() {
+    checks=0
+    while [ $checks -lt "$2" ]; do
+        "$HT" snapshot --leaks "$runpid" >/dev/null 2>>"$1-checks.err" || break
+        checks=$((checks + 1))
+    done
+    expect_eq "$1: checks made" "$checks" "$2"
+}
+
 # finish_prog NAME: lets the program go on to its exit
 finish_prog() {
     echo go >&3
@@ -56,7 +74,7 @@ finish_prog() {
     expect_eq "$1: exit status" "$?" 0
 }
 
-start_prog lc
+start_prog lc "$P/reach" leakcheck
 # heaptrail run's pid: the request goes to its only child
 "$HT" snapshot --leaks "$runpid" >check.out 2>check.err
 expect_eq "check: status" "$?" 0
@@ -81,23 +99,9 @@ check_snap lc.ht 1 EXIT lc.out exit
 # leak checks while the program is inside realloc most of the time
 # (tests/progs/regrow): the array being moved holds the only pointers to
 # 1000 blocks; no check may call any of them lost
-rm -f rg.in
-mkfifo rg.in
-"$HT" run -o rg.ht "$P/regrow" <rg.in >rg.out 2>rg.err &
-runpid=$!
-exec 3>rg.in
-i=0
-while ! grep -q READY rg.out 2>/dev/null && [ $i -lt 200 ]; do
-    sleep 0.05
-    i=$((i + 1))
-done
-checks=0
-while [ $checks -lt 20 ]; do
-    "$HT" snapshot --leaks "$runpid" >/dev/null 2>>rg-checks.err || break
-    checks=$((checks + 1))
-done
+start_prog rg "$P/regrow"
+check_loop rg 20
 finish_prog rg
-expect_eq "regrow: checks made" "$checks" 20
 expect_eq "regrow: the array moved all along" "$(sed -n 's/^MOVES \([0-9]*\)$/\1/p' rg.out | awk '{print ($1 > 10)}')" 1
 n=$("$DUMP" rg.ht | grep -c '^snap ')
 expect_eq "regrow: snapshots" "$n" 21
@@ -115,23 +119,9 @@ expect_eq "regrow: computed every time" "$("$DUMP" rg.ht | grep '^snap ' | grep 
 # forked while the scan lock was held does not inherit it (its exit, which
 # computes its own reachability, used to wait 10 s for the lock)
 mkdir fk && cd fk
-rm -f fk.in
-mkfifo fk.in
-"$HT" run -o fk.ht "$P/forker" <fk.in >fk.out 2>fk.err &
-runpid=$!
-exec 3>fk.in
-i=0
-while ! grep -q READY fk.out 2>/dev/null && [ $i -lt 200 ]; do
-    sleep 0.05
-    i=$((i + 1))
-done
-checks=0
-while [ $checks -lt 30 ]; do
-    "$HT" snapshot --leaks "$runpid" >/dev/null 2>>fk-checks.err || break
-    checks=$((checks + 1))
-done
+start_prog fk "$P/forker"
+check_loop fk 30
 finish_prog fk
-expect_eq "forker: checks made" "$checks" 30
 expect_eq "forker: children made" "$(awk '/^CHILDREN/ {print ($2 > 5)}' fk.out)" 1
 expect_eq "forker: no child took a second" "$(awk '/^CHILDREN/ {print ($4 < 1000)}' fk.out)" 1
 cat fk.out
@@ -150,7 +140,7 @@ check_snap api.ht 0 CHECK api.out api 12
 expect_eq "api: untraced" "$("$P/reach" api | sed -n 's/^API //p')" -1
 
 # turned off: refused, and the program runs on to its normal exit
-start_prog off HEAPTRAIL_REACH=0
+start_prog off HEAPTRAIL_REACH=0 "$P/reach" leakcheck
 "$HT" snapshot --leaks "$runpid" >off-check.out 2>off-check.err
 expect_eq "off: status" "$?" 1
 expect_eq "off: says why" "$(grep -c 'leak checks are turned off' off-check.err)" 1

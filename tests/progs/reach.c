@@ -202,6 +202,7 @@ static void wait_asleep(void)
 NOINLINE static void *register_held(void) { return malloc(168); }
 NOINLINE static void *vector_held(void) { return malloc(176); }
 volatile uintptr_t hidden3;
+static volatile int vector_loaded;
 static void *blocked_main(void *arg)
 {
     other_tid = (pid_t)syscall(SYS_gettid);
@@ -228,6 +229,7 @@ static void *blocked_main(void *arg)
                          :
                          :
                          : "rax", "rcx", "rdi", "xmm7", "memory");
+        vector_loaded = 1;              /* main may exit now */
         for (;;)
             __asm__ volatile("" ::: "memory");
     }
@@ -403,6 +405,8 @@ int main(int argc, char **argv)
         if (!strcmp(mode, "thread-busy")) {
             note("register_held", 1, 0, 0);
         } else if (!strcmp(mode, "thread-vector")) {
+            while (!vector_loaded)
+                usleep(1000);
             note("vector_held", 1, 0, 0);
         } else {
             if (strcmp(mode, "thread-spinning"))
