@@ -593,16 +593,18 @@ HT_API __attribute__((noinline)) long ht_leak_check(void)
     __asm__ volatile("mov %%rsp, %0" : "=r"(sp));
     if (!A.started || ht__guard || ht__agent.on != HT_ON_FULL || !A.reach)
         return -1;
-    ht__guard = 2;
+    /* waits for a check under way with the guard down: that check can
+     * then pause this thread instead of giving up on it */
+    if (ht__reach_lock() != 0)
+        return -1;
     long lost = -1;
-    if (ht__reach_lock() == 0) {
-        if (!ht_load_acquire(&A.exit_done)) {
-            long n = ht__reach_compute_call(sp, regs);
-            if (ht__snapshot_write(HT_SNAP_API, HT_WCTX_NORMAL, ht__reach_result()) >= 0)
-                lost = n;
-        }
-        ht__reach_unlock();
+    ht__guard = 2;
+    if (!ht_load_acquire(&A.exit_done)) {
+        long n = ht__reach_compute_call(sp, regs);
+        if (ht__snapshot_write(HT_SNAP_API, HT_WCTX_NORMAL, ht__reach_result()) >= 0)
+            lost = n;
     }
+    ht__reach_unlock();
     ht__guard = 0;
     return lost;
 }
