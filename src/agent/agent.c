@@ -56,6 +56,7 @@ static struct {
     int thread_up;
     int control_tid;            /* the control thread's, once it runs */
     int reach;                  /* compute reachability at exit */
+    void *ctl_stack;            /* the control thread's stack (CTL_STACK bytes) */
     struct sigaction old[32];
     int hooked[32];
 } A = { .listen_fd = -1 };
@@ -358,6 +359,8 @@ static void *control_main(void *arg)
     return NULL;                /* not reached */
 }
 
+#define CTL_STACK (256u << 10)
+
 static void start_control(void)
 {
     /* the thread also reads JIT runtimes' perf maps: it runs unless the
@@ -396,12 +399,13 @@ static void start_control(void)
     /* its stack is a mapping of ours, so a leak check it runs (reach.c)
      * never takes its frames, or the stale words in them, for the
      * program's roots; its lowest page is the guard */
-    size_t ssz = 256 << 10;
-    void *stack = ht__map(ssz);
-    if (stack && mprotect(stack, 4096, PROT_NONE) == 0)
-        pthread_attr_setstack(&at, stack, ssz);
-    else
+    void *stack = ht__map(CTL_STACK);
+    if (stack && mprotect(stack, 4096, PROT_NONE) == 0) {
+        pthread_attr_setstack(&at, stack, CTL_STACK);
+        A.ctl_stack = stack;
+    } else {
         pthread_attr_setstacksize(&at, 128 << 10);
+    }
     pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
     pthread_t t;
     A.thread_up = pthread_create(&t, &at, control_main, NULL) == 0;
@@ -465,6 +469,10 @@ static void fork_child(void)
     if (A.listen_fd >= 0) {
         close(A.listen_fd);     /* the parent's socket */
         A.listen_fd = -1;
+    }
+    if (A.ctl_stack) {
+        ht__unmap(A.ctl_stack, CTL_STACK);  /* the parent's control thread's */
+        A.ctl_stack = NULL;
     }
     ht__guard = 0;
     start_control();
