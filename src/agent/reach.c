@@ -1353,9 +1353,10 @@ int ht__reach_trylock(void)
 
 int ht__reach_lock(void)
 {
-    /* an on-demand scan ends within its stop deadline and the scan itself
-     * (it cannot park this thread: the agent's guard is up); 10 s bounds
-     * the wait against anything unforeseen */
+    /* a scan under way ends within its stop deadline and the scan itself
+     * (from the exit path, whose guard is up, this thread cannot be
+     * parked: that check gives up on it); 10 s bounds the wait against
+     * anything unforeseen */
     for (int i = 0; i < 10000; i++) {
         if (ht__reach_trylock() == 0)
             return 0;
