@@ -579,9 +579,11 @@ static int cmp_sortkey(const void *x, const void *y)
     return a->key < b->key ? -1 : a->key > b->key;
 }
 
-/* How sort_rows ranks: by bytes, then blocks; by unreachable bytes (lost +
- * indirectly lost) first (a report's rows with reachability; a diff's
- * keep the ranking by growth); by ups - downs first (growth). */
+/* How sort_rows ranks: by bytes, then blocks (then, for a diff's rows with
+ * reachability, by the change in their unreachable bytes: among rows that
+ * grew alike, the one that lost more first); by unreachable bytes (lost +
+ * indirectly lost) first (a report's rows with reachability); by ups -
+ * downs first (growth). */
 enum { RANK_BYTES = 0, RANK_LOST, RANK_STEADY };
 
 /* Sorts a->rows (rank: RANK_*). */
@@ -598,7 +600,9 @@ static void sort_rows(agg_t *a, int rank)
             k[i] = (sortkey_t){ r->lost->lost_bytes + r->lost->ilost_bytes, r->bytes, r->blocks,
                                 r->key, (uint32_t)i };
         else
-            k[i] = (sortkey_t){ r->bytes, r->blocks, 0, r->key, (uint32_t)i };
+            k[i] = (sortkey_t){ r->bytes, r->blocks,
+                                r->lost ? r->lost->lost_bytes + r->lost->ilost_bytes : 0, r->key,
+                                (uint32_t)i };
     }
     qsort(k, n, sizeof *k, cmp_sortkey);
     /* position i takes row k[i].idx: follow each cycle once */
@@ -926,7 +930,9 @@ static int unreachable_changed(const ht_rowlost_t *l)
  * each snapshot, and per row the change in lost and indirectly lost
  * blocks; a row whose live memory did not change but whose unreachable
  * memory did (a block allocated before the first snapshot and lost
- * since) is kept. The ranking stays by growth. */
+ * since) is kept. The ranking stays by growth; rows that grew alike are
+ * ranked by the change in their unreachable bytes (--by function's row
+ * keys are not stable from run to run, so ties must not decide). */
 int ht__diff_build(ht_session_t *s, int64_t na, int64_t nb, ht_report_t *r, char *err,
                    size_t errlen)
 {
