@@ -579,22 +579,30 @@ static int cmp_sortkey(const void *x, const void *y)
     return a->key < b->key ? -1 : a->key > b->key;
 }
 
-/* Sorts a->rows: by bytes, blocks (growth: by ups - downs first; rows with
- * reachability: by unreachable bytes, lost + indirectly lost, first). */
-static void sort_rows(agg_t *a, int growth)
+/* How sort_rows ranks: by bytes, then blocks (then, for a diff's rows with
+ * reachability, by the change in their unreachable bytes: among rows that
+ * grew alike, the one that lost more first); by unreachable bytes (lost +
+ * indirectly lost) first (a report's rows with reachability); by ups -
+ * downs first (growth). */
+enum { RANK_BYTES = 0, RANK_LOST, RANK_STEADY };
+
+/* Sorts a->rows (rank: RANK_*). */
+static void sort_rows(agg_t *a, int rank)
 {
     size_t n = a->nrows;
     sortkey_t *k = ht__xmalloc((n ? n : 1) * sizeof *k);
     for (size_t i = 0; i < n; i++) {
         const ht_row_t *r = &a->rows[i];
-        if (growth)
+        if (rank == RANK_STEADY)
             k[i] = (sortkey_t){ (int64_t)r->x->ups - (int64_t)r->x->downs, r->bytes, r->blocks,
                                 r->key, (uint32_t)i };
-        else if (r->lost)
+        else if (rank == RANK_LOST && r->lost)
             k[i] = (sortkey_t){ r->lost->lost_bytes + r->lost->ilost_bytes, r->bytes, r->blocks,
                                 r->key, (uint32_t)i };
         else
-            k[i] = (sortkey_t){ r->bytes, r->blocks, 0, r->key, (uint32_t)i };
+            k[i] = (sortkey_t){ r->bytes, r->blocks,
+                                r->lost ? r->lost->lost_bytes + r->lost->ilost_bytes : 0, r->key,
+                                (uint32_t)i };
     }
     qsort(k, n, sizeof *k, cmp_sortkey);
     /* position i takes row k[i].idx: follow each cycle once */
@@ -892,13 +900,39 @@ int ht__report_build(ht_session_t *s, int64_t snapshot, int mode, ht_report_t *r
     ht__progress_end(&pr);
     free(a.slots);
     a.slots = NULL;
-    sort_rows(&a, 0);
+    sort_rows(&a, RANK_LOST);
     finish_rows(r, &a);
     return 0;
 }
 
 /*------------------------------------------------------------------- diff */
 
+/* A site's lost and indirectly lost blocks added to l, times sign. */
+static void add_lost_signed(ht_rowlost_t *l, const ht_tsite_t *site, int64_t sign)
+{
+    l->lost_bytes += sign * (int64_t)site->lost_bytes;
+    l->lost_blocks += sign * (int64_t)site->lost_blocks;
+    l->ilost_bytes += sign * (int64_t)site->ilost_bytes;
+    l->ilost_blocks += sign * (int64_t)site->ilost_blocks;
+}
+
+/* Did a diff row's unreachable memory (definitely + indirectly lost)
+ * change? (Blocks moving from one kind to the other alone do not count.) */
+static int unreachable_changed(const ht_rowlost_t *l)
+{
+    return l->lost_bytes + l->ilost_bytes || l->lost_blocks + l->ilost_blocks;
+}
+
+/* A diff compares two snapshots UMDH style: rows are stacks (or groups)
+ * with their live bytes in each, ranked by growth. When both snapshots
+ * carry reachability (reach HT_REACH_DONE: leak checks made while the
+ * program ran, or an exit snapshot), the diff has it too: the totals of
+ * each snapshot, and per row the change in lost and indirectly lost
+ * blocks; a row whose live memory did not change but whose unreachable
+ * memory did (a block allocated before the first snapshot and lost
+ * since) is kept. The ranking stays by growth; rows that grew alike are
+ * ranked by the change in their unreachable bytes (--by function's row
+ * keys are not stable from run to run, so ties must not decide). */
 int ht__diff_build(ht_session_t *s, int64_t na, int64_t nb, ht_report_t *r, char *err,
                    size_t errlen)
 {
@@ -920,8 +954,10 @@ int ht__diff_build(ht_session_t *s, int64_t na, int64_t nb, ht_report_t *r, char
     r->input_a = 0;
     r->input_b = ib;
     r->timeline = s->in[ib].t;
+    r->reach = sa->reach == HT_REACH_DONE && sb->reach == HT_REACH_DONE ? HT_REACH_DONE
+                                                                        : HT_REACH_NONE;
     agg_t a;
-    agg_init(&a, s, r->by, sa->nsites + sb->nsites, 1, 0);
+    agg_init(&a, s, r->by, sa->nsites + sb->nsites, 1, rows_lost(s, r));
     /* B first, so rows show the newer stack (both are equal anyway) */
     for (int pass = 0; pass < 2; pass++) {
         const ht_tsnapshot_t *sn = pass ? sa : sb;
@@ -945,6 +981,19 @@ int ht__diff_build(ht_session_t *s, int64_t na, int64_t nb, ht_report_t *r, char
             }
             row->alloc_bytes += sign * (int64_t)site->total_bytes;
             row->alloc_blocks += sign * (int64_t)site->total_blocks;
+            if (row->lost)
+                add_lost_signed(row->lost, site, sign);
+            if (r->reach != HT_REACH_DONE)
+                continue;
+            int heap = site->kind == HT_KIND_HEAP;
+            if (pass) {
+                add_lost(&r->total_lost_a, site);
+                r->lost_sites_a += site->lost_blocks > 0;
+                r->heap_a_bytes += heap ? (int64_t)site->live_bytes : 0;
+                r->heap_a_blocks += heap ? (int64_t)site->live_blocks : 0;
+            } else {
+                add_reach_total(r, site, (int64_t)site->live_bytes, (int64_t)site->live_blocks);
+            }
         }
     }
     size_t k = 0;
@@ -956,7 +1005,7 @@ int ht__diff_build(ht_session_t *s, int64_t na, int64_t nb, ht_report_t *r, char
         r->total_a_blocks += row->x->a_blocks;
         r->total_b_bytes += row->x->b_bytes;
         r->total_b_blocks += row->x->b_blocks;
-        if (!row->bytes && !row->blocks)
+        if (!row->bytes && !row->blocks && !(row->lost && unreachable_changed(row->lost)))
             continue;
         if (!row->nstacks)
             row->nstacks = 1;
@@ -967,7 +1016,7 @@ int ht__diff_build(ht_session_t *s, int64_t na, int64_t nb, ht_report_t *r, char
     r->total_blocks = r->total_b_blocks - r->total_a_blocks;
     free(a.slots);
     a.slots = NULL;
-    sort_rows(&a, 0);
+    sort_rows(&a, RANK_BYTES);
     finish_rows(r, &a);
     return 0;
 }
@@ -1065,7 +1114,7 @@ int ht__growth_build(ht_session_t *s, ht_report_t *r, char *err, size_t errlen)
     a.nrows = kept;
     free(a.slots);
     a.slots = NULL;
-    sort_rows(&a, 1);
+    sort_rows(&a, RANK_STEADY);
     finish_rows(r, &a);
     /* the series of the rows shown, from a second pass over the snapshots */
     agg_t b = { .s = s, .by = r->by, .rows = r->rows, .nrows = r->nshown, .cap = r->nshown };

@@ -93,6 +93,7 @@ typedef struct ht_rowx_s {
  * bytes and blocks. Kept apart like ht_rowx_t: reports without it pay 8 bytes a
  * row, not 32. */
 typedef struct ht_rowlost_s {
+    /* diff: each is after minus before (the change) */
     int64_t lost_bytes, lost_blocks;    /* directly ("definitely") lost */
     int64_t ilost_bytes, ilost_blocks;  /* indirectly lost: reachable only through lost blocks */
 } ht_rowlost_t;
@@ -109,7 +110,7 @@ typedef struct ht_row_s {
     int64_t best_bytes;         /* the largest merged stack's bytes (picks node) */
     uint64_t key;               /* private: the row's hash */
     ht_rowx_t *x;               /* diff and growth only, else NULL */
-    ht_rowlost_t *lost;         /* report with reach HT_REACH_DONE only, else NULL */
+    ht_rowlost_t *lost;         /* report or diff with reach HT_REACH_DONE only, else NULL */
 } ht_row_t;
 
 typedef struct ht_report_s {
@@ -141,6 +142,14 @@ typedef struct ht_report_s {
     ht_rowlost_t total_lost;
     int64_t heap_bytes, heap_blocks;
     size_t lost_sites;          /* sites with directly lost blocks */
+    /* A diff has reach HT_REACH_DONE when both of its snapshots do (two
+     * leak checks, or an exit snapshot and a check), else HT_REACH_NONE
+     * (the diff of old). Then the totals above are the after snapshot's
+     * (b), these the before snapshot's (a), and each row's `lost` holds
+     * after minus before, summed over its sites like bytes and blocks. */
+    ht_rowlost_t total_lost_a;
+    int64_t heap_a_bytes, heap_a_blocks;
+    size_t lost_sites_a;
 } ht_report_t;
 
 /* A frame as renderers see it: one per source-level frame (an address with

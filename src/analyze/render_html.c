@@ -228,10 +228,15 @@ static void table(const ht_report_t *r, FILE *f)
     ht_rframe_t *buf = NULL;
     size_t cap = 0;
     /* with reachability, one more column: the row's unreachable bytes
-     * (definitely + indirectly lost; the split in its tooltip) */
+     * (definitely + indirectly lost; the split in its tooltip); a diff's:
+     * their change, after minus before */
+    int diff = r->type == HT_REPORT_DIFF;
     fprintf(f, "<table id=\"sites\"><thead><tr><th>#</th><th>bytes</th><th>blocks</th><th>%%</th>%s"
                "<th>where</th><th>module</th></tr></thead><tbody>\n",
-            r->losts ? "<th title=\"definitely lost + indirectly lost\">unreachable bytes</th>" : "");
+            !r->losts ? ""
+            : diff ? "<th title=\"change in definitely lost + indirectly lost, after - before\">"
+                     "unreachable bytes (change)</th>"
+                   : "<th title=\"definitely lost + indirectly lost\">unreachable bytes</th>");
     for (size_t i = 0; i < r->nshown; i++) {
         const ht_row_t *row = &r->rows[i];
         size_t n = ht__row_frames(r, row, &buf, &cap);
@@ -247,8 +252,10 @@ static void table(const ht_report_t *r, FILE *f)
         if (row->lost && row->kind == HT_KIND_MMAP)
             fputs("<td class=\"n lost\" title=\"mmap regions are not checked\"></td>", f);
         else if (row->lost)
-            fprintf(f, "<td class=\"n lost\" title=\"definitely lost: %lld bytes in %lld blocks; "
-                       "indirectly lost: %lld bytes in %lld blocks\">%lld</td>",
+            fprintf(f, diff ? "<td class=\"n lost\" title=\"definitely lost: %+lld bytes, %+lld blocks; "
+                              "indirectly lost: %+lld bytes, %+lld blocks\">%+lld</td>"
+                            : "<td class=\"n lost\" title=\"definitely lost: %lld bytes in %lld blocks; "
+                              "indirectly lost: %lld bytes in %lld blocks\">%lld</td>",
                     (long long)row->lost->lost_bytes, (long long)row->lost->lost_blocks,
                     (long long)row->lost->ilost_bytes, (long long)row->lost->ilost_blocks,
                     (long long)(row->lost->lost_bytes + row->lost->ilost_bytes));

@@ -104,25 +104,59 @@ void ht__json_frames(const ht_report_t *r, const ht_row_t *row, FILE *f, ht_rfra
     fputc(']', f);
 }
 
+/* One snapshot's computed reachability totals, as keys (no braces):
+ * lost (l), sites with lost blocks, the live heap (heap_bytes, heap_blocks). */
+static void json_reach_totals(FILE *f, const ht_tsnapshot_t *s, const ht_rowlost_t *l,
+                              size_t lost_sites, int64_t heap_bytes, int64_t heap_blocks)
+{
+    fprintf(f, "\"lost_bytes\":%lld,\"lost_blocks\":%lld,\"lost_sites\":%zu,"
+               "\"indirectly_lost_bytes\":%lld,\"indirectly_lost_blocks\":%lld,"
+               "\"reachable_bytes\":%lld,\"reachable_blocks\":%lld,"
+               "\"scanned_bytes\":%llu,\"time_ns\":%llu,\"threads_without_registers\":%u",
+            (long long)l->lost_bytes, (long long)l->lost_blocks, lost_sites,
+            (long long)l->ilost_bytes, (long long)l->ilost_blocks,
+            (long long)(heap_bytes - l->lost_bytes - l->ilost_bytes),
+            (long long)(heap_blocks - l->lost_blocks - l->ilost_blocks),
+            (unsigned long long)s->reach_roots_bytes, (unsigned long long)s->reach_ns,
+            s->reach_threads);
+}
+
+/* A diff's "reach" (both snapshots computed it): the change in lost,
+ * indirectly lost and unreachable (both) memory, after minus before, then
+ * each snapshot's totals as a report's "reach" holds them. */
+static void json_diff_reach(const ht_report_t *r, FILE *f)
+{
+    const ht_rowlost_t *a = &r->total_lost_a, *b = &r->total_lost;
+    fprintf(f, ",\"reach\":{\"status\":\"%s\",\"unreachable_bytes\":%lld,\"unreachable_blocks\":%lld,"
+               "\"lost_bytes\":%lld,\"lost_blocks\":%lld,"
+               "\"indirectly_lost_bytes\":%lld,\"indirectly_lost_blocks\":%lld,\"before\":{",
+            ht__reach_name(r->reach),
+            (long long)(b->lost_bytes + b->ilost_bytes - a->lost_bytes - a->ilost_bytes),
+            (long long)(b->lost_blocks + b->ilost_blocks - a->lost_blocks - a->ilost_blocks),
+            (long long)(b->lost_bytes - a->lost_bytes), (long long)(b->lost_blocks - a->lost_blocks),
+            (long long)(b->ilost_bytes - a->ilost_bytes), (long long)(b->ilost_blocks - a->ilost_blocks));
+    json_reach_totals(f, r->snap_a, a, r->lost_sites_a, r->heap_a_bytes, r->heap_a_blocks);
+    fputs("},\"after\":{", f);
+    json_reach_totals(f, r->snap_b, b, r->lost_sites, r->heap_bytes, r->heap_blocks);
+    fputs("}}", f);
+}
+
 /* "reach": the snapshot's reachability (reports with r->reach: leaks
  * reports, and in-use reports of leak checks made while the program ran):
- * totals when computed, else why not. */
+ * totals when computed, else why not; a diff's when both its snapshots
+ * computed it. */
 static void json_reach(const ht_report_t *r, FILE *f)
 {
     const ht_tsnapshot_t *s = r->snap_b;
+    if (r->type == HT_REPORT_DIFF) {
+        json_diff_reach(r, f);
+        return;
+    }
     fprintf(f, ",\"reach\":{\"status\":\"%s\"", ht__reach_name(r->reach));
     if (r->reach == HT_REACH_DONE) {
-        const ht_rowlost_t *l = &r->total_lost;
-        fprintf(f, ",\"lost_bytes\":%lld,\"lost_blocks\":%lld,\"lost_sites\":%zu,"
-                   "\"indirectly_lost_bytes\":%lld,\"indirectly_lost_blocks\":%lld,"
-                   "\"reachable_bytes\":%lld,\"reachable_blocks\":%lld,"
-                   "\"scanned_bytes\":%llu,\"time_ns\":%llu,\"threads_without_registers\":%u}",
-                (long long)l->lost_bytes, (long long)l->lost_blocks, r->lost_sites,
-                (long long)l->ilost_bytes, (long long)l->ilost_blocks,
-                (long long)(r->heap_bytes - l->lost_bytes - l->ilost_bytes),
-                (long long)(r->heap_blocks - l->lost_blocks - l->ilost_blocks),
-                (unsigned long long)s->reach_roots_bytes, (unsigned long long)s->reach_ns,
-                s->reach_threads);
+        fputc(',', f);
+        json_reach_totals(f, s, &r->total_lost, r->lost_sites, r->heap_bytes, r->heap_blocks);
+        fputc('}', f);
         return;
     }
     char why[160];

@@ -63,13 +63,50 @@ static void print_frames(const ht_report_t *r, const ht_row_t *row, FILE *f, ht_
     }
 }
 
+/* A diff's reachability line: the change in unreachable memory (definitely
+ * + indirectly lost), each snapshot's figure, and the change split:
+ * "unreachable: +700 bytes, +1 block: 3900 bytes in 6 blocks before, 4600
+ * bytes in 7 blocks after (definitely lost: +800 bytes, +2 blocks;
+ * indirectly lost: -100 bytes, -1 block)". A part of the split that did
+ * not change is left out. */
+static const char *diff_reach_summary(const ht_report_t *r, char *buf, size_t len)
+{
+    const ht_rowlost_t *a = &r->total_lost_a, *b = &r->total_lost;
+    int64_t ua = a->lost_bytes + a->ilost_bytes, un = a->lost_blocks + a->ilost_blocks;
+    int64_t ub = b->lost_bytes + b->ilost_bytes, um = b->lost_blocks + b->ilost_blocks;
+    int64_t dl = b->lost_bytes - a->lost_bytes, dln = b->lost_blocks - a->lost_blocks;
+    int64_t di = b->ilost_bytes - a->ilost_bytes, din = b->ilost_blocks - a->ilost_blocks;
+    int n = snprintf(buf, len, "unreachable: %+lld bytes, %+lld %s: %lld bytes in %lld %s before, "
+                               "%lld bytes in %lld %s after",
+                     (long long)(ub - ua), (long long)(um - un), plural(um - un, "block", "blocks"),
+                     (long long)ua, (long long)un, plural(un, "block", "blocks"), (long long)ub,
+                     (long long)um, plural(um, "block", "blocks"));
+    const char *sep = " (";
+    if ((dl || dln) && n > 0 && (size_t)n < len) {
+        n += snprintf(buf + n, len - (size_t)n, "%sdefinitely lost: %+lld bytes, %+lld %s", sep,
+                      (long long)dl, (long long)dln, plural(dln, "block", "blocks"));
+        sep = "; ";
+    }
+    if ((di || din) && n > 0 && (size_t)n < len) {
+        n += snprintf(buf + n, len - (size_t)n, "%sindirectly lost: %+lld bytes, %+lld %s", sep,
+                      (long long)di, (long long)din, plural(din, "block", "blocks"));
+        sep = "; ";
+    }
+    if (sep[0] == ';' && n > 0 && (size_t)n < len)
+        snprintf(buf + n, len - (size_t)n, ")");
+    return buf;
+}
+
 /* The reachability line of a report with reachability: what was
  * unreachable at the snapshot (exit, or a leak check while the program
- * ran), or why that was not computed. NULL when it has none. */
+ * ran), or why that was not computed; for a diff whose two snapshots
+ * have it, how that changed. NULL when it has none. */
 const char *ht__reach_summary(const ht_report_t *r, char *buf, size_t len)
 {
     if (r->reach == HT_REACH_NONE)
         return NULL;
+    if (r->type == HT_REPORT_DIFF)
+        return r->reach == HT_REACH_DONE ? diff_reach_summary(r, buf, len) : NULL;
     if (r->reach != HT_REACH_DONE) {
         char why[160];
         snprintf(buf, len, "reachability not computed: %s", ht__reach_why(r->snap_b, why, sizeof why));
@@ -110,6 +147,20 @@ static void print_row_lost(const ht_row_t *row, FILE *f)
                 (long long)l->ilost_blocks, plural(l->ilost_blocks, "block", "blocks"));
     if (!l->lost_blocks && !l->lost_bytes && !l->ilost_blocks && !l->ilost_bytes)
         fputs(", still reachable", f);
+}
+
+/* ", unreachable: +200 bytes, +2 blocks" after a diff row's growth, when
+ * both snapshots have reachability and the row's unreachable memory
+ * (definitely + indirectly lost) changed; nothing for mmap rows. */
+static void print_row_lost_change(const ht_row_t *row, FILE *f)
+{
+    const ht_rowlost_t *l = row->lost;
+    if (!l || row->kind != HT_KIND_HEAP)
+        return;
+    int64_t b = l->lost_bytes + l->ilost_bytes, n = l->lost_blocks + l->ilost_blocks;
+    if (b || n)
+        fprintf(f, ", unreachable: %+lld bytes, %+lld %s", (long long)b, (long long)n,
+                plural(n, "block", "blocks"));
 }
 
 static void print_snap(FILE *f, const ht_tsnapshot_t *s)
@@ -204,6 +255,11 @@ int ht__render_text(const ht_report_t *r, FILE *f)
                 plural(r->total_blocks, "block", "blocks"), (long long)r->total_a_bytes,
                 (long long)r->total_a_blocks, (long long)r->total_b_bytes,
                 (long long)r->total_b_blocks, nst, plural((int64_t)nst, "stack", "stacks"));
+        {
+            char line[512];
+            if (ht__reach_summary(r, line, sizeof line))
+                fprintf(f, "%s\n", line);
+        }
         break;
     case HT_REPORT_GROWTH:
         fprintf(f, "heaptrail growth: %s, %u snapshots over %.3f s%s\n", name, r->nsnaps,
@@ -231,6 +287,7 @@ int ht__render_text(const ht_report_t *r, FILE *f)
                     (long long)row->bytes, (long long)row->x->b_bytes, (long long)row->x->a_bytes,
                     (long long)row->blocks, plural(row->blocks, "block", "blocks"),
                     (long long)row->x->b_blocks, (long long)row->x->a_blocks);
+            print_row_lost_change(row, f);
             break;
         case HT_REPORT_GROWTH:
             fprintf(f, "#%zu  %+lld bytes, %+lld %s, steadiness %d%% (%u up, %u down in %u intervals)  ",

@@ -105,6 +105,18 @@ expect "$out/check.dom" '<p id="reach">unreachable: 1200 bytes in 3 blocks (defi
 expect_count "$out/check.dom" '<td class="n lost"' 7 "leak check: an unreachable cell per row"
 expect_re "$out/check.dom" '<tr><td class="n">1</td><td class="n">5000</td><td class="n">5</td><td class="n">37.4</td><td class="n lost" title="definitely lost: 1000 bytes in 1 blocks; indirectly lost: 2000 bytes in 2 blocks">3000</td><td><details><summary>grow_steady' "leak check: first row most unreachable"
 expect_count "$out/check.dom" 'leaked' 0 "leak check: nothing called leaked"
+# a diff between two leak checks (snapshots 2 and 5; truths in
+# diff_reach_fixture.awk): the change in the summary and a column of each
+# row's change, rows still ranked by growth
+awk -f tests/analyze/diff_reach_fixture.awk $ADIR/symfix.fix >"$out/diffreach.fix"
+$ADIR/htdrive diff --format html -o "$out/diffreach.html" "$out/diffreach.fix:2" "$out/diffreach.fix:5"
+dom "$(url "$out/diffreach.html")" >"$out/diffreach.dom"
+expect "$out/diffreach.dom" '<p id="reach">unreachable: +1500 bytes, +3 blocks: 2500 bytes in 4 blocks before, 4000 bytes in 7 blocks after (definitely lost: -200 bytes, +1 block; indirectly lost: +1700 bytes, +2 blocks)</p>' "diff reach summary"
+expect "$out/diffreach.dom" '>unreachable bytes (change)</th>' "diff: unreachable change column"
+expect_count "$out/diffreach.dom" '<td class="n lost"' 4 "diff: a change cell per row"
+expect_re "$out/diffreach.dom" '<tr><td class="n">1</td><td class="n">2000</td><td class="n">2</td><td class="n">90.9</td><td class="n lost" title="definitely lost: \+1000 bytes, \+1 blocks; indirectly lost: \+1000 bytes, \+1 blocks">\+2000</td><td><details><summary>grow_steady' "diff: first row grew most"
+expect_re "$out/diffreach.dom" '<tr><td class="n">4</td><td class="n">0</td>.{0,160}>-700</td><td><details><summary>plateau' "diff: a row that did not grow, less unreachable"
+expect_count "$out/diff.dom" 'unreachable' 0 "diff without reachability: no column"
 
 chrome --screenshot="$out/report.png" "$(url "$out/symfix.html")" >/dev/null
 [ -s "$out/report.png" ] && echo "screenshot: $out/report.png"
