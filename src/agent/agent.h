@@ -19,6 +19,19 @@
 /* The per-thread re-entry guard: set while this thread runs agent code.
  * A hook that finds it set passes straight through to libc (counted). */
 HT_INTERNAL extern HT_TLS int ht__guard;
+/* Set by a leak check's stop signal that found this thread inside the
+ * agent (reach.c): the hook parks the thread as it leaves. */
+HT_INTERNAL extern HT_TLS int ht__park_pending;
+HT_INTERNAL void ht__reach_park(void);
+/* A hook leaving agent code: drops the guard, then parks if a leak check
+ * asked meanwhile (a thread that spends most of its time in the allocator
+ * would otherwise seldom be caught outside the guard). */
+static inline __attribute__((always_inline)) void ht__guard_leave(void)
+{
+    ht__guard = 0;
+    if (__builtin_expect(ht__park_pending, 0))
+        ht__reach_park();
+}
 
 /* Process-wide state read on every hook. */
 enum {

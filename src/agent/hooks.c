@@ -187,7 +187,7 @@ static HT_NOINLINE void bench_track(void *p, size_t n, int kind)
         ht__stackdb_intern(frames, nf, hash);
     } else if (ht__agent.on == HT_ON_NO_CAPTURE)
         record_alloc(p, n, kind, NULL, 0, ht_stack_hash(NULL, 0));
-    ht__guard = 0;
+    ht__guard_leave();
 }
 
 /* Records the block `p` of `n` bytes returned by the hook this expands in:
@@ -202,7 +202,7 @@ static HT_NOINLINE void bench_track(void *p, size_t n, int kind)
                     ht__guard = 1; \
                     int nf_ = ht_capture(1, ht__agent.max_frames, frames_, &hash_); \
                     record_alloc((p), (n), (kind), frames_, nf_, hash_); \
-                    ht__guard = 0; \
+                    ht__guard_leave(); \
                 } else if (ht__agent.on) { \
                     bench_track((p), (n), (kind)); \
                 } \
@@ -218,7 +218,7 @@ static HT_NOINLINE void bench_track(void *p, size_t n, int kind)
             if (ht_likely(ht__agent.on == HT_ON_FULL || ht__agent.on == HT_ON_NO_CAPTURE)) { \
                 ht__guard = 1; \
                 record_free(p); \
-                ht__guard = 0; \
+                ht__guard_leave(); \
             } \
         } else { \
             note_reentry(); \
@@ -306,7 +306,7 @@ static HT_ALWAYS_INLINE void *do_realloc(void *old, size_t n)
             ht__live_insert((uintptr_t)old, osize, osite, &s2, &z2);
             ht__solo_exit(solo);
         }
-        ht__guard = 0;
+        ht__guard_leave();
         return NULL;
     }
     if (had) {
@@ -323,11 +323,11 @@ static HT_ALWAYS_INLINE void *do_realloc(void *old, size_t n)
             int nf = ht_capture(1, ht__agent.max_frames, frames, &hash);
             record_alloc(p, n, HT_KIND_HEAP, frames, nf, hash);
         } else if (ht__agent.on) {
-            ht__guard = 0;
+            ht__guard_leave();
             bench_track(p, n, HT_KIND_HEAP);
         }
     }
-    ht__guard = 0;
+    ht__guard_leave();
     return p;
 }
 
@@ -569,7 +569,7 @@ static HT_ALWAYS_INLINE void *mmap_body(void *a, size_t n, int prot, int flags, 
                 ht_fetch_add(&ht__drops.overflow_allocs, 1); \
         } \
         void *p = mmap_body(a, n, prot, flags, fd, off, id); \
-        ht__guard = 0; \
+        ht__guard_leave(); \
         return p; \
     }
 
@@ -598,7 +598,7 @@ HT_API int munmap(void *a, size_t n)
         errno = e;
     }
     ht__mmap_unlock();
-    ht__guard = 0;
+    ht__guard_leave();
     return r;
 }
 
@@ -637,7 +637,7 @@ HT_API void *mremap(void *old, size_t olen, size_t nlen, int flags, ...)
         errno = e;
     }
     ht__mmap_unlock();
-    ht__guard = 0;
+    ht__guard_leave();
     return p;
 }
 

@@ -253,7 +253,11 @@ static void stop_handler(int sig, siginfo_t *si, void *ucv)
     if (!t || ht_load_acquire(&t->state) != T_SENT || !ht_load_acquire(&g_stopping))
         return;
     int gen = ht_load_acquire(&g_release);
-    if (ht__guard) {            /* inside heaptrail: it may hold a lock the scan needs */
+    if (ht__guard) {
+        /* inside heaptrail: it may hold a lock the scan needs. The hook
+         * parks it as it leaves (ht__reach_park); the coordinator also
+         * signals again, for agent code that leaves otherwise */
+        ht__park_pending = 1;
         ht_store_release(&t->state, T_BUSY);
         return;
     }
@@ -284,6 +288,46 @@ static void stop_handler(int sig, siginfo_t *si, void *ucv)
     struct timespec ts = { 0, 100 * 1000000 };
     for (int k = 0; k < 100 && ht_load_acquire(&g_release) == gen; k++)
         futex(&g_release, FUTEX_WAIT_PRIVATE, gen, &ts);
+}
+
+HT_TLS int ht__park_pending;
+
+/* A hook leaving agent code after a stop signal found it inside: parks
+ * here as the handler would, with every signal blocked (a handler of the
+ * program's must not run on this thread during the scan). Its registers:
+ * the callee-saved ones (the program's others are dead across its call
+ * into the allocator); its stack from here up. */
+void ht__reach_park(void)
+{
+    ht__park_pending = 0;
+    if (!ht_load_acquire(&g_stopping))
+        return;
+    int tid = ht__gettid();
+    stopped_t *t = NULL;
+    int n = ht_load_acquire(&g_nt);
+    for (int i = 0; i < n; i++)
+        if (T[i].tid == tid)
+            t = &T[i];
+    if (!t || ht_load_acquire(&t->state) != T_BUSY)
+        return;                 /* asked again meanwhile: the signal parks it */
+    uint64_t all = ~0ull, old;
+    if (ht__sys4(SYS_rt_sigprocmask, SIG_BLOCK, &all, &old, 8) != 0)
+        return;
+    int gen = ht_load_acquire(&g_release);
+    uintptr_t regs[6], sp;
+    ht__callee_saved(regs);
+    __asm__ volatile("mov %%rsp, %0" : "=r"(sp));
+    __builtin_memset(t->regs, 0, sizeof t->regs);
+    __builtin_memcpy(t->regs, regs, sizeof regs);
+    t->fp = t->fp_len = 0;
+    t->sp = sp;
+    if (ht_load_acquire(&g_stopping) && ht_load_acquire(&t->state) == T_BUSY) {
+        ht_store_release(&t->state, T_PARKED);
+        struct timespec ts = { 0, 100 * 1000000 };
+        for (int k = 0; k < 100 && ht_load_acquire(&g_release) == gen; k++)
+            futex(&g_release, FUTEX_WAIT_PRIVATE, gen, &ts);
+    }
+    ht__sys4(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, 8);
 }
 
 static int pick_signal(void)
