@@ -304,6 +304,13 @@ fuzz: deps-test
 	@$(MAKE) --no-print-directory all-tests
 	@FUZZ_TIME=$(FUZZ_TIME) sh tests/fuzz/reader.sh
 
+# leak checks back to back on the reference workloads (bench/soak.sh)
+SOAK_RUNS ?= 3
+.PHONY: soak
+soak: deps-test
+	@$(MAKE) --no-print-directory all
+	@SOAK_RUNS=$(SOAK_RUNS) sh bench/soak.sh
+
 all-tests: all $(TEST_BIN) $(BUILD)/bench/allocbench $(BUILD)/examples/leaky $(PROG_BIN) $(PROGXX_BIN) $(TESTLIB_BIN) $(TOOL_BIN) $(FUZZ_BIN) $(AGREE_LIB) \
 	    $(ANALYZE_DEPS) windows-tests
 

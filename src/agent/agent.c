@@ -108,9 +108,13 @@ static void final_snapshot(int reason)
     if (__atomic_exchange_n(&A.exit_done, 1, __ATOMIC_ACQ_REL))
         return;
     int g = ht__guard;
+    /* after a leak check under way, if any (reach.c): waiting with the
+     * guard down lets that check pause this thread instead of giving up
+     * on it; it then finds the exit begun and writes nothing */
+    int locked = reason == HT_SNAP_EXIT && ht__agent.on == HT_ON_FULL && A.reach &&
+                 ht__reach_lock() == 0;
     ht__guard = 2;
-    /* after an on-demand leak check under way, if any (reach.c) */
-    if (reason == HT_SNAP_EXIT && ht__agent.on == HT_ON_FULL && A.reach && ht__reach_lock() == 0) {
+    if (locked) {
         ht__reach_compute(g != 0 ? HT_SCAN_EXIT_INSIDE : HT_SCAN_EXIT);
         ht__snapshot_write(reason, HT_WCTX_CRASH, ht__reach_result());
         ht__reach_unlock();

@@ -895,6 +895,12 @@ static void stage_snapshot(int reason, ht_reach_t *reach)
             ht_site_t *s = ht__site_at(i);
             if (!s || ht_load_relaxed(&s->total_blocks) == 0)
                 continue;
+            /* a site made since stage_nodes may name a stack whose nodes
+             * the file does not hold yet (the program runs on while we
+             * write): it waits for the next snapshot. Writing it made the
+             * reader call the record damaged. */
+            if (s->stack >= W.node_mark && s->stack != HT_STACK_ID_OVERFLOW)
+                continue;
             uint64_t lk = ht_load_relaxed(&s->live_blocks), lb = ht_load_relaxed(&s->live_bytes);
             put_varint(s->stack);
             put_varint(s->kind);

@@ -1,6 +1,8 @@
 # control.sh -- snapshots on demand (heaptrail snapshot PID) without
 # disturbing a program's own signals, periodic snapshots (--interval),
-# snapshots and allocations from signal handlers, thread churn.
+# snapshots and allocations from signal handlers, thread churn; a trace
+# that reads whole although snapshots come every millisecond while the
+# program makes new stacks.
 . tests/agent/common.inc
 cd "$T"
 C=$P/control
@@ -56,4 +58,13 @@ echo "$h"
 expect_eq "threads: exit status" "$rc" 0
 m=$("$DUMP" t.ht --match leak_thread)
 expect_eq "threads: leaks" "$(field live_bytes "$m") $(field live_blocks "$m")" "9600 300"
+# snapshots every millisecond while nearly every allocation has a new
+# stack: a site made after a snapshot wrote its nodes waits for the next
+# one (written at once, it named nodes the file did not hold yet, and the
+# reader called the trace damaged: every run, within a few snapshots)
+"$HT" run -o ns.ht --interval 0.001 "$P/newstacks" 1 >ns.out 2>ns.err
+expect_eq "new stacks: exit status" "$?" 0
+h=$("$DUMP" ns.ht --header)
+expect_eq "new stacks: trace whole" "$(field complete "$h") $(field truncated "$h")" "1 0"
+expect_eq "new stacks: many snapshots" "$(field snaps "$h" | awk '{print ($1 > 50)}')" 1
 done_
