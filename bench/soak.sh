@@ -2,7 +2,8 @@
 # soak.sh -- `make soak`: leak checks back to back for whole runs of
 # the reference workloads (python3 with every object through malloc,
 # sqlite3), which leak nothing while they run that they do not still
-# point to: every check must be computed and call nothing lost, and each
+# point to: every check must be computed, call nothing lost and be found
+# in the trace, the trace must read whole, and each
 # program's output (or, where it is random, its line count) and exit
 # status must equal an untraced run's.
 # SOAK_RUNS runs of each (default 3). Not part of `make test` (minutes).
@@ -39,15 +40,18 @@ soak() {
     nc=$(grep -c 'not computed' "$name.checks")
     # the output, or, if two untraced runs differ (sqlite3's workload
     # draws random numbers), its number of lines
+    # the trace must read whole, and every check's snapshot be in it
+    damaged=$("$HT" report "$name.ht" -n 1 2>&1 >/dev/null | grep -c 'damaged\|cut short')
+    missing=$(grep -c 'is not in' "$name.checks")
     same=yes
     if cmp -s "$name.base" "$name.base2"; then
         cmp -s "$name.base" "$name.out" || same=no
     else
         [ "$(wc -l <"$name.base")" = "$(wc -l <"$name.out")" ] || same=no
     fi
-    echo "$name: $n checks, $lost with blocks lost, $nc not computed; exit $rc (untraced $base_rc), output same: $same"
+    echo "$name: $n checks, $lost with blocks lost, $nc not computed, $missing not found in the trace; trace damaged: $damaged; exit $rc (untraced $base_rc), output same: $same"
     grep '^heaptrail: unreachable now: [1-9]' "$name.checks"
-    if [ "$lost" -ne 0 ] || [ "$nc" -ne 0 ] || [ "$rc" -ne "$base_rc" ] || [ "$same" != yes ] || [ "$n" -lt 3 ]; then
+    if [ "$lost" -ne 0 ] || [ "$nc" -ne 0 ] || [ "$missing" -ne 0 ] || [ "$damaged" -ne 0 ] || [ "$rc" -ne "$base_rc" ] || [ "$same" != yes ] || [ "$n" -lt 3 ]; then
         failures=$((failures + 1))
     fi
 }
