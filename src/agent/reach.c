@@ -564,9 +564,14 @@ static int stop_others(void)
                 if (st == T_SENT && !T[i].sent) {
                     T[i].sent = 1;
                     /* asleep in a system call: left alone (a signal ends
-                     * nanosleep, poll, epoll_wait... with EINTR, SA_RESTART
-                     * or not), its stack read as it stands */
-                    if (sleeping_thread(&T[i]) == 0) {
+                     * poll, epoll_wait, select... with EINTR, SA_RESTART
+                     * or not), its stack read as it stands -- except in a
+                     * futex wait (mutexes, condition variables, joins,
+                     * semaphores), which the kernel restarts unseen after
+                     * a handler with SA_RESTART (or with a timeout, always),
+                     * so it is parked like a running thread and its
+                     * registers are read */
+                    if (sleeping_thread(&T[i]) == 0 && T[i].nr != SYS_futex) {
                         ht_store_release(&T[i].state, T_BLOCKED);
                         continue;
                     }

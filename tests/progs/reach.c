@@ -6,11 +6,13 @@
  * (live blocks, directly lost, indirectly lost). No stdio before the
  * blocks are made (so libc's own buffers do not mix in), printf at the end.
  *
- *   reach [exit|thread-running|thread-busy|thread-vector|thread-masked|thread-spinning|in-handler|seccomp|exit-thread|leakcheck|api]
+ *   reach [exit|thread-running|thread-busy|thread-vector|thread-futex|thread-masked|thread-spinning|in-handler|seccomp|exit-thread|leakcheck|api]
  * exit: as above, ending with exit() from a function whose frame holds a
  * pointer; thread-running: a second thread is still there at exit, asleep
- * in a mutex wait, holding a block's only pointer in its frame (its stack
- * is read as it stands, without a signal); thread-busy: it spins instead,
+ * in a read() of a pipe, holding a block's only pointer in its frame (its
+ * stack is read as it stands, without a signal); thread-futex: it sleeps
+ * in a futex wait instead, the only pointer to another block in r12 (the
+ * agent parks it with a signal, the wait restarts unseen); thread-busy: it spins instead,
  * the only pointer to another block in a register (the agent parks it
  * with a signal and reads its registers); thread-vector: the same with the
  * pointer only in a vector register (xmm7); thread-masked: that thread blocks every signal and waits in
@@ -202,6 +204,10 @@ static void wait_asleep(void)
 NOINLINE static void *register_held(void) { return malloc(168); }
 NOINLINE static void *vector_held(void) { return malloc(176); }
 volatile uintptr_t hidden3;
+volatile uintptr_t hidden4;
+int futex_word;                       /* stays 0: the futex wait never ends */
+static int sleep_pipe[2];             /* nothing is written: a read sleeps */
+NOINLINE static void *futex_held(void) { return malloc(232); }
 static volatile int vector_loaded;
 static void *blocked_main(void *arg)
 {
@@ -233,6 +239,22 @@ static void *blocked_main(void *arg)
         for (;;)
             __asm__ volatile("" ::: "memory");
     }
+    if (arg == (void *)5) {
+        /* the block's only pointer lives in a callee-saved register (r12)
+         * while the thread sleeps in a futex wait, as a pool's worker
+         * waiting on a condition variable may: a futex wait is restarted
+         * unseen after a signal, so the agent parks it and reads r12 */
+        hidden4 = (uintptr_t)futex_held() ^ 0x1111111111111111ull;
+        pthread_barrier_wait(&ready);
+        __asm__ volatile("mov hidden4(%%rip), %%r12\n\tmov $0x1111111111111111, %%rax\n\t"
+                         "xor %%rax, %%r12\n\t"
+                         "lea -4096(%%rsp), %%rdi\n\tmov $512, %%ecx\n\txor %%eax, %%eax\n\trep stosq\n\t"
+                         "1:\n\tlea futex_word(%%rip), %%rdi\n\tmov $128, %%esi\n\t"   /* FUTEX_WAIT_PRIVATE */
+                         "xor %%edx, %%edx\n\txor %%r10d, %%r10d\n\tmov $202, %%eax\n\tsyscall\n\tjmp 1b"
+                         :
+                         :
+                         : "rax", "rcx", "rdx", "rsi", "rdi", "r10", "r11", "r12", "memory");
+    }
     if (arg) {
         sigset_t all;
         sigfillset(&all);
@@ -260,7 +282,8 @@ static void *blocked_main(void *arg)
             }
         }
     }
-    pthread_mutex_lock(&never);         /* held by main: blocks until exit */
+    char c;
+    (void)!read(sleep_pipe[0], &c, 1);  /* nothing comes: sleeps until exit */
     return (void *)mine;
 }
 
@@ -393,6 +416,8 @@ int main(int argc, char **argv)
     note("thread_held", 2, 0, 0);
     note("thread_lost", 1, 1, 0);
     if (!strncmp(mode, "thread-", 7)) {
+        if (pipe(sleep_pipe) != 0)
+            abort();
         pthread_mutex_lock(&never);
         pthread_barrier_init(&ready, NULL, 2);
         pthread_create(&t, NULL, blocked_main,
@@ -400,10 +425,14 @@ int main(int argc, char **argv)
                        : !strcmp(mode, "thread-spinning") ? (void *)2
                        : !strcmp(mode, "thread-busy")     ? (void *)3
                        : !strcmp(mode, "thread-vector")   ? (void *)4
+                       : !strcmp(mode, "thread-futex")    ? (void *)5
                                                           : NULL);
         pthread_barrier_wait(&ready);
         if (!strcmp(mode, "thread-busy")) {
             note("register_held", 1, 0, 0);
+        } else if (!strcmp(mode, "thread-futex")) {
+            wait_asleep();
+            note("futex_held", 1, 0, 0);
         } else if (!strcmp(mode, "thread-vector")) {
             while (!vector_loaded)
                 usleep(1000);
