@@ -240,16 +240,32 @@ static long futex(int *addr, int op, int val, const struct timespec *ts)
     return ht__syscall6(SYS_futex, (long)addr, op, val, (long)ts, 0, 0);
 }
 
+/* This thread's entry in T, or NULL. */
+static stopped_t *my_entry(void)
+{
+    int tid = ht__gettid();
+    int n = ht_load_acquire(&g_nt);
+    for (int i = 0; i < n; i++)
+        if (T[i].tid == tid)
+            return &T[i];
+    return NULL;
+}
+
+/* Marks t parked and waits until the scan that saw generation gen ends
+ * (bounded: ~10 s even if the coordinator never says so). */
+static void park_wait(stopped_t *t, int gen)
+{
+    ht_store_release(&t->state, T_PARKED);
+    struct timespec ts = { 0, 100 * 1000000 };
+    for (int k = 0; k < 100 && ht_load_acquire(&g_release) == gen; k++)
+        futex(&g_release, FUTEX_WAIT_PRIVATE, gen, &ts);
+}
+
 static void stop_handler(int sig, siginfo_t *si, void *ucv)
 {
     (void)sig;
     (void)si;
-    int tid = ht__gettid();
-    stopped_t *t = NULL;
-    int n = ht_load_acquire(&g_nt);
-    for (int i = 0; i < n; i++)
-        if (T[i].tid == tid)
-            t = &T[i];
+    stopped_t *t = my_entry();
     if (!t || ht_load_acquire(&t->state) != T_SENT || !ht_load_acquire(&g_stopping))
         return;
     int gen = ht_load_acquire(&g_release);
@@ -283,11 +299,7 @@ static void stop_handler(int sig, siginfo_t *si, void *ucv)
         t->fp = (uintptr_t)uc->uc_mcontext.fpregs;
         t->fp_len = len & ~(size_t)7;
     }
-    ht_store_release(&t->state, T_PARKED);
-    /* bounded: ~10 s even if the exiting thread never says so */
-    struct timespec ts = { 0, 100 * 1000000 };
-    for (int k = 0; k < 100 && ht_load_acquire(&g_release) == gen; k++)
-        futex(&g_release, FUTEX_WAIT_PRIVATE, gen, &ts);
+    park_wait(t, gen);
 }
 
 HT_TLS int ht__park_pending;
@@ -302,12 +314,7 @@ void ht__reach_park(void)
     ht__park_pending = 0;
     if (!ht_load_acquire(&g_stopping))
         return;
-    int tid = ht__gettid();
-    stopped_t *t = NULL;
-    int n = ht_load_acquire(&g_nt);
-    for (int i = 0; i < n; i++)
-        if (T[i].tid == tid)
-            t = &T[i];
+    stopped_t *t = my_entry();
     if (!t || ht_load_acquire(&t->state) != T_BUSY)
         return;                 /* asked again meanwhile: the signal parks it */
     uint64_t all = ~0ull, old;
@@ -321,12 +328,8 @@ void ht__reach_park(void)
     __builtin_memcpy(t->regs, regs, sizeof regs);
     t->fp = t->fp_len = 0;
     t->sp = sp;
-    if (ht_load_acquire(&g_stopping) && ht_load_acquire(&t->state) == T_BUSY) {
-        ht_store_release(&t->state, T_PARKED);
-        struct timespec ts = { 0, 100 * 1000000 };
-        for (int k = 0; k < 100 && ht_load_acquire(&g_release) == gen; k++)
-            futex(&g_release, FUTEX_WAIT_PRIVATE, gen, &ts);
-    }
+    if (ht_load_acquire(&g_stopping) && ht_load_acquire(&t->state) == T_BUSY)
+        park_wait(t, gen);
     ht__sys4(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, 8);
 }
 

@@ -13,23 +13,6 @@
 . tests/agent/common.inc
 cd "$T"
 
-# check_snap TRACE SNAP PREFIX OUT WHAT [N]: every PREFIX"TRUTH" line of
-# OUT against snapshot SNAP of TRACE (N of them, default 13)
-check_snap() {
-    n=0
-    while read -r _ site live lost ilost; do
-        name=${site#site=}
-        m=$("$DUMP" "$1" --match "$name" --snapshot "$2")
-        expect_eq "$5: $name (live lost ilost)" \
-            "$(field live_blocks "$m") $(field lost_blocks "$m") $(field ilost_blocks "$m")" \
-            "${live#live=} ${lost#lost=} ${ilost#ilost=}"
-        n=$((n + 1))
-    done <<EOT
-$(grep "^$3TRUTH " "$4")
-EOT
-    expect_eq "$5: sites checked" "$n" "${6:-13}"
-}
-
 # start_prog NAME [VAR=VALUE...] PROG [ARGS...]: runs PROG under
 # heaptrail run (trace NAME.ht), its standard input a fifo held open on
 # fd 3; waits for it to print READY
@@ -91,11 +74,11 @@ expect_eq "snapshots" "$(echo "$snaps" | wc -l)" 2
 # the check: a requested snapshot (reason 1), computed (1), main and the
 # reader asleep in read() (2 threads read without their registers)
 expect_eq "check: reason reach threads" "$(field reason "$s0") $(field reach "$s0") $(field reach_threads "$s0")" "1 1 2"
-check_snap lc.ht 0 "" lc.out check
+check_truths lc.ht 0 "" lc.out check 13
 # the exit: the reader sleeps in a mutex wait (a futex: parked like the
 # spinner), so no thread is read without its registers
 expect_eq "exit: reason reach threads" "$(field reason "$s1") $(field reach "$s1") $(field reach_threads "$s1")" "0 1 0"
-check_snap lc.ht 1 EXIT lc.out exit
+check_truths lc.ht 1 EXIT lc.out exit 13
 
 # leak checks while the program is inside realloc most of the time
 # (tests/progs/regrow): the array being moved holds the only pointers to
@@ -137,7 +120,7 @@ expect_eq "api: exit status" "$?" 0
 expect_eq "api: returned" "$(sed -n 's/^API //p' api.out)" 22
 s0=$("$DUMP" api.ht | grep '^snap ' | sed -n 1p)
 expect_eq "api: reason reach" "$(field reason "$s0") $(field reach "$s0")" "3 1"
-check_snap api.ht 0 CHECK api.out api 12
+check_truths api.ht 0 CHECK api.out api 12
 expect_eq "api: untraced" "$("$P/reach" api | sed -n 's/^API //p')" -1
 
 # turned off: refused, and the program runs on to its normal exit

@@ -11,22 +11,6 @@
 . tests/agent/common.inc
 cd "$T"
 
-# check_truth TRACE OUT: every TRUTH line of OUT against the trace
-check_truth() {
-    n=0
-    while read -r _ site live lost ilost; do
-        name=${site#site=}
-        m=$("$DUMP" "$1" --match "$name")
-        expect_eq "$2: $name (live lost ilost)" \
-            "$(field live_blocks "$m") $(field lost_blocks "$m") $(field ilost_blocks "$m")" \
-            "${live#live=} ${lost#lost=} ${ilost#ilost=}"
-        n=$((n + 1))
-    done <<EOT
-$(grep '^TRUTH ' "$3")
-EOT
-    expect_eq "$2: sites checked" "$n" "$4"
-}
-
 # run_mode MODE STATUS THREADS SITES: runs `reach MODE` into MODE.ht
 # (output in MODE.out, MODE.err) and checks its exit status, the REACH
 # status and thread count, and (SITES > 0) every TRUTH line
@@ -36,7 +20,7 @@ run_mode() {
     snap=$("$DUMP" "$1.ht" | grep '^snap ')
     expect_eq "$1: reach status" "$(field reach "$snap")" "$2"
     expect_eq "$1: reach threads" "$(field reach_threads "$snap")" "$3"
-    [ "$4" -gt 0 ] && check_truth "$1.ht" "$1" "$1.out" "$4"
+    [ "$4" -gt 0 ] && check_truths "$1.ht" -1 "" "$1.out" "$1" "$4"
 }
 
 # (threads 0: the agent's control thread is not the program's, even when
