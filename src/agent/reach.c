@@ -533,6 +533,20 @@ static int still_sleeping(stopped_t *t)
            now.switches == t->switches;
 }
 
+/* Whether a sleeping thread's system call is restarted unseen after our
+ * handler (SA_RESTART): a futex wait without a timeout -- a mutex, a
+ * condition variable, a join, sem_wait, where a thread pool's idle
+ * workers sleep. The kernel answers a signal there with ERESTARTSYS,
+ * which SA_RESTART restarts; a wait with a timeout needs a restart block,
+ * which a handler turns into EINTR (sem_timedwait would return it). A
+ * wake that comes while the handler runs changed the futex word first,
+ * so the restarted wait returns at once. */
+static int restarts_unseen(const stopped_t *t)
+{
+    long cmd = (long)(t->regs[1] & ~(uintptr_t)(FUTEX_PRIVATE_FLAG | FUTEX_CLOCK_REALTIME));
+    return t->nr == SYS_futex && (cmd == FUTEX_WAIT || cmd == FUTEX_WAIT_BITSET) && t->regs[3] == 0;
+}
+
 /* Parks every other thread. Returns 0, the number of threads that could
  * not be stopped, or -1 if the threads cannot be listed. */
 static int stop_others(void)
@@ -567,14 +581,12 @@ static int stop_others(void)
                 if (st == T_SENT && !T[i].sent) {
                     T[i].sent = 1;
                     /* asleep in a system call: left alone (a signal ends
-                     * poll, epoll_wait, select... with EINTR, SA_RESTART
-                     * or not), its stack read as it stands -- except in a
-                     * futex wait (mutexes, condition variables, joins,
-                     * semaphores), which the kernel restarts unseen after
-                     * a handler with SA_RESTART (or with a timeout, always),
-                     * so it is parked like a running thread and its
-                     * registers are read */
-                    if (sleeping_thread(&T[i]) == 0 && T[i].nr != SYS_futex) {
+                     * poll, epoll_wait, select, nanosleep... with EINTR,
+                     * SA_RESTART or not), its stack read as it stands --
+                     * unless the kernel restarts the call unseen
+                     * (restarts_unseen): then it is parked like a running
+                     * thread and its registers are read */
+                    if (sleeping_thread(&T[i]) == 0 && !restarts_unseen(&T[i])) {
                         ht_store_release(&T[i].state, T_BLOCKED);
                         continue;
                     }

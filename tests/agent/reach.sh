@@ -52,6 +52,11 @@ expect_eq "thread-running: summary says its registers were not scanned" \
 # unseen after a signal, so it is parked and its registers read
 run_mode thread-futex 1 0 12
 
+# asleep in sem_timedwait: a futex wait with a timeout ends with EINTR
+# after a signal handler, so it is not signalled but read as it stands
+run_mode thread-timedwait 1 1 12
+expect_eq "thread-timedwait: its wait was not interrupted" "$(grep -c 'SEM EINTR' thread-timedwait.out)" 0
+
 # it spins instead, a block's only pointer in a register: parked by the
 # agent's signal, its registers read
 run_mode thread-busy 1 0 12

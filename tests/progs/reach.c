@@ -6,13 +6,15 @@
  * (live blocks, directly lost, indirectly lost). No stdio before the
  * blocks are made (so libc's own buffers do not mix in), printf at the end.
  *
- *   reach [exit|thread-running|thread-busy|thread-vector|thread-futex|thread-masked|thread-spinning|in-handler|seccomp|exit-thread|leakcheck|api]
+ *   reach [exit|thread-running|thread-busy|thread-vector|thread-futex|thread-timedwait|thread-masked|thread-spinning|in-handler|seccomp|exit-thread|leakcheck|api]
  * exit: as above, ending with exit() from a function whose frame holds a
  * pointer; thread-running: a second thread is still there at exit, asleep
  * in a read() of a pipe, holding a block's only pointer in its frame (its
  * stack is read as it stands, without a signal); thread-futex: it sleeps
  * in a futex wait instead, the only pointer to another block in r12 (the
- * agent parks it with a signal, the wait restarts unseen); thread-busy: it spins instead,
+ * agent parks it with a signal, the wait restarts unseen);
+ * thread-timedwait: it sleeps in sem_timedwait, which a signal would end
+ * with EINTR (printed "SEM EINTR"): it must be read as it stands; thread-busy: it spins instead,
  * the only pointer to another block in a register (the agent parks it
  * with a signal and reads its registers); thread-vector: the same with the
  * pointer only in a vector register (xmm7); thread-masked: that thread blocks every signal and waits in
@@ -33,7 +35,9 @@
  * call of ht_leak_check() first, from a frame holding the only pointer to
  * a block: prints its TRUTH lines prefixed "CHECK" and "API N", what the
  * call returned. */
+#include <errno.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -41,6 +45,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 #include "heaptrail.h"
 #include "noreadv.h"
@@ -255,6 +260,22 @@ static void *blocked_main(void *arg)
                          :
                          : "rax", "rcx", "rdx", "rsi", "rdi", "r10", "r11", "r12", "memory");
     }
+    if (arg == (void *)6) {
+        /* sem_timedwait: a futex wait with a timeout, which a signal
+         * handler would end with EINTR: must not be signalled */
+        void *volatile held = running_held();
+        pthread_barrier_wait(&ready);
+        sem_t sem;
+        sem_init(&sem, 0, 0);
+        for (;;) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_sec += 60;
+            if (sem_timedwait(&sem, &ts) != 0 && errno == EINTR)
+                (void)!write(1, "SEM EINTR\n", 10);
+        }
+        (void)held;
+    }
     if (arg) {
         sigset_t all;
         sigfillset(&all);
@@ -426,6 +447,7 @@ int main(int argc, char **argv)
                        : !strcmp(mode, "thread-busy")     ? (void *)3
                        : !strcmp(mode, "thread-vector")   ? (void *)4
                        : !strcmp(mode, "thread-futex")    ? (void *)5
+                       : !strcmp(mode, "thread-timedwait") ? (void *)6
                                                           : NULL);
         pthread_barrier_wait(&ready);
         if (!strcmp(mode, "thread-busy")) {
@@ -433,6 +455,9 @@ int main(int argc, char **argv)
         } else if (!strcmp(mode, "thread-futex")) {
             wait_asleep();
             note("futex_held", 1, 0, 0);
+        } else if (!strcmp(mode, "thread-timedwait")) {
+            wait_asleep();
+            note("running_held", 1, 0, 0);
         } else if (!strcmp(mode, "thread-vector")) {
             while (!vector_loaded)
                 usleep(1000);
