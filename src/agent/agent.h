@@ -229,7 +229,7 @@ static HT_ALWAYS_INLINE void ht__callee_saved(uintptr_t *regs)
                      : "memory");
 }
 /* exit, _exit, _Exit: the caller's CFA and callee-saved registers. */
-HT_INTERNAL void ht__reach_note_exit(uintptr_t cfa, const uintptr_t *regs);
+HT_INTERNAL void ht__reach_note_exit(uintptr_t lo, const uintptr_t *regs);
 /* For the writer: the status (HT_REACH_*, 0 when none was computed) and
  * header; per site record number, the lost counts (0: none). pos: the
  * writer notes each site's position in the snapshot's list. */

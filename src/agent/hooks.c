@@ -745,12 +745,16 @@ HT_INTERNAL void ht__agent_exit_now(void);
 
 /* Notes where the program called exit from (its stack above that point
  * and the callee-saved registers are what is still live of it, for
- * reach.c); returning from main calls exit inside libc, not here. */
+ * reach.c); returning from main calls exit inside libc, not here. The
+ * stack from this hook's own stack pointer: its prologue may have saved
+ * a caller's register there and reused it before the registers are read
+ * (gcc put exit's status in rbx first). */
 #define NOTE_EXIT() \
     do { \
-        uintptr_t regs_[6]; \
+        uintptr_t regs_[6], sp_; \
         ht__callee_saved(regs_); \
-        ht__reach_note_exit((uintptr_t)__builtin_dwarf_cfa(), regs_); \
+        __asm__ volatile("mov %%rsp, %0" : "=r"(sp_)); \
+        ht__reach_note_exit(sp_, regs_); \
     } while (0)
 
 HT_API __attribute__((noreturn)) void exit(int status)

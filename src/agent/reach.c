@@ -96,21 +96,23 @@ static struct {
 
 ht_reach_t *ht__reach_result(void) { return R.status ? &R : NULL; }
 
-/* Where the program called exit (exit, _exit, _Exit hooks) */
+/* Where the program called exit (exit, _exit, _Exit hooks): the hook's
+ * stack pointer (so the registers its prologue saved are above it) and
+ * the callee-saved registers */
 static struct {
-    uintptr_t cfa;
+    uintptr_t lo;
     uintptr_t regs[6];
     int tid;
 } E;
 
-void ht__reach_note_exit(uintptr_t cfa, const uintptr_t *regs)
+void ht__reach_note_exit(uintptr_t lo, const uintptr_t *regs)
 {
     /* the latest call: a vfork child's _exit writes here too (its tid
      * tells it apart), and its parent's exit comes later */
-    ht_store_relaxed(&E.cfa, 0);
+    ht_store_relaxed(&E.lo, 0);
     __builtin_memcpy(E.regs, regs, sizeof E.regs);
     E.tid = ht__gettid();
-    ht_store_release(&E.cfa, cfa);
+    ht_store_release(&E.lo, lo);
 }
 
 extern void *__libc_stack_end;
@@ -1205,10 +1207,10 @@ static uintptr_t live_stack_lo(const map_t *m, uintptr_t sp)
         }
         return sp;
     }
-    uintptr_t cfa = ht_load_acquire(&E.cfa);
-    if (cfa && E.tid == ht__gettid() && cfa - 8 >= sp && cfa < m->end) {
+    uintptr_t lo = ht_load_acquire(&E.lo);
+    if (lo && E.tid == ht__gettid() && lo >= sp && lo < m->end) {
         scan_words(E.regs, 6, 1);
-        return cfa - 8;
+        return lo & ~(uintptr_t)7;
     }
     uintptr_t top = (uintptr_t)__libc_stack_end;
     if (top >= sp && top < m->end && program_frames_gone())

@@ -37,6 +37,11 @@ run_mode seccomp 1 0 12
 # registers
 run_mode exit-thread 1 0 12
 
+# exit called with the only pointer to a block in rbx: the exit hook's
+# prologue saves rbx and gcc reuses it before the hook reads the
+# registers, so the hook's stack is scanned from its own stack pointer
+run_mode exit-rbx 1 0 12
+
 # _exit from a signal handler that interrupted the program, not heaptrail
 run_mode in-handler 1 0 11
 

@@ -6,7 +6,7 @@
  * (live blocks, directly lost, indirectly lost). No stdio before the
  * blocks are made (so libc's own buffers do not mix in), printf at the end.
  *
- *   reach [exit|thread-running|thread-busy|thread-vector|thread-futex|thread-timedwait|thread-masked|thread-spinning|in-handler|seccomp|exit-thread|leakcheck|api]
+ *   reach [exit|thread-running|thread-busy|thread-vector|thread-futex|thread-timedwait|thread-masked|thread-spinning|in-handler|seccomp|exit-thread|exit-rbx|leakcheck|api]
  * exit: as above, ending with exit() from a function whose frame holds a
  * pointer; thread-running: a second thread is still there at exit, asleep
  * in a read() of a pipe, holding a block's only pointer in its frame (its
@@ -24,7 +24,8 @@
  * handler that interrupted nothing of heaptrail's (computed); seccomp: as
  * exit, under a filter that kills the process on process_vm_readv;
  * exit-thread: as exit, but a second thread calls exit while main waits
- * in pthread_join;
+ * in pthread_join; exit-rbx: as exit, the only pointer to a block in rbx
+ * at the exit call;
  * leakcheck: a leak check on demand while the program runs (`heaptrail
  * snapshot --leaks`): the blocks above, plus one whose only pointer is
  * the buffer argument of a read() a thread sleeps in, and one whose only
@@ -409,6 +410,25 @@ static void *exiting_main(void *arg)
     return NULL;
 }
 
+/* exit-rbx: exits with the only pointer to a block in rbx (a
+ * callee-saved register the exit hook must read before it uses it) */
+volatile uintptr_t hidden5;
+NOINLINE static void *rbx_held(void) { return malloc(248); }
+NOINLINE static void exit_with_rbx(void)
+{
+    hidden5 = (uintptr_t)rbx_held() ^ 0x2222222222222222ull;
+    note("rbx_held", 1, 0, 0);
+    report();
+    __asm__ volatile("mov hidden5(%%rip), %%rbx\n\tmov $0x2222222222222222, %%rax\n\t"
+                     "xor %%rax, %%rbx\n\t"
+                     "lea -4096(%%rsp), %%rdi\n\tmov $512, %%ecx\n\txor %%eax, %%eax\n\trep stosq\n\t"
+                     "and $-16, %%rsp\n\txor %%edi, %%edi\n\tcall exit@PLT"
+                     :
+                     :
+                     : "rax", "rbx", "rcx", "rdi", "memory");
+    __builtin_unreachable();
+}
+
 static void on_usr1(int sig)
 {
     (void)sig;
@@ -475,6 +495,8 @@ int main(int argc, char **argv)
         leakcheck();
     if (!strcmp(mode, "api"))
         held_stack_then_check();
+    if (!strcmp(mode, "exit-rbx"))
+        exit_with_rbx();
     if (!strcmp(mode, "exit-thread")) {
         /* another thread calls exit while main waits for it: main's
          * static TLS (in a mapping of the loader's, beside its TCB) is
