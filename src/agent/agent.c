@@ -600,9 +600,8 @@ HT_API __attribute__((noinline)) long ht_leak_check(void)
     /* where the caller stands: its frames (from this stack pointer up,
      * with the registers this function's prologue saved) and registers
      * stay roots */
-    uintptr_t regs[6], sp;
-    ht__callee_saved(regs);
-    __asm__ volatile("mov %%rsp, %0" : "=r"(sp));
+    uintptr_t regs[6];
+    uintptr_t sp = ht__callee_saved(regs);
     if (!A.started || ht__guard || ht__agent.on != HT_ON_FULL || !A.reach)
         return -1;
     /* waits for a check under way with the guard down: that check can

@@ -218,17 +218,22 @@ HT_INTERNAL int ht__reach_lock(void);       /* waits (bounded); 0 or -1 */
 HT_INTERNAL void ht__reach_unlock(void);
 HT_INTERNAL void ht__reach_fork_child(void);
 /* The callee-saved registers (rbx, rbp, r12-r15) into regs[6], as they
- * are where this is inlined: a pointer the caller keeps only there is
- * then in memory the scan reads. */
-static HT_ALWAYS_INLINE void ht__callee_saved(uintptr_t *regs)
+ * are where this is inlined, and the stack pointer there: a pointer the
+ * caller keeps only in a register, or that this function's prologue
+ * saved on the stack, is then in memory the scan reads. */
+static HT_ALWAYS_INLINE uintptr_t ht__callee_saved(uintptr_t *regs)
 {
-    __asm__ volatile("mov %%rbx, 0(%0)\n\tmov %%rbp, 8(%0)\n\tmov %%r12, 16(%0)\n\t"
-                     "mov %%r13, 24(%0)\n\tmov %%r14, 32(%0)\n\tmov %%r15, 40(%0)"
-                     :
+    uintptr_t sp;
+    __asm__ volatile("mov %%rbx, 0(%1)\n\tmov %%rbp, 8(%1)\n\tmov %%r12, 16(%1)\n\t"
+                     "mov %%r13, 24(%1)\n\tmov %%r14, 32(%1)\n\tmov %%r15, 40(%1)\n\t"
+                     "mov %%rsp, %0"
+                     : "=r"(sp)
                      : "r"(regs)
                      : "memory");
+    return sp;
 }
-/* exit, _exit, _Exit: the caller's CFA and callee-saved registers. */
+/* exit, _exit, _Exit: the hook's stack pointer and the callee-saved
+ * registers (ht__callee_saved). */
 HT_INTERNAL void ht__reach_note_exit(uintptr_t lo, const uintptr_t *regs);
 /* For the writer: the status (HT_REACH_*, 0 when none was computed) and
  * header; per site record number, the lost counts (0: none). pos: the

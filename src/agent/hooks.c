@@ -190,18 +190,25 @@ static HT_NOINLINE void bench_track(void *p, size_t n, int kind)
     ht__guard_leave();
 }
 
-/* Records the block `p` of `n` bytes returned by the hook this expands in:
- * frames[0] would be the return address into the hook, so skip 1. */
+/* Records the block `p` of `n` bytes returned by the hook this expands in,
+ * the guard already up: frames[0] would be the return address into the
+ * hook, so skip 1. */
+#define RECORD(p, n, kind) \
+    do { \
+        void *frames_[HT_MAX_FRAMES]; \
+        uint64_t hash_; \
+        int nf_ = ht_capture(1, ht__agent.max_frames, frames_, &hash_); \
+        record_alloc((p), (n), (kind), frames_, nf_, hash_); \
+    } while (0)
+
+/* The same for a hook whose guard is down: raises it around the record. */
 #define TRACK(p, n, kind) \
     do { \
         if (ht_likely((p) != NULL)) { \
             if (ht_likely(!ht__guard)) { \
                 if (ht_likely(ht__agent.on == HT_ON_FULL)) { \
-                    void *frames_[HT_MAX_FRAMES]; \
-                    uint64_t hash_; \
                     ht__guard = 1; \
-                    int nf_ = ht_capture(1, ht__agent.max_frames, frames_, &hash_); \
-                    record_alloc((p), (n), (kind), frames_, nf_, hash_); \
+                    RECORD((p), (n), (kind)); \
                     ht__guard_leave(); \
                 } else if (ht__agent.on) { \
                     bench_track((p), (n), (kind)); \
@@ -318,10 +325,7 @@ static HT_ALWAYS_INLINE void *do_realloc(void *old, size_t n)
     }
     if (p != NULL) {
         if (ht_likely(ht__agent.on == HT_ON_FULL)) {
-            void *frames[HT_MAX_FRAMES];
-            uint64_t hash;
-            int nf = ht_capture(1, ht__agent.max_frames, frames, &hash);
-            record_alloc(p, n, HT_KIND_HEAP, frames, nf, hash);
+            RECORD(p, n, HT_KIND_HEAP);
         } else if (ht__agent.on) {
             ht__guard_leave();
             bench_track(p, n, HT_KIND_HEAP);
@@ -751,9 +755,8 @@ HT_INTERNAL void ht__agent_exit_now(void);
  * (gcc put exit's status in rbx first). */
 #define NOTE_EXIT() \
     do { \
-        uintptr_t regs_[6], sp_; \
-        ht__callee_saved(regs_); \
-        __asm__ volatile("mov %%rsp, %0" : "=r"(sp_)); \
+        uintptr_t regs_[6]; \
+        uintptr_t sp_ = ht__callee_saved(regs_); \
         ht__reach_note_exit(sp_, regs_); \
     } while (0)
 

@@ -96,23 +96,30 @@ static struct {
 
 ht_reach_t *ht__reach_result(void) { return R.status ? &R : NULL; }
 
-/* Where the program called exit (exit, _exit, _Exit hooks): the hook's
- * stack pointer (so the registers its prologue saved are above it) and
- * the callee-saved registers */
-static struct {
+/* Where the program stands on the scanning thread: the stack pointer in
+ * the hook it called (so the registers the hook's prologue saved are
+ * above it), the callee-saved registers, the thread. */
+typedef struct {
     uintptr_t lo;
     uintptr_t regs[6];
     int tid;
-} E;
+} caller_t;
+static caller_t E;              /* where it called exit (exit, _exit, _Exit) */
+static caller_t C;              /* where it called ht_leak_check (while it runs) */
+
+static void note_caller(caller_t *c, uintptr_t lo, const uintptr_t *regs)
+{
+    ht_store_relaxed(&c->lo, 0);
+    __builtin_memcpy(c->regs, regs, sizeof c->regs);
+    c->tid = ht__gettid();
+    ht_store_release(&c->lo, lo);
+}
 
 void ht__reach_note_exit(uintptr_t lo, const uintptr_t *regs)
 {
     /* the latest call: a vfork child's _exit writes here too (its tid
      * tells it apart), and its parent's exit comes later */
-    ht_store_relaxed(&E.lo, 0);
-    __builtin_memcpy(E.regs, regs, sizeof E.regs);
-    E.tid = ht__gettid();
-    ht_store_release(&E.lo, lo);
+    note_caller(&E, lo, regs);
 }
 
 extern void *__libc_stack_end;
@@ -323,9 +330,8 @@ void ht__reach_park(void)
     if (ht__sys4(SYS_rt_sigprocmask, SIG_BLOCK, &all, &old, 8) != 0)
         return;
     int gen = ht_load_acquire(&g_release);
-    uintptr_t regs[6], sp;
-    ht__callee_saved(regs);
-    __asm__ volatile("mov %%rsp, %0" : "=r"(sp));
+    uintptr_t regs[6];
+    uintptr_t sp = ht__callee_saved(regs);
     __builtin_memset(t->regs, 0, sizeof t->regs);
     __builtin_memcpy(t->regs, regs, sizeof regs);
     t->fp = t->fp_len = 0;
@@ -1196,22 +1202,24 @@ static int own_cmp_sort(void)
  * __libc_stack_end once main has returned (argv, the environment);
  * else, not knowing, from the stack pointer (so stale values below the
  * program's frames may keep blocks reachable). */
-static struct { uintptr_t lo, regs[6]; } C;      /* ht_leak_check's caller */
+/* Where c says this thread's live stack begins (its registers scanned),
+ * or 0 when c is not noted, is another thread's, or lies outside m. */
+static uintptr_t caller_lo(const caller_t *c, const map_t *m, uintptr_t sp)
+{
+    uintptr_t lo = ht_load_acquire(&c->lo);
+    if (!lo || c->tid != ht__gettid() || lo < sp || lo >= m->end)
+        return 0;
+    scan_words(c->regs, 6, 1);
+    return lo & ~(uintptr_t)7;
+}
 
 static uintptr_t live_stack_lo(const map_t *m, uintptr_t sp)
 {
-    if (C.lo) {                 /* a check from the program's code: its frames */
-        if (C.lo >= sp && C.lo < m->end) {
-            scan_words(C.regs, 6, 1);
-            return C.lo & ~(uintptr_t)7;
-        }
-        return sp;
-    }
-    uintptr_t lo = ht_load_acquire(&E.lo);
-    if (lo && E.tid == ht__gettid() && lo >= sp && lo < m->end) {
-        scan_words(E.regs, 6, 1);
-        return lo & ~(uintptr_t)7;
-    }
+    uintptr_t lo;
+    if (ht_load_acquire(&C.lo))     /* a check from the program's code: its frames */
+        return (lo = caller_lo(&C, m, sp)) ? lo : sp;
+    if ((lo = caller_lo(&E, m, sp)) != 0)
+        return lo;
     uintptr_t top = (uintptr_t)__libc_stack_end;
     if (top >= sp && top < m->end && program_frames_gone())
         return top & ~(uintptr_t)7;
@@ -1380,10 +1388,9 @@ static int attempt(int now, int *woke)
      * demand, this is the control thread, whose stack is heaptrail's own
      * mapping: none of it is a root */
     volatile uintptr_t regs[6];
-    ht__callee_saved((uintptr_t *)regs);
-    uintptr_t sp = 0;
-    if (!now)
-        __asm__ volatile("mov %%rsp, %0" : "=r"(sp));
+    uintptr_t sp = ht__callee_saved((uintptr_t *)regs);
+    if (now)
+        sp = 0;
     /* nothing of the program's runs meanwhile unless a thread is only
      * asleep (it may wake): then blocks are read without faulting */
     S.direct = 1;
@@ -1450,10 +1457,9 @@ void ht__reach_fork_child(void)
  * not computed. */
 long ht__reach_compute_call(uintptr_t lo, const uintptr_t *regs)
 {
-    C.lo = lo;
-    __builtin_memcpy(C.regs, regs, sizeof C.regs);
+    note_caller(&C, lo, regs);
     ht__reach_compute(HT_SCAN_EXIT);
-    C.lo = 0;
+    ht_store_relaxed(&C.lo, 0);
     if (R.status != HT_REACH_DONE)
         return -1;
     long n = 0;
