@@ -727,27 +727,38 @@ static int64_t site_blocks(const ht_report_t *r, const ht_tsite_t *site)
     return (int64_t)(r->type == HT_REPORT_ALLOCATED ? site->total_blocks : site->live_blocks);
 }
 
-/* A site's lost and indirectly lost blocks added to l. */
-static void add_lost(ht_rowlost_t *l, const ht_tsite_t *site)
+/* A site's lost and indirectly lost blocks added to l, times sign (a
+ * diff subtracts its older snapshot's). */
+static void add_lost_signed(ht_rowlost_t *l, const ht_tsite_t *site, int64_t sign)
 {
-    l->lost_bytes += (int64_t)site->lost_bytes;
-    l->lost_blocks += (int64_t)site->lost_blocks;
-    l->ilost_bytes += (int64_t)site->ilost_bytes;
-    l->ilost_blocks += (int64_t)site->ilost_blocks;
+    l->lost_bytes += sign * (int64_t)site->lost_bytes;
+    l->lost_blocks += sign * (int64_t)site->lost_blocks;
+    l->ilost_bytes += sign * (int64_t)site->ilost_bytes;
+    l->ilost_blocks += sign * (int64_t)site->ilost_blocks;
+}
+
+static void add_lost(ht_rowlost_t *l, const ht_tsite_t *site) { add_lost_signed(l, site, 1); }
+
+/* A site with reachability (its live `bytes` and `blocks`) added to one
+ * snapshot's totals: lost, sites with lost blocks, the live heap. */
+static void add_reach_to(ht_rowlost_t *l, size_t *lost_sites, int64_t *heap_bytes,
+                         int64_t *heap_blocks, const ht_tsite_t *site, int64_t bytes, int64_t blocks)
+{
+    add_lost(l, site);
+    *lost_sites += site->lost_blocks > 0;
+    if (site->kind == HT_KIND_HEAP) {
+        *heap_bytes += bytes;
+        *heap_blocks += blocks;
+    }
 }
 
 /* A counted site (its live `bytes` and `blocks`) added to the report's
  * reachability totals, when it has them (reach HT_REACH_DONE). */
 static void add_reach_total(ht_report_t *r, const ht_tsite_t *site, int64_t bytes, int64_t blocks)
 {
-    if (r->reach != HT_REACH_DONE)
-        return;
-    add_lost(&r->total_lost, site);
-    r->lost_sites += site->lost_blocks > 0;
-    if (site->kind == HT_KIND_HEAP) {
-        r->heap_bytes += bytes;
-        r->heap_blocks += blocks;
-    }
+    if (r->reach == HT_REACH_DONE)
+        add_reach_to(&r->total_lost, &r->lost_sites, &r->heap_bytes, &r->heap_blocks, site, bytes,
+                     blocks);
 }
 
 /* Do the report's rows carry reachability (and rank by it)? When it was
@@ -907,15 +918,6 @@ int ht__report_build(ht_session_t *s, int64_t snapshot, int mode, ht_report_t *r
 
 /*------------------------------------------------------------------- diff */
 
-/* A site's lost and indirectly lost blocks added to l, times sign. */
-static void add_lost_signed(ht_rowlost_t *l, const ht_tsite_t *site, int64_t sign)
-{
-    l->lost_bytes += sign * (int64_t)site->lost_bytes;
-    l->lost_blocks += sign * (int64_t)site->lost_blocks;
-    l->ilost_bytes += sign * (int64_t)site->ilost_bytes;
-    l->ilost_blocks += sign * (int64_t)site->ilost_blocks;
-}
-
 /* Did a diff row's unreachable memory (definitely + indirectly lost)
  * change? (Blocks moving from one kind to the other alone do not count.) */
 static int unreachable_changed(const ht_rowlost_t *l)
@@ -985,15 +987,11 @@ int ht__diff_build(ht_session_t *s, int64_t na, int64_t nb, ht_report_t *r, char
                 add_lost_signed(row->lost, site, sign);
             if (r->reach != HT_REACH_DONE)
                 continue;
-            int heap = site->kind == HT_KIND_HEAP;
-            if (pass) {
-                add_lost(&r->total_lost_a, site);
-                r->lost_sites_a += site->lost_blocks > 0;
-                r->heap_a_bytes += heap ? (int64_t)site->live_bytes : 0;
-                r->heap_a_blocks += heap ? (int64_t)site->live_blocks : 0;
-            } else {
+            if (pass)
+                add_reach_to(&r->total_lost_a, &r->lost_sites_a, &r->heap_a_bytes, &r->heap_a_blocks,
+                             site, (int64_t)site->live_bytes, (int64_t)site->live_blocks);
+            else
                 add_reach_total(r, site, (int64_t)site->live_bytes, (int64_t)site->live_blocks);
-            }
         }
     }
     size_t k = 0;
