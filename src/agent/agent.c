@@ -76,6 +76,8 @@ static void set_clocks(void)
     ht__agent.t0_ns = ht__mono_ns();
     ht__sys2(SYS_clock_gettime, CLOCK_REALTIME, &r);
     ht__agent.start_realtime_ns = (uint64_t)r.tv_sec * 1000000000ull + (uint64_t)r.tv_nsec;
+    ht__sys2(SYS_clock_gettime, CLOCK_REALTIME_COARSE, &r);
+    ht__agent.start_coarse_ns = (uint64_t)r.tv_sec * 1000000000ull + (uint64_t)r.tv_nsec;
 }
 
 /* "1", "0.5", "2.25" seconds -> ms; 0 when absent or malformed. */

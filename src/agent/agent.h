@@ -46,6 +46,7 @@ typedef struct ht_agent_s {
     int max_frames;
     uint64_t t0_ns;             /* CLOCK_MONOTONIC at start-up */
     uint64_t start_realtime_ns;
+    uint64_t start_coarse_ns;   /* CLOCK_REALTIME_COARSE, the clock of file times */
 } ht_agent_t;
 HT_INTERNAL extern ht_agent_t ht__agent;
 

@@ -33,6 +33,11 @@ static struct {
     int pid;
     int perf_fd;                /* /tmp/perf-PID.map, -1 until it appears */
     char perf_path[64];
+    dev_t perf_dev;             /* the file perf_fd reads (also when -2) */
+    ino_t perf_ino;
+    uint64_t perf_off;          /* bytes of it read */
+    char prefix[64];            /* its first bytes, as read */
+    size_t prefix_len;
     char *buf;                  /* CHUNK bytes, mapped on first use */
     size_t held;                /* bytes of an unfinished line kept in buf */
     int dump_fd;                /* the jitdump file, -1 until found */
@@ -99,25 +104,84 @@ static void perf_line(const char *s, const char *end)
     add((uintptr_t)start, (size_t)size, s, len);
 }
 
+/* A perf map is named by the pid alone, and runtimes leave theirs behind
+ * (node never removes its map): with pids reused, /tmp may already hold a
+ * dead process's map under our name, and a runtime starting here
+ * truncates it ("w+", V8 and wasmtime) or replaces it. So:
+ *   - a map last written before this program started is stale: its lines
+ *     are skipped, never registered (they would name our code after a dead
+ *     process's functions);
+ *   - every look checks that the path still names the file we read, that
+ *     the file is not shorter than what we read, and that its first bytes
+ *     are those we saw: else it was replaced or rewritten, and is read
+ *     again from the start (a stale one no longer counts as stale).
+ * A path that is gone while our descriptor stays is not a change: the
+ * runtime may still be writing to the file it unlinked. */
+static int same_prefix(void)
+{
+    char now[sizeof J.prefix];
+    return J.prefix_len == 0 ||
+           (pread(J.perf_fd, now, J.prefix_len, 0) == (ssize_t)J.prefix_len &&
+            memcmp(now, J.prefix, J.prefix_len) == 0);
+}
+
+static void perf_restart(void)
+{
+    J.perf_off = 0;
+    J.held = 0;
+    J.prefix_len = 0;
+}
+
 static void poll_perf_map(void)
 {
+    struct stat st;
+    if (J.perf_fd != -1 && lstat(J.perf_path, &st) == 0 &&
+        (st.st_dev != J.perf_dev || st.st_ino != J.perf_ino)) {
+        if (J.perf_fd >= 0)     /* replaced: read the new one */
+            close(J.perf_fd);
+        J.perf_fd = -1;
+    }
     if (J.perf_fd == -1) {      /* not there yet (-2: someone else's) */
         J.perf_fd = open(J.perf_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);  /* a FIFO must not block us */
         if (J.perf_fd < 0)
             return;
-        struct stat st;
-        if (fstat(J.perf_fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
+        perf_restart();
+        if (fstat(J.perf_fd, &st) != 0) {
             close(J.perf_fd);
-            J.perf_fd = -2;     /* someone else's: never read */
+            J.perf_fd = -1;
             return;
+        }
+        J.perf_dev = st.st_dev;
+        J.perf_ino = st.st_ino;
+        if (!S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
+            close(J.perf_fd);
+            J.perf_fd = -2;     /* someone else's: never read, unless replaced */
+            return;
+        }
+        uint64_t mtime = (uint64_t)st.st_mtim.tv_sec * 1000000000ull + (uint64_t)st.st_mtim.tv_nsec;
+        if (mtime < ht__agent.start_coarse_ns) {        /* stale: skip what it holds */
+            J.perf_off = (uint64_t)st.st_size;
+            ssize_t n = pread(J.perf_fd, J.prefix, sizeof J.prefix, 0);
+            J.prefix_len = n > 0 ? (size_t)n : 0;
         }
     }
     if (J.perf_fd == -2)
         return;
+    if (fstat(J.perf_fd, &st) == 0 && ((uint64_t)st.st_size < J.perf_off || !same_prefix()))
+        perf_restart();         /* truncated, or rewritten from the start */
     for (;;) {
-        ssize_t n = read(J.perf_fd, J.buf + J.held, CHUNK - J.held);
+        ssize_t n = pread(J.perf_fd, J.buf + J.held, CHUNK - J.held, (off_t)J.perf_off);
         if (n <= 0)
             break;
+        if (J.perf_off < sizeof J.prefix && J.prefix_len == J.perf_off) {
+            /* the first bytes, to notice a rewrite by */
+            size_t k = sizeof J.prefix - J.prefix_len;
+            if (k > (size_t)n)
+                k = (size_t)n;
+            memcpy(J.prefix + J.prefix_len, J.buf + J.held, k);
+            J.prefix_len += k;
+        }
+        J.perf_off += (uint64_t)n;
         size_t have = J.held + (size_t)n, line = 0;
         for (size_t i = 0; i < have; i++)
             if (J.buf[i] == '\n') {
@@ -271,7 +335,7 @@ void ht__jitmaps_forget(void)
         close(J.dump_fd);
     J.perf_fd = J.dump_fd = -1;
     J.pid = 0;
-    J.held = 0;
+    perf_restart();
     J.nadds = 0;
     J.names_used = 0;
 }

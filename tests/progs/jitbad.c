@@ -9,7 +9,15 @@
  *   dump     jit-PID.dump (perf's jitdump format) names slot 0 "dump_ok",
  *            then holds a record whose size runs past the end of the file,
  *            then one naming slot 1: slot 0 named, the rest never read
- * Removes what it created in /tmp. */
+ *   stale    /tmp/perf-PID.map was left by an earlier process with our pid
+ *            (tests/jit/jitbad.sh writes it, dated an hour ago, before it
+ *            execs us), naming slots 0 and 1 at STALE_CODE, where we put
+ *            the code: slot 0 stays unnamed; then we rewrite the map in
+ *            place, as V8 does ("w": truncated, then longer than before)
+ *            naming slot 1 "fresh_b"; then replace it by a new file naming
+ *            slot 2 "fresh_c"
+ * Removes what it created in /tmp, and first whatever an earlier process
+ * with the same pid left there. */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <stdio.h>
@@ -47,14 +55,30 @@ static void sleep_ms(int ms)
         ;
 }
 
+#define STALE_CODE 0x200000000000ul  /* tests/jit/jitbad.sh names it too */
+
+static int write_map(const char *path, const char *how, uintptr_t code, int dummies, const char *name)
+{
+    FILE *f = fopen(path, how);
+    if (!f)
+        return 0;
+    for (int i = 0; i < dummies; i++)     /* unused addresses in the page */
+        fprintf(f, "%lx 8 dummy_%d\n", (unsigned long)(code + 2048 + 8 * (unsigned)i), i);
+    fprintf(f, "%lx %zx %s\n", (unsigned long)code, sizeof jit_code_fp, name);
+    return fclose(f) == 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
-    uint8_t *code = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (code == MAP_FAILED)
+    int stale = !strcmp(mode, "stale");
+    uint8_t *code = mmap(stale ? (void *)STALE_CODE : NULL, 4096, PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS | (stale ? MAP_FIXED_NOREPLACE : 0), -1, 0);
+    if (code == MAP_FAILED || (stale && code != (uint8_t *)STALE_CODE))
         return 2;
     memcpy(code, jit_code_fp, sizeof jit_code_fp);
     memcpy(code + 64, jit_code_fp, sizeof jit_code_fp);
+    memcpy(code + 128, jit_code_fp, sizeof jit_code_fp);
     if (mprotect(code, 4096, PROT_READ | PROT_EXEC) != 0)
         return 2;
     jit_fn a = (jit_fn)(void *)code, b = (jit_fn)(void *)(code + 64);
@@ -62,6 +86,14 @@ int main(int argc, char **argv)
     snprintf(map, sizeof map, "/tmp/perf-%d.map", (int)getpid());
     snprintf(target, sizeof target, "/tmp/heaptrail-jitbad-%d", (int)getpid());
     snprintf(dump, sizeof dump, "jit-%d.dump", (int)getpid());
+    /* pid_max is 32768 here: a file left at these paths by an earlier
+     * process with our pid (node --perf-basic-prof never removes its
+     * map) would make symlink() or mkfifo() fail. They name our pid, so
+     * whatever is there is stale (mode stale tests what the agent makes
+     * of one). */
+    if (!stale)
+        unlink(map);
+    unlink(target);
     if (!strcmp(mode, "symlink")) {
         FILE *f = fopen(target, "wx");
         if (!f)
@@ -89,13 +121,27 @@ int main(int argc, char **argv)
         load(fd, b, "dump_unread");
         if (!wait_serial(a, 0))
             return 3;
+    } else if (stale) {
+        struct stat st;
+        if (lstat(map, &st) != 0 || !S_ISREG(st.st_mode))
+            return 2;       /* the test did not leave one */
     } else {
-        fprintf(stderr, "usage: jitbad symlink|fifo|dump\n");
+        fprintf(stderr, "usage: jitbad symlink|fifo|dump|stale\n");
         return 2;
     }
     sleep_ms(100);          /* the agent has looked several times */
     run(a, 24, 3);
-    run(b, 40, 5);
+    if (stale) {
+        if (!write_map(map, "w", (uintptr_t)b, 8, "fresh_b") || !wait_serial(b, 0))
+            return 3;
+        run(b, 40, 5);
+        jit_fn c = (jit_fn)(void *)(code + 128);
+        if (unlink(map) != 0 || !write_map(map, "wx", (uintptr_t)c, 0, "fresh_c") || !wait_serial(c, 0))
+            return 4;
+        run(c, 56, 2);
+    } else {
+        run(b, 40, 5);
+    }
     unlink(map);
     unlink(target);
     printf("jitbad %s: ok\n", mode);

@@ -40,6 +40,7 @@ int main(void)
 
     char path[64];
     snprintf(path, sizeof path, "/tmp/perf-%d.map", (int)getpid());
+    unlink(path);           /* stale: left by an earlier process with our pid */
     FILE *map = fopen(path, "wx");
     if (!map)
         return 2;
