@@ -104,3 +104,18 @@ rm -f "$O"/tmp/heaptrail.*.ht heaptrail.memcost.*.ht
 
 # JS frames named: heaptrail vs heaptrack on node --perf-basic-prof
 sh "$ROOT/bench/node-names.sh" | tee -a "$out"
+
+# leak checks while the program runs: the program's pause and the check's
+# time (bench/leakpause.c: a spinning thread's longest stop)
+cc -O2 -g -I"$ROOT/include" "$ROOT/bench/leakpause.c" -o "$O/leakpause" -L"$B" -lheaptrail -lpthread \
+    -Wl,-rpath,"$B" || exit 1
+{
+echo
+echo "| leak check, live blocks | check (ht_leak_check returns) | pause of the other thread |"
+echo "| ---: | ---: | ---: |"
+for n in 100000 1000000; do
+    "$B/heaptrail" run -o "$O/leakpause.ht" -- "$O/leakpause" $n 5 2>/dev/null | tail -n1 |
+        sed -n 's/^\([0-9]*\) blocks: check \([0-9.]*\) ms, pause \([0-9.]*\) ms.*/| \1 | \2 ms | \3 ms |/p'
+    rm -f "$O/leakpause.ht"
+done
+} | tee -a "$out"

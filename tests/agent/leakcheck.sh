@@ -111,6 +111,27 @@ expect_eq "forker: no child took a second" "$(awk '/^CHILDREN/ {print ($4 < 1000
 cat fk.out
 cd ..
 
+# a thread that wakes from a timed wait every 10 ms while the roots take
+# longer than that to scan (a JVM's periodic threads do): each check scans
+# a copy of the process made while the threads were paused (a child
+# process), so the waking thread no longer spoils it; in place, every
+# attempt was ("not computed"). Its frame holds the only pointer to a
+# block, read from the copy.
+start_prog tk "$P/reach" ticking
+prog=$(pgrep -P "$runpid" | head -n1)
+fds=$(ls /proc/"$prog"/fd | wc -l)
+check_loop tk 5
+# the child shares the program's file table: it must close what it opens
+expect_eq "ticking: the program's open files after the checks" "$(ls /proc/"$prog"/fd | wc -l)" "$fds"
+finish_prog tk
+k=0
+while [ $k -lt 5 ]; do
+    s=$("$DUMP" tk.ht | grep '^snap ' | sed -n "$((k + 1))p")
+    expect_eq "ticking: check $k reason reach" "$(field reason "$s") $(field reach "$s")" "1 1"
+    check_truths tk.ht $k "" tk.out "ticking $k" 12
+    k=$((k + 1))
+done
+
 # from the program's own code: ht_leak_check() returns the unreachable
 # blocks (15 directly, 7 through them) and writes an API snapshot (reason
 # 3) with them; the caller's frame holds a block's only pointer; without

@@ -6,7 +6,7 @@
  * (live blocks, directly lost, indirectly lost). No stdio before the
  * blocks are made (so libc's own buffers do not mix in), printf at the end.
  *
- *   reach [exit|thread-running|thread-busy|thread-vector|thread-futex|thread-timedwait|thread-masked|thread-spinning|in-handler|seccomp|exit-thread|exit-rbx|leakcheck|api]
+ *   reach [exit|thread-running|thread-busy|thread-vector|thread-futex|thread-timedwait|thread-masked|thread-spinning|in-handler|seccomp|exit-thread|exit-rbx|leakcheck|api|ticking]
  * exit: as above, ending with exit() from a function whose frame holds a
  * pointer; thread-running: a second thread is still there at exit, asleep
  * in a read() of a pipe, holding a block's only pointer in its frame (its
@@ -35,7 +35,12 @@
  * with its TRUTH lines for exit prefixed "EXIT"; api: as exit, with a
  * call of ht_leak_check() first, from a frame holding the only pointer to
  * a block: prints its TRUTH lines prefixed "CHECK" and "API N", what the
- * call returned. */
+ * call returned; ticking: as leakcheck, but the thread beside main wakes
+ * from a timed wait every 10 ms (a JVM's periodic threads do) holding the
+ * only pointer to a block in its frame, and 32 MiB of touched anonymous
+ * memory make every scan of the roots take longer than that: a check
+ * that scanned in place, with the thread asleep as it stands, was
+ * spoiled by its waking every time. */
 #include <errno.h>
 #include <pthread.h>
 #include <semaphore.h>
@@ -380,6 +385,56 @@ NOINLINE static void leakcheck(void)
     exit(0);
 }
 
+/* ticking: a thread that wakes every 10 ms, a block only in its frame */
+static volatile int ticks;
+NOINLINE static void *ticker_held(void) { return malloc(264); }
+static void *ticker_main(void *arg)
+{
+    (void)arg;
+    void *volatile mine = ticker_held();
+    pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+    pthread_cond_t c = PTHREAD_COND_INITIALIZER;
+    pthread_barrier_wait(&ready);
+    pthread_mutex_lock(&m);
+    for (;;) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 10000000;
+        if (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+        }
+        pthread_cond_timedwait(&c, &m, &ts);
+        ticks++;
+    }
+    (void)mine;
+    return NULL;
+}
+
+NOINLINE static void ticking(void)
+{
+    pthread_t t;
+    size_t big = 32u << 20;
+    char *roots = mmap(NULL, big, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (roots == MAP_FAILED)
+        abort();
+    memset(roots, 1, big);
+    pthread_barrier_init(&ready, NULL, 2);
+    pthread_create(&t, NULL, ticker_main, NULL);
+    pthread_barrier_wait(&ready);
+    while (ticks < 3)
+        usleep(1000);
+    note("ticker_held", 1, 0, 0);
+    report();
+    printf("READY\n");
+    fflush(stdout);
+    char line[16];
+    if (!fgets(line, sizeof line, stdin))
+        abort();
+    report_as("EXIT");
+    exit(0);
+}
+
 /* exits with the only pointer to a block in this frame */
 NOINLINE static void held_stack_then_exit(void)
 {
@@ -493,6 +548,8 @@ int main(int argc, char **argv)
     }
     if (!strcmp(mode, "leakcheck"))
         leakcheck();
+    if (!strcmp(mode, "ticking"))
+        ticking();
     if (!strcmp(mode, "api"))
         held_stack_then_check();
     if (!strcmp(mode, "exit-rbx"))
