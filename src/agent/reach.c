@@ -1647,9 +1647,9 @@ void ht__reach_compute(int how)
         status = HT_REACH_INCOMPLETE;
     } else {
         /* a sleeping thread that woke during the scan (a timeout, a
-         * wake-up) spoils it: up to three attempts; a scan in a child is
-         * spoiled only by a wake before the fork, and an attempt costs
-         * only the pause: up to ten */
+         * wake-up) spoils it: up to three attempts in place; a scan in a
+         * child is spoiled only by a wake before the fork, and an attempt
+         * costs only the pause: up to ten */
         for (int k = 0, forked = 0;; k++) {
             __builtin_memset(&S, 0, sizeof S);
             S.pipe[0] = S.pipe[1] = S.pagemap_fd = S.mem_fd = -1;
@@ -1663,8 +1663,11 @@ void ht__reach_compute(int how)
             R.nsites = 0;
             R.threads = 0;
             int woke;
-            /* while the program runs: in a child when one can be made */
-            status = how == HT_SCAN_NOW || ht_load_acquire(&C.lo) ? attempt_forked(how == HT_SCAN_NOW, &woke) : -1;
+            /* while the program runs: in a child when one can be made; at
+             * exit in place (no fork to pay for), then in a child once a
+             * sleeping thread has woken during a scan */
+            int in_child = how == HT_SCAN_NOW || ht_load_acquire(&C.lo) || k > 0;
+            status = in_child ? attempt_forked(how == HT_SCAN_NOW, &woke) : -1;
             forked = status >= 0;
             if (status < 0)
                 status = attempt(how == HT_SCAN_NOW, &woke);

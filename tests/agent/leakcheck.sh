@@ -131,6 +131,11 @@ while [ $k -lt 5 ]; do
     check_truths tk.ht $k "" tk.out "ticking $k" 12
     k=$((k + 1))
 done
+# the exit scans in place first; when the ticker has spoiled that, in a
+# child too
+s=$("$DUMP" tk.ht | grep '^snap ' | sed -n 6p)
+expect_eq "ticking: exit reason reach" "$(field reason "$s") $(field reach "$s")" "0 1"
+check_truths tk.ht 5 EXIT tk.out "ticking exit" 12
 
 # from the program's own code: ht_leak_check() returns the unreachable
 # blocks (15 directly, 7 through them) and writes an API snapshot (reason
