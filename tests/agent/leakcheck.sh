@@ -75,6 +75,11 @@ expect_eq "snapshots" "$(echo "$snaps" | wc -l)" 2
 # reader asleep in read() (2 threads read without their registers)
 expect_eq "check: reason reach threads" "$(field reason "$s0") $(field reach "$s0") $(field reach_threads "$s0")" "1 1 2"
 check_truths lc.ht 0 "" lc.out check 13
+# the report of the check says what the scan could not see, as the
+# check's own summary does
+"$HT" report lc.ht --snapshot 0 >lc-report.txt 2>&1
+expect_eq "check: report names the threads read without registers" \
+    "$(grep -c '^2 other threads slept in a system call: their stacks were scanned, their registers not' lc-report.txt)" 1
 # the exit: the reader sleeps in a mutex wait (a futex: parked like the
 # spinner), so no thread is read without its registers
 expect_eq "exit: reason reach threads" "$(field reason "$s1") $(field reach "$s1") $(field reach_threads "$s1")" "0 1 0"
