@@ -6,7 +6,7 @@
  * (live blocks, directly lost, indirectly lost). No stdio before the
  * blocks are made (so libc's own buffers do not mix in), printf at the end.
  *
- *   reach [exit|thread-running|thread-busy|thread-vector|thread-futex|thread-timedwait|thread-masked|thread-spinning|in-handler|seccomp|exit-thread|exit-rbx|leakcheck|api|ticking]
+ *   reach [exit|thread-running|thread-busy|thread-vector|thread-futex|thread-timedwait|thread-masked|thread-spinning|in-handler|seccomp|exit-thread|exit-rbx|leakcheck|api|ticking|dontfork]
  * exit: as above, ending with exit() from a function whose frame holds a
  * pointer; thread-running: a second thread is still there at exit, asleep
  * in a read() of a pipe, holding a block's only pointer in its frame (its
@@ -40,7 +40,11 @@
  * only pointer to a block in its frame, and 32 MiB of touched anonymous
  * memory make every scan of the roots take longer than that: a check
  * that scanned in place, with the thread asleep as it stands, was
- * spoiled by its waking every time. */
+ * spoiled by its waking every time; dontfork: as ticking without the
+ * ticker, the only pointer to a block kept in a mapping marked
+ * MADV_DONTFORK (V8 marks its heap so), which a forked copy lacks: the
+ * check must still reach the block (it scans in place), and the block a
+ * spinning thread holds only in a register. */
 #include <errno.h>
 #include <pthread.h>
 #include <semaphore.h>
@@ -435,6 +439,32 @@ NOINLINE static void ticking(void)
     exit(0);
 }
 
+/* dontfork: a block held only from a MADV_DONTFORK mapping */
+NOINLINE static void *dontfork_held(void) { return malloc(280); }
+NOINLINE static void dontfork(void)
+{
+    void **page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (page == MAP_FAILED || madvise(page, 4096, MADV_DONTFORK) != 0)
+        abort();
+    page[7] = dontfork_held();
+    note("dontfork_held", 1, 0, 0);
+    /* and a running thread, which the scan in place must stop afresh
+     * after the forked try stopped and released it */
+    pthread_t t;
+    pthread_barrier_init(&ready, NULL, 2);
+    pthread_create(&t, NULL, blocked_main, (void *)3);      /* spins, a pointer in a register */
+    pthread_barrier_wait(&ready);
+    note("register_held", 1, 0, 0);
+    report();
+    printf("READY\n");
+    fflush(stdout);
+    char line[16];
+    if (!fgets(line, sizeof line, stdin))
+        abort();
+    report_as("EXIT");
+    exit(0);
+}
+
 /* exits with the only pointer to a block in this frame */
 NOINLINE static void held_stack_then_exit(void)
 {
@@ -550,6 +580,8 @@ int main(int argc, char **argv)
         leakcheck();
     if (!strcmp(mode, "ticking"))
         ticking();
+    if (!strcmp(mode, "dontfork"))
+        dontfork();
     if (!strcmp(mode, "api"))
         held_stack_then_check();
     if (!strcmp(mode, "exit-rbx"))
