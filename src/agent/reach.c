@@ -1392,16 +1392,24 @@ static void release(void)
 
 /* One attempt: stop, scan, check the sleepers. Returns the status; *woke
  * says a sleeping thread ran meanwhile (worth another attempt). */
-static int attempt(int now, int *woke)
+/* Parks or finds asleep every other thread: 0, or why the scan cannot
+ * be made (HT_REACH_*). */
+static int stop_all(void)
 {
-    *woke = 0;
     int others = stop_others();
     if (others < 0)
         return HT_REACH_UNREADABLE;
-    if (others > 0) {
+    if (others > 0)
         R.threads = (uint32_t)others;
-        return HT_REACH_THREADS;
-    }
+    return others > 0 ? HT_REACH_THREADS : HT_REACH_NONE;
+}
+
+static int attempt(int now, int *woke)
+{
+    *woke = 0;
+    int why = stop_all();
+    if (why != HT_REACH_NONE)
+        return why;
     if (pick_reader() != 0)
         return HT_REACH_UNREADABLE;
     /* the callee-saved registers, where the stack scan sees them; on
@@ -1568,13 +1576,9 @@ static int attempt_forked(int now, int *woke)
     *woke = 0;
     if (ht__seccomp_filtered())
         return -1;
-    int others = stop_others();
-    if (others < 0)
-        return HT_REACH_UNREADABLE;
-    if (others > 0) {
-        R.threads = (uint32_t)others;
-        return HT_REACH_THREADS;
-    }
+    int why = stop_all();
+    if (why != HT_REACH_NONE)
+        return why;
     uint32_t nsites = ht__site_count();
     size_t bytes = (sizeof(shared_result_t) + (size_t)nsites * sizeof(ht_reach_site_t) + PAGE - 1) &
                    ~(size_t)(PAGE - 1);

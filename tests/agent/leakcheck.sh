@@ -171,10 +171,14 @@ if command -v node >/dev/null; then
     wait $rp
     expect_eq "node: exit status" "$?" 0
     expect_eq "node: output" "$(cat nd.out)" "churn ok"
+    # (a check may give up under load, "not computed"; it may not call a
+    # block lost)
     n=$(grep -c '^heaptrail: unreachable now: ' nd.checks)
-    expect_eq "node: some checks made" "$(( n >= 3 ))" 1
-    expect_eq "node: checks that found blocks unreachable or were not computed" \
-        "$(grep -c '^heaptrail: unreachable now: [1-9]\|not computed' nd.checks)" 0
+    expect_eq "node: at least 3 checks computed" "$(( n >= 3 ))" 1
+    bad=$(grep -c '^heaptrail: unreachable now: [1-9]' nd.checks)
+    expect_eq "node: checks that found blocks unreachable" "$bad" 0
+    [ "$bad" -eq 0 ] || grep -A12 '^heaptrail: unreachable now: [1-9]' nd.checks
+    grep 'not computed' nd.checks
 else
     fail "node is not installed (scripts/install-deps.sh test)"
 fi

@@ -351,6 +351,26 @@ static void *reader_main(void *arg)
     return NULL;
 }
 
+/* The truth of a check, READY, then waits for a line from standard
+ * input (the checks are done). */
+static void ready_then_wait(void)
+{
+    report();
+    printf("READY\n");
+    fflush(stdout);
+    char line[16];
+    if (!fgets(line, sizeof line, stdin))
+        abort();
+}
+
+/* ... then the truth of the exit, unchanged, and the exit */
+static void checked_then_exit(void)
+{
+    ready_then_wait();
+    report_as("EXIT");
+    exit(0);
+}
+
 NOINLINE static void leakcheck(void)
 {
     pthread_t t;
@@ -367,12 +387,7 @@ NOINLINE static void leakcheck(void)
     pthread_barrier_wait(&ready);
     wait_asleep();
     note("syscall_held", 1, 0, 0);
-    report();
-    printf("READY\n");
-    fflush(stdout);
-    char line[16];
-    if (!fgets(line, sizeof line, stdin))
-        abort();
+    ready_then_wait();
     /* the check is done: change the truth for the exit */
     free((void *)(hidden ^ 0x5555555555555555ull));
     for (int i = 0; i < ntruth; i++)
@@ -388,6 +403,7 @@ NOINLINE static void leakcheck(void)
     report_as("EXIT");
     exit(0);
 }
+
 
 /* ticking: a thread that wakes every 10 ms, a block only in its frame */
 static volatile int ticks;
@@ -429,14 +445,7 @@ NOINLINE static void ticking(void)
     while (ticks < 3)
         usleep(1000);
     note("ticker_held", 1, 0, 0);
-    report();
-    printf("READY\n");
-    fflush(stdout);
-    char line[16];
-    if (!fgets(line, sizeof line, stdin))
-        abort();
-    report_as("EXIT");
-    exit(0);
+    checked_then_exit();
 }
 
 /* dontfork: a block held only from a MADV_DONTFORK mapping */
@@ -455,14 +464,7 @@ NOINLINE static void dontfork(void)
     pthread_create(&t, NULL, blocked_main, (void *)3);      /* spins, a pointer in a register */
     pthread_barrier_wait(&ready);
     note("register_held", 1, 0, 0);
-    report();
-    printf("READY\n");
-    fflush(stdout);
-    char line[16];
-    if (!fgets(line, sizeof line, stdin))
-        abort();
-    report_as("EXIT");
-    exit(0);
+    checked_then_exit();
 }
 
 /* exits with the only pointer to a block in this frame */
