@@ -444,12 +444,9 @@ int ht__run_summary(const char *path, int when, int64_t seq, FILE *out)
             fprintf(out, "; mmap regions, not checked: %s bytes in %s blocks", commas(bytes - heap, b2),
                     commas(blocks - heap_n, b3));
         fputc('\n', out);
-        if (s->reach_threads)
-            fprintf(out, "heaptrail: %u %s in a system call: %s scanned, "
-                         "%s registers not (a pointer held only there would not count)\n",
-                    s->reach_threads, s->reach_threads == 1 ? "other thread slept" : "other threads slept",
-                    s->reach_threads == 1 ? "its stack was" : "their stacks were",
-                    s->reach_threads == 1 ? "its" : "their");
+        char unseen[256];
+        if (ht__reach_unseen(s, unseen, sizeof unseen))
+            fprintf(out, "heaptrail: %s\n", unseen);
     } else if (s->reach != HT_REACH_NONE) {
         char why[160];
         fprintf(out, "heaptrail: reachability not computed: %s\n", ht__reach_why(s, why, sizeof why));

@@ -340,6 +340,18 @@ const char *ht__reach_why(const ht_tsnapshot_t *s, char *buf, size_t len)
     return buf;
 }
 
+const char *ht__reach_unseen(const ht_tsnapshot_t *s, char *buf, size_t len)
+{
+    if (s->reach != HT_REACH_DONE || !s->reach_threads)
+        return NULL;
+    int one = s->reach_threads == 1;
+    snprintf(buf, len, "%u %s in a system call: %s scanned, %s registers not (a pointer held only "
+                       "there would not count)",
+             s->reach_threads, one ? "other thread slept" : "other threads slept",
+             one ? "its stack was" : "their stacks were", one ? "its" : "their");
+    return buf;
+}
+
 const char *ht__reach_name(int reach)
 {
     switch (reach) {

@@ -203,6 +203,11 @@ HT_INTERNAL const char *ht__snap_reason(int reason);
  * reports and the summaries of `heaptrail run` and `heaptrail snapshot
  * --leaks`. */
 HT_INTERNAL const char *ht__reach_why(const ht_tsnapshot_t *s, char *buf, size_t len);
+/* What a computed scan could not see ("2 other threads slept in a system
+ * call: their stacks were scanned, their registers not (...)"), written
+ * into buf; NULL when every thread's registers were read. Shared by the
+ * reports and the summaries. */
+HT_INTERNAL const char *ht__reach_unseen(const ht_tsnapshot_t *s, char *buf, size_t len);
 /* The JSON name of a reach status: "computed", "threads", ... */
 HT_INTERNAL const char *ht__reach_name(int reach);
 

@@ -243,13 +243,8 @@ int ht__render_text(const ht_report_t *r, FILE *f)
             if (ht__reach_summary(r, line, sizeof line))
                 fprintf(f, "%s\n", line);
             /* as the run's summary says it: what the scan could not see */
-            if (r->reach == HT_REACH_DONE && r->snap_b && r->snap_b->reach_threads)
-                fprintf(f, "%u %s in a system call: %s, %s registers not (a pointer held only "
-                           "there would not count)\n",
-                        r->snap_b->reach_threads,
-                        r->snap_b->reach_threads == 1 ? "other thread slept" : "other threads slept",
-                        r->snap_b->reach_threads == 1 ? "its stack was scanned" : "their stacks were scanned",
-                        r->snap_b->reach_threads == 1 ? "its" : "their");
+            if (r->reach == HT_REACH_DONE && r->snap_b && ht__reach_unseen(r->snap_b, line, sizeof line))
+                fprintf(f, "%s\n", line);
         }
         break;
     case HT_REPORT_DIFF:
