@@ -107,7 +107,6 @@ typedef struct hot_s {
     uint32_t seq;
     uint32_t id;
     uint32_t n;
-    uint32_t pad;
     uint64_t hash;
     uint64_t f[HOT_FRAMES];
 } hot_t;
