@@ -1390,8 +1390,6 @@ static void release(void)
     S.buf = NULL;
 }
 
-/* One attempt: stop, scan, check the sleepers. Returns the status; *woke
- * says a sleeping thread ran meanwhile (worth another attempt). */
 /* Parks or finds asleep every other thread: 0, or why the scan cannot
  * be made (HT_REACH_*). */
 static int stop_all(void)
@@ -1404,6 +1402,30 @@ static int stop_all(void)
     return others > 0 ? HT_REACH_THREADS : HT_REACH_NONE;
 }
 
+/* The threads read asleep: how many, and in *woke how many of them ran
+ * since (their reading of the memory is then stale). */
+static int sleepers(int *woke)
+{
+    int slept = 0;
+    for (int i = 0; i < g_nt; i++)
+        if (T[i].state == T_BLOCKED) {
+            slept++;
+            *woke += !still_sleeping(&T[i]);
+        }
+    return slept;
+}
+
+/* Forgets the threads of a stop (they have been let go): the next stop
+ * lists and signals them afresh. */
+static void forget_threads(void)
+{
+    __builtin_memset(T, 0, sizeof T);
+    ht_store_release(&g_nt, 0);
+    g_full = 0;
+}
+
+/* One attempt: stop, scan, check the sleepers. Returns the status; *woke
+ * says a sleeping thread ran meanwhile (worth another attempt). */
 static int attempt(int now, int *woke)
 {
     *woke = 0;
@@ -1428,12 +1450,7 @@ static int attempt(int now, int *woke)
     int status = scan(sp);
     (void)regs[0];
     /* the threads read asleep must not have run meanwhile */
-    int slept = 0;
-    for (int i = 0; i < g_nt; i++)
-        if (T[i].state == T_BLOCKED) {
-            slept++;
-            *woke += !still_sleeping(&T[i]);
-        }
+    int slept = sleepers(woke);
     if (status == HT_REACH_DONE && *woke) {
         R.threads = (uint32_t)*woke;
         return HT_REACH_THREADS;
@@ -1570,7 +1587,9 @@ static int copied_whole(const char *pt, size_t plen, const char *ct, size_t clen
     }
 }
 
-/* Returns the status, or -1 when no child could be made (scan in place). */
+/* Returns the status, or -1 when the scan must be made in place (no
+ * child could be made, or it lacks part of the memory); the threads may
+ * still be stopped then. */
 static int attempt_forked(int now, int *woke)
 {
     *woke = 0;
@@ -1659,12 +1678,7 @@ static int attempt_forked(int now, int *woke)
         return -1;              /* S.pagemap_fd is kept for the scan in place */
     }
     /* the threads read asleep must not have run before the fork */
-    int slept = 0;
-    for (int i = 0; i < g_nt; i++)
-        if (T[i].state == T_BLOCKED) {
-            slept++;
-            *woke += !still_sleeping(&T[i]);
-        }
+    int slept = sleepers(woke);
     release_others();
     ht_store_release(&res->go, *woke ? 2 : 1);
     futex(&res->go, FUTEX_WAKE, 1, NULL);
@@ -1719,9 +1733,7 @@ void ht__reach_compute(int how)
             __builtin_memset(&S, 0, sizeof S);
             S.pipe[0] = S.pipe[1] = S.pagemap_fd = S.mem_fd = -1;
             S.pid = (int)ht__sys0(SYS_getpid);
-            __builtin_memset(T, 0, sizeof T);
-            ht_store_release(&g_nt, 0);
-            g_full = 0;
+            forget_threads();
             if (R.sites)
                 ht__unmap(R.sites, (size_t)(R.nsites ? R.nsites : 1) * sizeof *R.sites);
             R.sites = NULL;
@@ -1736,9 +1748,7 @@ void ht__reach_compute(int how)
             forked = status >= 0;
             if (status < 0) {
                 /* the threads it stopped went on: stop them afresh */
-                __builtin_memset(T, 0, sizeof T);
-                ht_store_release(&g_nt, 0);
-                g_full = 0;
+                forget_threads();
                 status = attempt(how == HT_SCAN_NOW, &woke);
             }
             scanned += S.scanned;
