@@ -1747,7 +1747,9 @@ void ht__reach_compute(int how)
             status = in_child ? attempt_forked(how == HT_SCAN_NOW, &woke) : -1;
             forked = status >= 0;
             if (status < 0) {
-                /* the threads it stopped went on: stop them afresh */
+                /* let go whatever threads it stopped, and stop them
+                 * afresh (their states are the forked try's) */
+                release_others();
                 forget_threads();
                 status = attempt(how == HT_SCAN_NOW, &woke);
             }
