@@ -88,7 +88,7 @@ HT_INTERNAL int ht__gettid(void);
  * async-signal-safe. Each word has one owner: */
 enum {
     HT_TW_STACKDB_INSERT = 0,   /* stackdb.c: this thread is inside an insert */
-    HT_TW_STACKDB_MISSES = 1,   /* stackdb.c: this thread's hot-cache misses */
+    HT_TW_STACKDB_HOT = 1,      /* stackdb.c: this thread's hot-cache window */
     HT_THREAD_WORDS = 4
 };
 HT_INTERNAL uintptr_t *ht__thread_word(unsigned i);
