@@ -664,6 +664,12 @@ typedef struct tbuf_s {
      * run of states costs the hash one multiplication */
     uint64_t dsum[TRAIL_CAP + 1];
     uint8_t fl[TRAIL_CAP];      /* TF_* | slot distance << 4 */
+    /* derived from fl when a state is marked, so the verification loop
+     * does not decode it: the rbp slot's distance below the next CFA in
+     * bytes, and prefix counts of TF_RELOADS_BP (rcnt[a]: states in
+     * [base, a) with it; mod 256, and a run holds under 256 states) */
+    uint8_t soff[TRAIL_CAP];
+    uint8_t rcnt[TRAIL_CAP + 1];
 } tbuf_t;
 
 /* A buffer's header, kept with the others in the trail_t (one cache line
@@ -793,6 +799,8 @@ static HT_ALWAYS_INLINE unsigned mark_state(trail_t *tr, int bi, int at, uintptr
     else if (f & TF_RELOADS_BP)
         need = 0;
     b->fl[at] = (uint8_t)(f | need);
+    b->soff[at] = (uint8_t)(8 + ((f >> 4) << 3));
+    b->rcnt[at + 1] = (uint8_t)(b->rcnt[at] + ((f & TF_RELOADS_BP) != 0));
     b->dsum[at + 1] = b->dsum[at] + ht_hash_mix(pc) * g_rinv[at];
     tr->join[JOIN_SLOT(sp)] = (uint16_t)(bi << 8 | at);
     return need;
@@ -805,6 +813,7 @@ static void trail_mark(trail_t *tr, int bi)
     int base = tr->h[bi].base, end = base + tr->h[bi].len;
     unsigned need = TF_NEEDS_BP;
     b->dsum[base] = 0;
+    b->rcnt[base] = 0;
     for (int at = base; at < end; at++)
         need = mark_state(tr, bi, at, b->pc[at], b->sp[at], b->fl[at] & ~(unsigned)TF_NEEDS_BP, need);
 }
@@ -966,26 +975,27 @@ static HT_NOINLINE int speculate(wstate_t *st, int j, void **frames, int max)
 {
     const tbuf_t *T = st->T;
     const uintptr_t *tsp = T->sp + st->tb, *tpc = T->pc + st->tb, *tsval = T->sval + st->tb;
-    const uint8_t *tfl = T->fl + st->tb;
-    int k = j, reloaded = 0, n = st->n, more = 1;
+    const uint8_t *tsoff = T->soff + st->tb;
+    int n = st->n, more = 1;
+    /* verify down to state kmin at most: the frames left room for */
+    int kmin = j - (max - n) > 0 ? j - (max - n) : 0, k = j;
     st->spec_j = j;
     st->spec_i = st->ri;
     st->spec_rec = st->rec;
     st->join_bp = st->bp;
-    while (k > 0) {
+    void **out = frames + n;
+    for (; k > kmin; k--) {
         /* npc is the frame to emit: a JIT frame's carries its serial tag,
          * the return-address slot holds the bare address */
-        uintptr_t npc = tpc[k - 1], ras = tsp[k - 1] - 8;
-        if (*(const uintptr_t *)ras != HT_FRAME_ADDRESS(npc) || *(const uintptr_t *)(ras - 8 * (tfl[k] >> 4)) != tsval[k])
+        uintptr_t npc = tpc[k - 1], cfa = tsp[k - 1];
+        if (*(const uintptr_t *)(cfa - 8) != HT_FRAME_ADDRESS(npc) ||
+            *(const uintptr_t *)(cfa - tsoff[k]) != tsval[k])
             break;
-        reloaded |= tfl[k];
-        k--;
-        frames[n] = (void *)npc;
-        if (++n >= max) {
-            more = 0;
-            break;
-        }
+        *out++ = (void *)npc;
     }
+    n = (int)(out - frames);
+    if (k == kmin && n >= max)
+        more = 0;
     /* the frames of states x in [k, j) went to positions E - (tb + x) */
     uint64_t E = (uint64_t)st->n + (uint64_t)j - 1 + (uint64_t)st->tb;
     if (k < j)
@@ -995,7 +1005,8 @@ static HT_NOINLINE int speculate(wstate_t *st, int j, void **frames, int max)
     st->n = n;
     st->pc = HT_FRAME_ADDRESS(tpc[k]);
     st->sp = tsp[k];
-    if (reloaded & TF_RELOADS_BP)
+    /* a step from a state in (k, j] reloaded rbp */
+    if (T->rcnt[st->tb + j + 1] != T->rcnt[st->tb + k + 1])
         st->bp = T->bp[st->tb + k];
     return more;
 }
