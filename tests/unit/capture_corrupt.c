@@ -8,9 +8,13 @@
  *    inside the corrupted frame are exact, the walk stops without faulting;
  *  - a stack pointer pivoted onto junk (random words, self-pointers, real
  *    return addresses), and fake signal contexts pointing anywhere;
+ *  - a handler on a sigaltstack whose interrupted frame has a garbage rbp
+ *    under a frame-pointer caller: the walk moves to the main stack and
+ *    must bound its reads by that stack, not the handler's;
  *  - contract edges: max <= 0, skip beyond the stack, NULL hash.
  * And the CFI parser on mutated copies of a real .eh_frame: never a fault,
  * and the unmutated copy gives the same rows as the original. */
+#include <setjmp.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,6 +113,94 @@ static void test_garbage_rbp(void)
             CHECK(memcmp(g_frames, clean, (size_t)n * sizeof(void *)) == 0);
         }
     }
+}
+
+/* ---- through a signal frame onto another stack ----------------------- */
+
+static volatile int *volatile g_fault_at;   /* a PROT_NONE page */
+static volatile uintptr_t g_uc_rbp;         /* the interrupted rbp, 0: as it was */
+static sigjmp_buf g_jb;
+
+static void on_fault(int sig, siginfo_t *si, void *ucv)
+{
+    (void)sig;
+    (void)si;
+    ucontext_t *uc = ucv;
+    if (g_uc_rbp)
+        uc->uc_mcontext.gregs[REG_RBP] = (greg_t)g_uc_rbp;
+    g_n = ht_capture(0, MAXF, g_frames, NULL);
+    siglongjmp(g_jb, 1);
+}
+
+/* faults without touching rbp, so the walk takes the rbp the handler left
+ * in the context up to fp_faulter, whose CFA is rbp + 16 */
+__attribute__((noinline, optimize("omit-frame-pointer"))) static void faulter(void)
+{
+    *g_fault_at = 1;
+    sink++;
+}
+
+__attribute__((noinline, optimize("no-omit-frame-pointer"))) static void fp_faulter(void)
+{
+    volatile char buf[32];
+    buf[0] = 1;
+    faulter();
+    sink += buf[0];
+}
+
+/* the index of the return address into fp_faulter in g_frames, or -1 */
+static int fp_faulter_at(void)
+{
+    for (int i = 0; i < g_n; i++)
+        if ((uintptr_t)g_frames[i] > (uintptr_t)fp_faulter && (uintptr_t)g_frames[i] < (uintptr_t)fp_faulter + 256)
+            return i;
+    return -1;
+}
+
+static void test_altstack_switch(void)
+{
+    /* the handler's stack from the heap, below the main stack: a walk
+     * bounded by the handler's stack would accept any address above it */
+    stack_t ss = { .ss_sp = malloc(1 << 16), .ss_size = 1 << 16, .ss_flags = 0 }, old_ss;
+    CHECK(ss.ss_sp != NULL && sigaltstack(&ss, &old_ss) == 0);
+    struct sigaction sa, old_segv, old_bus;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_fault;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;     /* a fault inside the walk kills */
+    sigaction(SIGSEGV, &sa, &old_segv);
+    sigaction(SIGBUS, &sa, &old_bus);
+    void *page = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(page != MAP_FAILED);
+    g_fault_at = page;
+    /* rbp 0x1000: the CFA rbp + 16 is far below the main stack and
+     * unmapped; 0x7ffffffff000: above it */
+    uintptr_t values[] = { 0, 0x1000, 0x7ffffffff000, 0xdeadbeefdeadbeef };
+    void *clean[MAXF];
+    int clean_at = -1;
+    for (size_t j = 0; j < sizeof values / sizeof values[0]; j++) {
+        g_uc_rbp = values[j];
+        g_n = 0;
+        if (sigsetjmp(g_jb, 1) == 0)
+            fp_faulter();
+        int at = fp_faulter_at();
+        if (j == 0) {
+            clean_at = at;
+            memcpy(clean, g_frames, sizeof clean);
+            CHECK(at >= 2);             /* through the signal frame */
+            CHECK(g_n > at + 1);        /* and on past fp_faulter */
+            continue;
+        }
+        /* the frames up to fp_faulter's are verifiable; its CFA is not */
+        CHECK_EQ(at, clean_at);
+        CHECK(at >= 0 && memcmp(g_frames, clean, (size_t)(at + 1) * sizeof(void *)) == 0);
+        CHECK_EQ(g_n, at + 1);
+    }
+    g_uc_rbp = 0;
+    munmap(page, 4096);
+    sigaction(SIGSEGV, &old_segv, NULL);
+    sigaction(SIGBUS, &old_bus, NULL);
+    sigaltstack(&old_ss, NULL);
+    free(ss.ss_sp);
 }
 
 /* ---- overwritten return address -------------------------------------- */
@@ -315,6 +407,7 @@ int main(void)
 {
     test_garbage_rbp();
     test_bad_return_address();
+    test_altstack_switch();
     test_junk_stacks();
     test_contract_edges();
     test_cfi_mutations();

@@ -1220,9 +1220,11 @@ static HT_NOINLINE int walk(const ht_regs_t *r, int exact, int skip, int max, vo
         }
         st.R = &tr->b[tr->spare];
     }
+    /* fast and hi change only where a slow step crossed a signal frame
+     * onto another stack (below) */
     const uint64_t *fast = st.fast;
     const uint64_t gentag = st.gentag;
-    const uintptr_t hi = st.w.hi;
+    uintptr_t hi = st.w.hi;
     /* a resting walk neither records nor joins: the next recording walk
      * tries the joins that tell whether stacks repeat again */
     const uint16_t *join = tr && fast && !exact && st.rec ? tr->join : NULL;
@@ -1296,6 +1298,16 @@ static HT_NOINLINE int walk(const ht_regs_t *r, int exact, int skip, int max, vo
             }
         }
         pc = st.pc, sp = st.sp, bp = st.bp, sum = st.sum;
+        /* a signal frame may have moved the walk to another stack (from a
+         * sigaltstack handler to the interrupted code): bound the steps by
+         * that stack, and take none that read below sp if its red zone is
+         * not all readable. (Bounded by the handler's stack, which lies
+         * below the main stack, every address above sp passed: a garbage
+         * rbp made the walk fault.) */
+        fast = st.fast;
+        hi = st.w.hi;
+        if (!fast)
+            join = NULL;
         if (ss == SLOW_OK)
             continue;
         if (ss == SLOW_UNKNOWN) {
