@@ -341,11 +341,12 @@ $(BUILD)/bench/capture_bench_%: bench/capture_bench.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g -Wall -Werror $(if $(filter fp,$*),-fno-omit-frame-pointer,-fomit-frame-pointer) -Iinclude \
 	    -o $@ $< -L$(BUILD) -lheaptrail -lunwind -ldl -Wl,-rpath,'$$ORIGIN/..'
+# ht_capture through registered JIT code vs native frames (bench/jit_bench.c);
+# also run by bench-capture. `make bench-jit` runs it alone. (Defined before
+# bench-capture's rule: a prerequisite list is expanded where it is read.)
+JIT_BENCH := $(BUILD)/bench/jit_bench
 bench-capture: all $(CAPTURE_BENCH) $(JIT_BENCH) $(AGREE_LIB)
 	@bench/capture.sh
-# ht_capture through registered JIT code vs native frames (bench/jit_bench.c);
-# also run by bench-capture. `make bench-jit` runs it alone.
-JIT_BENCH := $(BUILD)/bench/jit_bench
 $(JIT_BENCH): bench/jit_bench.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g -Wall -Werror -fomit-frame-pointer -Iinclude \
