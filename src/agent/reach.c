@@ -1453,7 +1453,7 @@ static int attempt(int now, int *woke)
     int slept = sleepers(woke);
     if (status == HT_REACH_DONE && *woke) {
         R.threads = (uint32_t)*woke;
-        return HT_REACH_THREADS;
+        return HT_REACH_WOKE;
     }
     if (status == HT_REACH_DONE)
         R.threads = (uint32_t)slept;    /* scanned without their registers */
@@ -1685,7 +1685,7 @@ static int attempt_forked(int now, int *woke)
     int status;
     if (*woke) {
         R.threads = (uint32_t)*woke;
-        status = HT_REACH_THREADS;
+        status = HT_REACH_WOKE;
     } else {
         /* the child's answer; its exit, or a wake, ends each wait */
         struct timespec ts = { 0, 100 * 1000000 };

@@ -322,6 +322,16 @@ const char *ht__reach_why(const ht_tsnapshot_t *s, char *buf, size_t len)
             snprintf(buf, len, "other threads were running%s and could not be paused", when);
         return buf;
     }
+    case HT_REACH_WOKE: {
+        const char *when = snap_at_end(s) ? " at exit" : "";
+        if (s->reach_threads == 1)
+            snprintf(buf, len, "1 other thread, asleep in a system call%s, woke during every try of the scan",
+                     when);
+        else
+            snprintf(buf, len, "%u other threads, asleep in system calls%s, woke during every try of the scan",
+                     s->reach_threads, when);
+        return buf;
+    }
     case HT_REACH_UNREADABLE:
         snprintf(buf, len, "the process could not read its own memory");
         return buf;
@@ -362,6 +372,7 @@ const char *ht__reach_name(int reach)
     case HT_REACH_NOMEM: return "no_memory";
     case HT_REACH_INCOMPLETE: return "incomplete";
     case HT_REACH_INSIDE: return "inside_allocator";
+    case HT_REACH_WOKE: return "sleepers_woke";
     }
     return "unknown";
 }

@@ -160,7 +160,7 @@ static void json_reach(const ht_report_t *r, FILE *f)
         return;
     }
     char why[160];
-    if (r->reach == HT_REACH_THREADS)
+    if (r->reach == HT_REACH_THREADS || r->reach == HT_REACH_WOKE)
         fprintf(f, ",\"threads\":%u", s->reach_threads);
     fputs(",\"reason\":", f);
     ht__json_string(f, ht__reach_why(s, why, sizeof why));

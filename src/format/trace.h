@@ -63,7 +63,8 @@ enum {
     HT_REACH_UNREADABLE,        /* the process could not read its own memory */
     HT_REACH_NOMEM,             /* no memory for the scan */
     HT_REACH_INCOMPLETE,        /* the agent lost track of blocks or of its own mappings */
-    HT_REACH_INSIDE             /* exit came from inside an allocator call (a signal handler) */
+    HT_REACH_INSIDE,            /* exit came from inside an allocator call (a signal handler) */
+    HT_REACH_WOKE               /* threads asleep in a system call woke during every try */
 };
 
 enum {

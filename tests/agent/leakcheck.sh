@@ -142,6 +142,27 @@ s=$("$DUMP" tk.ht | grep '^snap ' | sed -n 6p)
 expect_eq "ticking: exit reason reach" "$(field reason "$s") $(field reach "$s")" "0 1"
 check_truths tk.ht 5 EXIT tk.out "ticking exit" 12
 
+# threads that sleep 30 us at a time (timed waits, read as they stand,
+# never parked): a try of the scan is spoiled when one wakes before it is
+# done, in place or before the fork of a copy. A check whose every try was
+# spoiled says so (REACH status 7), not that threads "were running and
+# could not be paused" (status 2, what it said before), and so does the
+# run's summary when the exit's tries were spoiled too.
+start_prog rl "$P/reach" restless
+check_loop rl 4
+finish_prog rl
+woke=$("$DUMP" rl.ht | grep '^snap ' | grep -c ' reach=7 ')
+expect_eq "restless: a check or the exit not computed because sleepers woke" "$((woke > 0))" 1
+expect_eq "restless: not computed for another reason" \
+    "$("$DUMP" rl.ht | grep '^snap ' | grep -v ' reach=1 ' | grep -vc ' reach=7 ')" 0
+expect_eq "restless: the checks' messages" \
+    "$(grep -c 'not computed: [0-9] other threads\{0,1\}, asleep in \(a \)\{0,1\}system calls\{0,1\}, woke during every try of the scan' rl-checks.err)" \
+    "$("$DUMP" rl.ht | grep '^snap ' | head -n 4 | grep -c ' reach=7 ')"
+if "$DUMP" rl.ht | grep '^snap ' | sed -n 5p | grep -q ' reach=7 '; then
+    expect_eq "restless: the summary says why" \
+        "$(grep -c '^heaptrail: reachability not computed: [0-9] other threads\{0,1\}, asleep in \(a \)\{0,1\}system calls\{0,1\} at exit, woke during every try of the scan' rl.err)" 1
+fi
+
 # a mapping marked MADV_DONTFORK (V8 marks its heap so) holds the only
 # pointer to a block: a forked copy lacks it, so the check scans in place,
 # stopping afresh the threads the forked try had stopped and let go (a

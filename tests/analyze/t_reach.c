@@ -235,6 +235,15 @@ static void test_model(void)
     }
     ht_tsnapshot_t one = { .reach = HT_REACH_THREADS, .reach_threads = 1 };
     CHECK(streq(ht__reach_why(&one, line, sizeof line), "1 other thread was running at exit and could not be paused"));
+    /* sleepers that woke are not threads that could not be paused */
+    ht_tsnapshot_t woke = { .reach = HT_REACH_WOKE, .reach_threads = 1 };
+    CHECK(streq(ht__reach_why(&woke, line, sizeof line),
+                "1 other thread, asleep in a system call at exit, woke during every try of the scan"));
+    woke.reach_threads = 4;
+    woke.reason = HT_SNAP_REQUEST;
+    CHECK(streq(ht__reach_why(&woke, line, sizeof line),
+                "4 other threads, asleep in system calls, woke during every try of the scan"));
+    CHECK(streq(ht__reach_name(HT_REACH_WOKE), "sleepers_woke"));
 
     /* no REACH: nothing new */
     set_reach(&t, HT_REACH_NONE, 0);
@@ -480,6 +489,12 @@ static void test_summary(void)
              "heaptrail: reachability not computed: 3 other threads were running at exit and could not be paused\n", before);
     CHECK(streq(s, want));
     free(s);
+    s = summary_of(path, HT_REACH_WOKE, 2);
+    snprintf(want, sizeof want, "%s%s%s", LINE1,
+             "heaptrail: reachability not computed: 2 other threads, asleep in system calls at exit, "
+             "woke during every try of the scan\n", before);
+    CHECK(streq(s, want));
+    free(s);
     s = summary_of(path, HT_REACH_UNREADABLE, 0);
     snprintf(want, sizeof want, "%s%s%s", LINE1,
              "heaptrail: reachability not computed: the process could not read its own memory\n", before);
@@ -526,6 +541,18 @@ static void test_bad_reach(void)
     CHECK_EQ(t.nsnaps, 1);
     CHECK_EQ(t.snaps[0].reach, HT_REACH_THREADS);
     CHECK_EQ(t.snaps[0].reach_threads, 2);
+    ht_trace_free(&t);
+    /* the newest status reads; one past it is damage */
+    CHECK_EQ(write_summary_trace(path, HT_REACH_WOKE, 3), 0);
+    CHECK_EQ(ht_trace_read(path, &t, err, sizeof err), 0);
+    CHECK_EQ(t.nsnaps, 1);
+    CHECK_EQ(t.snaps[0].reach, HT_REACH_WOKE);
+    CHECK_EQ(t.snaps[0].reach_threads, 3);
+    ht_trace_free(&t);
+    CHECK_EQ(write_summary_trace(path, HT_REACH_WOKE + 1, 3), 0);
+    CHECK_EQ(ht_trace_read(path, &t, err, sizeof err), 0);
+    CHECK_EQ(t.truncated, 1);
+    CHECK_EQ(t.nsnaps, 0);
     ht_trace_free(&t);
 }
 

@@ -6,7 +6,7 @@
  * (live blocks, directly lost, indirectly lost). No stdio before the
  * blocks are made (so libc's own buffers do not mix in), printf at the end.
  *
- *   reach [exit|thread-running|thread-busy|thread-vector|thread-futex|thread-timedwait|thread-masked|thread-spinning|in-handler|seccomp|exit-thread|exit-rbx|leakcheck|api|ticking|dontfork]
+ *   reach [exit|thread-running|thread-busy|thread-vector|thread-futex|thread-timedwait|thread-masked|thread-spinning|in-handler|seccomp|exit-thread|exit-rbx|leakcheck|api|ticking|restless|dontfork]
  * exit: as above, ending with exit() from a function whose frame holds a
  * pointer; thread-running: a second thread is still there at exit, asleep
  * in a read() of a pipe, holding a block's only pointer in its frame (its
@@ -40,7 +40,10 @@
  * only pointer to a block in its frame, and 32 MiB of touched anonymous
  * memory make every scan of the roots take longer than that: a check
  * that scanned in place, with the thread asleep as it stands, was
- * spoiled by its waking every time; dontfork: as ticking without the
+ * spoiled by its waking every time; restless: eight threads that sleep 30
+ * us at a time (timed waits: never parked), so every try of a scan, in
+ * place or in a copy, sees one of them wake: the checks say why they were
+ * not computed; dontfork: as ticking without the
  * ticker, the only pointer to a block kept in a mapping marked
  * MADV_DONTFORK (V8 marks its heap so), which a forked copy lacks: the
  * check must still reach the block (it scans in place), and the block a
@@ -48,6 +51,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <semaphore.h>
+#include <sys/prctl.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -448,6 +452,29 @@ NOINLINE static void ticking(void)
     checked_then_exit();
 }
 
+/* restless: threads that wake every 30 us */
+static void *restless_main(void *arg)
+{
+    (void)arg;
+    prctl(PR_SET_TIMERSLACK, 1ul, 0, 0, 0);
+    pthread_barrier_wait(&ready);
+    for (;;) {
+        struct timespec ts = { 0, 30000 };
+        nanosleep(&ts, NULL);
+    }
+    return NULL;
+}
+
+NOINLINE static void restless(void)
+{
+    pthread_t t;
+    pthread_barrier_init(&ready, NULL, 9);
+    for (int i = 0; i < 8; i++)
+        pthread_create(&t, NULL, restless_main, NULL);
+    pthread_barrier_wait(&ready);
+    checked_then_exit();
+}
+
 /* dontfork: a block held only from a MADV_DONTFORK mapping */
 NOINLINE static void *dontfork_held(void) { return malloc(280); }
 NOINLINE static void dontfork(void)
@@ -584,6 +611,8 @@ int main(int argc, char **argv)
         ticking();
     if (!strcmp(mode, "dontfork"))
         dontfork();
+    if (!strcmp(mode, "restless"))
+        restless();
     if (!strcmp(mode, "api"))
         held_stack_then_check();
     if (!strcmp(mode, "exit-rbx"))
