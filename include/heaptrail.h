@@ -209,8 +209,9 @@ HT_API int ht_snapshot(void);
  *  @return : the number of unreachable blocks (definitely lost plus those
  *            reachable only through them), or -1 if the program is not
  *            traced, reachability is off (HEAPTRAIL_REACH=0), it could not
- *            be computed (another thread could not be paused), or the
- *            trace cannot be written.
+ *            be computed (another thread could not be paused, or one
+ *            asleep in a system call woke during every try; the trace
+ *            says which), or the trace cannot be written.
  *  Thread-safe; not async-signal-safe; takes about 0.2 us per live
  *  block. */
 HT_API long ht_leak_check(void);
