@@ -628,14 +628,29 @@ static int stop_others(void)
                 waiting += now == T_SENT || now == T_BUSY;
             }
             /* one that blocks the signal and runs may be about to sleep
-             * (a wait in a moment): looked at again every ~1 ms */
+             * (a wait in a moment), or unblock it: looked at again every
+             * ~1 ms. (A thread a previous stop parked blocks the signal
+             * until it has left the handler; under load that can be after
+             * the next stop looked: it was taken for one that blocks the
+             * signal for good, and a check after a forked try that gave
+             * up failed with "1 other thread was running".) */
             int running = 0;
             for (int i = 0; i < g_nt; i++)
                 if (T[i].state == T_RUNNING) {
-                    if (++T[i].sent % 20 == 0 && sleeping_thread(&T[i]) == 0)
-                        ht_store_release(&T[i].state, T_BLOCKED);
-                    else
+                    if (++T[i].sent % 20 != 0) {
                         running++;
+                    } else if (sleeping_thread(&T[i]) == 0) {
+                        ht_store_release(&T[i].state, T_BLOCKED);
+                    } else if (!blocks_signal(T[i].tid, g_stop_sig) && !in_sigwait(T[i].tid)) {
+                        T[i].sent = 1;
+                        ht_store_release(&T[i].state, T_SENT);
+                        if (ht__sys3(SYS_tgkill, S.pid, T[i].tid, g_stop_sig) != 0)
+                            ht_store_release(&T[i].state, T_GONE);
+                        else
+                            waiting++;
+                    } else {
+                        running++;
+                    }
                 }
             if (!waiting && !running)
                 break;
