@@ -149,7 +149,7 @@ check_truths tk.ht 5 EXIT tk.out "ticking exit" 12
 # could not be paused" (status 2, what it said before), and so does the
 # run's summary when the exit's tries were spoiled too.
 start_prog rl "$P/reach" restless
-check_loop rl 6
+check_loop rl 8
 finish_prog rl
 woke=$("$DUMP" rl.ht | grep '^snap ' | grep -c ' reach=7 ')
 expect_eq "restless: a check or the exit not computed because sleepers woke" "$((woke > 0))" 1
@@ -157,8 +157,8 @@ expect_eq "restless: not computed for another reason" \
     "$("$DUMP" rl.ht | grep '^snap ' | grep -v ' reach=1 ' | grep -vc ' reach=7 ')" 0
 expect_eq "restless: the checks' messages" \
     "$(grep -c 'not computed: [0-9] other threads\{0,1\}, asleep in \(a \)\{0,1\}system calls\{0,1\}, woke during every try of the scan' rl-checks.err)" \
-    "$("$DUMP" rl.ht | grep '^snap ' | head -n 6 | grep -c ' reach=7 ')"
-if "$DUMP" rl.ht | grep '^snap ' | sed -n 7p | grep -q ' reach=7 '; then
+    "$("$DUMP" rl.ht | grep '^snap ' | head -n 8 | grep -c ' reach=7 ')"
+if "$DUMP" rl.ht | grep '^snap ' | sed -n 9p | grep -q ' reach=7 '; then
     expect_eq "restless: the summary says why" \
         "$(grep -c '^heaptrail: reachability not computed: [0-9] other threads\{0,1\}, asleep in \(a \)\{0,1\}system calls\{0,1\} at exit, woke during every try of the scan' rl.err)" 1
 fi
