@@ -1602,6 +1602,23 @@ static int copied_whole(const char *pt, size_t plen, const char *ct, size_t clen
     }
 }
 
+/* A fork spoiled by threads read asleep that ran before it: those are
+ * looked at again (asleep anew: read anew; running: parked), while the
+ * threads parked stay parked. Returns 0, or why the stop failed. */
+static int restop_woken(void)
+{
+    for (int i = 0; i < g_nt; i++)
+        if (T[i].state == T_BLOCKED && !still_sleeping(&T[i])) {
+            T[i].sent = 0;
+            ht_store_release(&T[i].state, T_SENT);
+        }
+    return stop_all();
+}
+
+/* Forks a try may make, the threads stopped, while threads read asleep
+ * keep waking before the fork (each round parks those caught running) */
+#define FORK_ROUNDS 8
+
 /* Returns the status, or -1 when the scan must be made in place (no
  * child could be made, or it lacks part of the memory); the threads may
  * still be stopped then. */
@@ -1613,121 +1630,140 @@ static int attempt_forked(int now, int *woke)
     int why = stop_all();
     if (why != HT_REACH_NONE)
         return why;
-    uint32_t nsites = ht__site_count();
-    size_t bytes = (sizeof(shared_result_t) + (size_t)nsites * sizeof(ht_reach_site_t) + PAGE - 1) &
-                   ~(size_t)(PAGE - 1);
-    long a = ht__syscall6(SYS_mmap, 0, (long)bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (a < 0 && a > -4096)
-        return -1;
-    shared_result_t *res = (shared_result_t *)a;
-    volatile uintptr_t regs[6];
-    uintptr_t sp = ht__callee_saved((uintptr_t *)regs);
-    if (now)
-        sp = 0;
     S.pagemap_fd = sys_open("/proc/self/pagemap");      /* the parent's page table */
-    char *ptext;
-    size_t pcap;
-    long plen = read_file("/proc/self/maps", &ptext, &pcap);
-    if (plen <= 0) {
-        ht__sys2(SYS_munmap, res, bytes);
-        return -1;
-    }
-    int tid = ht__gettid();
-    int ppid = (int)ht__sys0(SYS_getpid);
-    /* the child starts with every signal blocked: it is in the program's
-     * process group, and a Ctrl-C during the check must not run the
-     * program's handler in the copy (a handler may unlink, write, exit) */
-    sigset_t all, old;
-    sigfillset(&all);
-    ht__sys4(SYS_rt_sigprocmask, SIG_BLOCK, &all, &old, 8);
-    long pid = ht__syscall6(SYS_clone, CLONE_FILES, 0, 0, 0, 0, 0);
-    if (pid != 0)
-        ht__sys4(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, 8);
-    if (pid == 0) {
-        /* the child: the only thread of a copy nobody changes. It shares
-         * the parent's file table (it holds no copies of the program's
-         * files, and closes what it opens), and dies with the parent */
-        ht__sys2(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL);
-        while (!ht_load_acquire(&res->go) && ht__sys0(SYS_getppid) == ppid)
-            futex(&res->go, FUTEX_WAIT, 0, NULL);
-        if (ht_load_acquire(&res->go) != 1)
+    for (int round = 1;; round++) {
+        uint32_t nsites = ht__site_count();
+        size_t bytes = (sizeof(shared_result_t) + (size_t)nsites * sizeof(ht_reach_site_t) + PAGE - 1) &
+                       ~(size_t)(PAGE - 1);
+        long a = ht__syscall6(SYS_mmap, 0, (long)bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                              -1, 0);
+        if (a < 0 && a > -4096)
+            return -1;
+        shared_result_t *res = (shared_result_t *)a;
+        volatile uintptr_t regs[6];
+        uintptr_t sp = ht__callee_saved((uintptr_t *)regs);
+        if (now)
+            sp = 0;
+        char *ptext;
+        size_t pcap;
+        long plen = read_file("/proc/self/maps", &ptext, &pcap);
+        if (plen <= 0) {
+            ht__sys2(SYS_munmap, res, bytes);
+            return -1;
+        }
+        int tid = ht__gettid();
+        int ppid = (int)ht__sys0(SYS_getpid);
+        /* the child starts with every signal blocked: it is in the program's
+         * process group, and a Ctrl-C during the check must not run the
+         * program's handler in the copy (a handler may unlink, write, exit) */
+        sigset_t all, old;
+        sigfillset(&all);
+        ht__sys4(SYS_rt_sigprocmask, SIG_BLOCK, &all, &old, 8);
+        long pid = ht__syscall6(SYS_clone, CLONE_FILES, 0, 0, 0, 0, 0);
+        if (pid != 0)
+            ht__sys4(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, 8);
+        if (pid == 0) {
+            /* the child: the only thread of a copy nobody changes. It shares
+             * the parent's file table (it holds no copies of the program's
+             * files, and closes what it opens), and dies with the parent */
+            ht__sys2(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL);
+            while (!ht_load_acquire(&res->go) && ht__sys0(SYS_getppid) == ppid)
+                futex(&res->go, FUTEX_WAIT, 0, NULL);
+            if (ht_load_acquire(&res->go) != 1)
+                for (;;)
+                    ht__sys1(SYS_exit_group, 0);
+            g_scan_tid = tid;
+            S.pid = (int)ht__sys0(SYS_getpid);
+            S.direct = 1;
+            /* roots through /proc/self/mem: process_vm_readv pins what it
+             * reads, and a pin of a page shared with the parent copies it
+             * (the whole of the roots, 200 MB read in 289 ms instead of 28);
+             * the kernel's own mapping of the page also skips the first touch
+             * through the child's new page tables, 10x slower on this VM */
+            S.mem_fd = sys_open("/proc/self/mem");
+            char *ctext;
+            size_t ccap;
+            long clen = read_file("/proc/self/maps", &ctext, &ccap);
+            int st = clen <= 0 || !copied_whole(ptext, (size_t)plen, ctext, (size_t)clen) ? -1
+                     : pick_reader() != 0 ? HT_REACH_UNREADABLE : scan(sp);
+            (void)regs[0];
+            if (S.pipe[0] >= 0) {
+                sys_close(S.pipe[0]);
+                sys_close(S.pipe[1]);
+            }
+            if (S.mem_fd >= 0)
+                sys_close(S.mem_fd);
+            res->status = st;       /* -1: not all of it was copied, scan in place */
+            res->scanned = S.scanned;
+            if (st == HT_REACH_DONE && R.nsites <= nsites) {
+                res->nsites = R.nsites;
+                __builtin_memcpy(res->sites, R.sites, (size_t)R.nsites * sizeof *R.sites);
+            } else if (st == HT_REACH_DONE) {
+                res->status = HT_REACH_INCOMPLETE;
+            }
+            ht_store_release(&res->done, 1);
+            futex(&res->done, FUTEX_WAKE, 1, NULL);
             for (;;)
                 ht__sys1(SYS_exit_group, 0);
-        g_scan_tid = tid;
-        S.pid = (int)ht__sys0(SYS_getpid);
-        S.direct = 1;
-        /* roots through /proc/self/mem: process_vm_readv pins what it
-         * reads, and a pin of a page shared with the parent copies it
-         * (the whole of the roots, 200 MB read in 289 ms instead of 28);
-         * the kernel's own mapping of the page also skips the first touch
-         * through the child's new page tables, 10x slower on this VM */
-        S.mem_fd = sys_open("/proc/self/mem");
-        char *ctext;
-        size_t ccap;
-        long clen = read_file("/proc/self/maps", &ctext, &ccap);
-        int st = clen <= 0 || !copied_whole(ptext, (size_t)plen, ctext, (size_t)clen) ? -1
-                 : pick_reader() != 0 ? HT_REACH_UNREADABLE : scan(sp);
-        (void)regs[0];
-        if (S.pipe[0] >= 0) {
-            sys_close(S.pipe[0]);
-            sys_close(S.pipe[1]);
         }
-        if (S.mem_fd >= 0)
-            sys_close(S.mem_fd);
-        res->status = st;       /* -1: not all of it was copied, scan in place */
-        res->scanned = S.scanned;
-        if (st == HT_REACH_DONE && R.nsites <= nsites) {
-            res->nsites = R.nsites;
-            __builtin_memcpy(res->sites, R.sites, (size_t)R.nsites * sizeof *R.sites);
-        } else if (st == HT_REACH_DONE) {
-            res->status = HT_REACH_INCOMPLETE;
+        if (pid < 0) {
+            ht__sys2(SYS_munmap, res, bytes);
+            ht__unmap(ptext, pcap);
+            return -1;              /* S.pagemap_fd is kept for the scan in place */
         }
-        ht_store_release(&res->done, 1);
-        futex(&res->done, FUTEX_WAKE, 1, NULL);
-        for (;;)
-            ht__sys1(SYS_exit_group, 0);
-    }
-    if (pid < 0) {
+        /* the threads read asleep must not have run before the fork */
+        int slept = sleepers(woke);
+        if (*woke && round < FORK_ROUNDS) {
+            /* this copy is spoiled: the child leaves; look at those again
+             * and fork anew (a JVM's or Python's threads waking every ms or
+             * less spoiled all ten tries of a check often enough) */
+            ht_store_release(&res->go, 2);
+            futex(&res->go, FUTEX_WAKE, 1, NULL);
+            while (ht__syscall6(SYS_wait4, pid, 0, __WCLONE, 0, 0, 0) == -EINTR)
+                ;
+            ht__sys2(SYS_munmap, res, bytes);
+            ht__unmap(ptext, pcap);
+            *woke = 0;
+            why = restop_woken();
+            if (why != HT_REACH_NONE)
+                return why;
+            continue;
+        }
+        release_others();
+        ht_store_release(&res->go, *woke ? 2 : 1);
+        futex(&res->go, FUTEX_WAKE, 1, NULL);
+        int status;
+        if (*woke) {
+            R.threads = (uint32_t)*woke;
+            status = HT_REACH_WOKE;
+        } else {
+            /* the child's answer; its exit, or a wake, ends each wait */
+            struct timespec ts = { 0, 100 * 1000000 };
+            while (!ht_load_acquire(&res->done)) {
+                futex(&res->done, FUTEX_WAIT, 0, &ts);
+                if (!ht_load_acquire(&res->done) &&
+                    ht__syscall6(SYS_wait4, pid, 0, WNOHANG | __WCLONE, 0, 0, 0) != 0)
+                    break;          /* gone (or reaped by someone else) without an answer */
+            }
+            status = ht_load_acquire(&res->done) ? res->status : HT_REACH_UNREADABLE;
+            if (status == HT_REACH_DONE) {
+                R.nsites = res->nsites;
+                R.sites = ht__map((size_t)(R.nsites ? R.nsites : 1) * sizeof *R.sites);
+                if (R.sites)
+                    __builtin_memcpy(R.sites, res->sites, (size_t)R.nsites * sizeof *R.sites);
+                else
+                    status = HT_REACH_NOMEM, R.nsites = 0;
+                R.threads = (uint32_t)slept;    /* scanned without their registers */
+            }
+            S.scanned = res->scanned;
+        }
+        /* reap it (a child that answered is at its exit_group) */
+        while (ht__syscall6(SYS_wait4, pid, 0, __WCLONE, 0, 0, 0) == -EINTR)
+            ;
         ht__sys2(SYS_munmap, res, bytes);
         ht__unmap(ptext, pcap);
-        return -1;              /* S.pagemap_fd is kept for the scan in place */
+        return status;              /* -1: in place after all */
     }
-    /* the threads read asleep must not have run before the fork */
-    int slept = sleepers(woke);
-    release_others();
-    ht_store_release(&res->go, *woke ? 2 : 1);
-    futex(&res->go, FUTEX_WAKE, 1, NULL);
-    int status;
-    if (*woke) {
-        R.threads = (uint32_t)*woke;
-        status = HT_REACH_WOKE;
-    } else {
-        /* the child's answer; its exit, or a wake, ends each wait */
-        struct timespec ts = { 0, 100 * 1000000 };
-        while (!ht_load_acquire(&res->done)) {
-            futex(&res->done, FUTEX_WAIT, 0, &ts);
-            if (!ht_load_acquire(&res->done) &&
-                ht__syscall6(SYS_wait4, pid, 0, WNOHANG | __WCLONE, 0, 0, 0) != 0)
-                break;          /* gone (or reaped by someone else) without an answer */
-        }
-        status = ht_load_acquire(&res->done) ? res->status : HT_REACH_UNREADABLE;
-        if (status == HT_REACH_DONE) {
-            R.nsites = res->nsites;
-            R.sites = ht__map((size_t)(R.nsites ? R.nsites : 1) * sizeof *R.sites);
-            if (R.sites)
-                __builtin_memcpy(R.sites, res->sites, (size_t)R.nsites * sizeof *R.sites);
-            else
-                status = HT_REACH_NOMEM, R.nsites = 0;
-            R.threads = (uint32_t)slept;    /* scanned without their registers */
-        }
-        S.scanned = res->scanned;
-    }
-    /* reap it (a child that answered is at its exit_group) */
-    while (ht__syscall6(SYS_wait4, pid, 0, __WCLONE, 0, 0, 0) == -EINTR)
-        ;
-    ht__sys2(SYS_munmap, res, bytes);
-    ht__unmap(ptext, pcap);
-    return status;              /* -1: in place after all */
 }
 
 void ht__reach_compute(int how)
@@ -1742,9 +1778,10 @@ void ht__reach_compute(int how)
     } else {
         /* a sleeping thread that woke during the scan (a timeout, a
          * wake-up) spoils it: up to three attempts in place; a scan in a
-         * child is spoiled only by a wake before the fork, and an attempt
-         * costs only the pause: up to ten */
-        for (int k = 0, forked = 0;; k++) {
+         * child is spoiled only by a wake before the fork, and each
+         * attempt forks up to FORK_ROUNDS times, the threads stopped,
+         * before it gives up: up to three attempts too */
+        for (int k = 0;; k++) {
             __builtin_memset(&S, 0, sizeof S);
             S.pipe[0] = S.pipe[1] = S.pagemap_fd = S.mem_fd = -1;
             S.pid = (int)ht__sys0(SYS_getpid);
@@ -1760,7 +1797,6 @@ void ht__reach_compute(int how)
              * sleeping thread has woken during a scan */
             int in_child = how == HT_SCAN_NOW || ht_load_acquire(&C.lo) || k > 0;
             status = in_child ? attempt_forked(how == HT_SCAN_NOW, &woke) : -1;
-            forked = status >= 0;
             if (status < 0) {
                 /* let go whatever threads it stopped, and stop them
                  * afresh (their states are the forked try's) */
@@ -1771,7 +1807,7 @@ void ht__reach_compute(int how)
             scanned += S.scanned;
             release_others();
             release();
-            if (!woke || k == (forked ? 9 : 2))
+            if (!woke || k == 2)
                 break;
         }
     }

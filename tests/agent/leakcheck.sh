@@ -143,24 +143,34 @@ expect_eq "ticking: exit reason reach" "$(field reason "$s") $(field reach "$s")
 check_truths tk.ht 5 EXIT tk.out "ticking exit" 12
 
 # threads that sleep 30 us at a time (timed waits, read as they stand,
-# never parked): a try of the scan is spoiled when one wakes before it is
-# done, in place or before the fork of a copy. A check whose every try was
-# spoiled says so (REACH status 7), not that threads "were running and
-# could not be paused" (status 2, what it said before), and so does the
-# run's summary when the exit's tries were spoiled too.
+# never parked): a fork for the scan is spoiled when one of them ran
+# before it. The check looks again at those that woke, parks the ones it
+# finds running, keeps the others parked, and forks anew: every check is
+# computed (until the eighth session each spoiled fork meant a new try
+# from scratch, and after ten the check gave up: Python threads around a
+# queue lost 1-4 of ~50 checks in bench/soak-threads.py).
 start_prog rl "$P/reach" restless
 check_loop rl 8
 finish_prog rl
-woke=$("$DUMP" rl.ht | grep '^snap ' | grep -c ' reach=7 ')
-expect_eq "restless: a check or the exit not computed because sleepers woke" "$((woke > 0))" 1
-expect_eq "restless: not computed for another reason" \
-    "$("$DUMP" rl.ht | grep '^snap ' | grep -v ' reach=1 ' | grep -vc ' reach=7 ')" 0
-expect_eq "restless: the checks' messages" \
-    "$(grep -c 'not computed: [0-9] other threads\{0,1\}, asleep in \(a \)\{0,1\}system calls\{0,1\}, woke during every try of the scan' rl-checks.err)" \
-    "$("$DUMP" rl.ht | grep '^snap ' | head -n 8 | grep -c ' reach=7 ')"
-if "$DUMP" rl.ht | grep '^snap ' | sed -n 9p | grep -q ' reach=7 '; then
-    expect_eq "restless: the summary says why" \
-        "$(grep -c '^heaptrail: reachability not computed: [0-9] other threads\{0,1\}, asleep in \(a \)\{0,1\}system calls\{0,1\} at exit, woke during every try of the scan' rl.err)" 1
+expect_eq "restless: checks and exit not computed" "$("$DUMP" rl.ht | grep '^snap ' | grep -vc ' reach=1 ')" 0
+# the same threads blocking every signal can never be parked, so every
+# fork is spoiled: a check says so (REACH status 7), not that threads
+# "were running and could not be paused" (status 2, what it said before;
+# still possible here when one is caught running for 300 ms), and so does
+# the run's summary when the exit's tries were spoiled too
+start_prog rm "$P/reach" restless-masked
+check_loop rm 4
+finish_prog rm
+woke=$("$DUMP" rm.ht | grep '^snap ' | grep -c ' reach=7 ')
+expect_eq "restless-masked: a check or the exit not computed because sleepers woke" "$((woke > 0))" 1
+expect_eq "restless-masked: computed, or not for those reasons" \
+    "$("$DUMP" rm.ht | grep '^snap ' | grep -v ' reach=1 ' | grep -v ' reach=2 ' | grep -vc ' reach=7 ')" 0
+expect_eq "restless-masked: the checks' messages" \
+    "$(grep -c 'not computed: [0-9] other threads\{0,1\}, asleep in \(a \)\{0,1\}system calls\{0,1\}, woke during every try of the scan' rm-checks.err)" \
+    "$("$DUMP" rm.ht | grep '^snap ' | head -n 4 | grep -c ' reach=7 ')"
+if "$DUMP" rm.ht | grep '^snap ' | sed -n 5p | grep -q ' reach=7 '; then
+    expect_eq "restless-masked: the summary says why" \
+        "$(grep -c '^heaptrail: reachability not computed: [0-9] other threads\{0,1\}, asleep in \(a \)\{0,1\}system calls\{0,1\} at exit, woke during every try of the scan' rm.err)" 1
 fi
 
 # a mapping marked MADV_DONTFORK (V8 marks its heap so) holds the only

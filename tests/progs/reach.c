@@ -6,7 +6,7 @@
  * (live blocks, directly lost, indirectly lost). No stdio before the
  * blocks are made (so libc's own buffers do not mix in), printf at the end.
  *
- *   reach [exit|thread-running|thread-busy|thread-vector|thread-futex|thread-timedwait|thread-masked|thread-spinning|in-handler|seccomp|exit-thread|exit-rbx|leakcheck|api|ticking|restless|dontfork]
+ *   reach [exit|thread-running|thread-busy|thread-vector|thread-futex|thread-timedwait|thread-masked|thread-spinning|in-handler|seccomp|exit-thread|exit-rbx|leakcheck|api|ticking|restless|restless-masked|dontfork]
  * exit: as above, ending with exit() from a function whose frame holds a
  * pointer; thread-running: a second thread is still there at exit, asleep
  * in a read() of a pipe, holding a block's only pointer in its frame (its
@@ -41,8 +41,11 @@
  * memory make every scan of the roots take longer than that: a check
  * that scanned in place, with the thread asleep as it stands, was
  * spoiled by its waking every time; restless: eight threads that sleep 30
- * us at a time (timed waits: never parked), so every try of a scan, in
- * place or in a copy, sees one of them wake: the checks say why they were
+ * us at a time (timed waits: never parked), so a fork for a scan finds
+ * one of them woke: the check looks again at those (parking the ones it
+ * finds running) and forks anew, until one fork was not spoiled;
+ * restless-masked: the same threads blocking every signal, so they can
+ * never be parked and every fork is spoiled: the checks say why they were
  * not computed; dontfork: as ticking without the
  * ticker, the only pointer to a block kept in a mapping marked
  * MADV_DONTFORK (V8 marks its heap so), which a forked copy lacks: the
@@ -455,7 +458,11 @@ NOINLINE static void ticking(void)
 /* restless: threads that wake every 30 us */
 static void *restless_main(void *arg)
 {
-    (void)arg;
+    if (arg) {
+        sigset_t all;
+        sigfillset(&all);
+        pthread_sigmask(SIG_BLOCK, &all, NULL);
+    }
     prctl(PR_SET_TIMERSLACK, 1ul, 0, 0, 0);
     pthread_barrier_wait(&ready);
     for (;;) {
@@ -465,12 +472,12 @@ static void *restless_main(void *arg)
     return NULL;
 }
 
-NOINLINE static void restless(void)
+NOINLINE static void restless(int masked)
 {
     pthread_t t;
     pthread_barrier_init(&ready, NULL, 9);
     for (int i = 0; i < 8; i++)
-        pthread_create(&t, NULL, restless_main, NULL);
+        pthread_create(&t, NULL, restless_main, masked ? (void *)1 : NULL);
     pthread_barrier_wait(&ready);
     checked_then_exit();
 }
@@ -612,7 +619,9 @@ int main(int argc, char **argv)
     if (!strcmp(mode, "dontfork"))
         dontfork();
     if (!strcmp(mode, "restless"))
-        restless();
+        restless(0);
+    if (!strcmp(mode, "restless-masked"))
+        restless(1);
     if (!strcmp(mode, "api"))
         held_stack_then_check();
     if (!strcmp(mode, "exit-rbx"))
