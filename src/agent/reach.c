@@ -629,11 +629,13 @@ static int stop_others(void)
             }
             /* one that blocks the signal and runs may be about to sleep
              * (a wait in a moment), or unblock it: looked at again every
-             * ~1 ms. (A thread a previous stop parked blocks the signal
-             * until it has left the handler; under load that can be after
-             * the next stop looked: it was taken for one that blocks the
-             * signal for good, and a check after a forked try that gave
-             * up failed with "1 other thread was running".) */
+             * ~1 ms, asleep or else by the round above, which sends it the
+             * signal unless it still blocks it. (A thread a previous stop
+             * parked blocks the signal until it has left the handler;
+             * under load that can be after the next stop looked: it was
+             * taken for one that blocks the signal for good, and a check
+             * after a forked try that gave up failed with "1 other thread
+             * was running".) */
             int running = 0;
             for (int i = 0; i < g_nt; i++)
                 if (T[i].state == T_RUNNING) {
@@ -641,15 +643,10 @@ static int stop_others(void)
                         running++;
                     } else if (sleeping_thread(&T[i]) == 0) {
                         ht_store_release(&T[i].state, T_BLOCKED);
-                    } else if (!blocks_signal(T[i].tid, g_stop_sig) && !in_sigwait(T[i].tid)) {
-                        T[i].sent = 1;
-                        ht_store_release(&T[i].state, T_SENT);
-                        if (ht__sys3(SYS_tgkill, S.pid, T[i].tid, g_stop_sig) != 0)
-                            ht_store_release(&T[i].state, T_GONE);
-                        else
-                            waiting++;
                     } else {
-                        running++;
+                        T[i].sent = 0;
+                        ht_store_release(&T[i].state, T_SENT);
+                        waiting++;
                     }
                 }
             if (!waiting && !running)
@@ -1602,13 +1599,14 @@ static int copied_whole(const char *pt, size_t plen, const char *ct, size_t clen
     }
 }
 
-/* A fork spoiled by threads read asleep that ran before it: those are
- * looked at again (asleep anew: read anew; running: parked), while the
- * threads parked stay parked. Returns 0, or why the stop failed. */
-static int restop_woken(void)
+/* A fork spoiled by threads read asleep that ran before it: the threads
+ * read asleep are looked at again (asleep: read anew; running: parked),
+ * while the threads parked stay parked. Returns 0, or why the stop
+ * failed. */
+static int restop_sleepers(void)
 {
     for (int i = 0; i < g_nt; i++)
-        if (T[i].state == T_BLOCKED && !still_sleeping(&T[i])) {
+        if (T[i].state == T_BLOCKED) {
             T[i].sent = 0;
             ht_store_release(&T[i].state, T_SENT);
         }
@@ -1711,25 +1709,15 @@ static int attempt_forked(int now, int *woke)
             ht__unmap(ptext, pcap);
             return -1;              /* S.pagemap_fd is kept for the scan in place */
         }
-        /* the threads read asleep must not have run before the fork */
+        /* the threads read asleep must not have run before the fork; if
+         * one did, the copy is spoiled: its child leaves, and unless the
+         * rounds are out the threads stay stopped for another fork (a
+         * JVM's or Python's threads waking every ms or less spoiled all ten
+         * tries of a check often enough) */
         int slept = sleepers(woke);
-        if (*woke && round < FORK_ROUNDS) {
-            /* this copy is spoiled: the child leaves; look at those again
-             * and fork anew (a JVM's or Python's threads waking every ms or
-             * less spoiled all ten tries of a check often enough) */
-            ht_store_release(&res->go, 2);
-            futex(&res->go, FUTEX_WAKE, 1, NULL);
-            while (ht__syscall6(SYS_wait4, pid, 0, __WCLONE, 0, 0, 0) == -EINTR)
-                ;
-            ht__sys2(SYS_munmap, res, bytes);
-            ht__unmap(ptext, pcap);
-            *woke = 0;
-            why = restop_woken();
-            if (why != HT_REACH_NONE)
-                return why;
-            continue;
-        }
-        release_others();
+        int again = *woke && round < FORK_ROUNDS;
+        if (!again)
+            release_others();
         ht_store_release(&res->go, *woke ? 2 : 1);
         futex(&res->go, FUTEX_WAKE, 1, NULL);
         int status;
@@ -1762,7 +1750,12 @@ static int attempt_forked(int now, int *woke)
             ;
         ht__sys2(SYS_munmap, res, bytes);
         ht__unmap(ptext, pcap);
-        return status;              /* -1: in place after all */
+        if (!again)
+            return status;          /* -1: in place after all */
+        *woke = 0;
+        why = restop_sleepers();
+        if (why != HT_REACH_NONE)
+            return why;
     }
 }
 
