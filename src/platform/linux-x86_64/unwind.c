@@ -976,7 +976,7 @@ static HT_NOINLINE int speculate(wstate_t *st, int j, void **frames, int max)
     const tbuf_t *T = st->T;
     const uintptr_t *tsp = T->sp + st->tb, *tpc = T->pc + st->tb, *tsval = T->sval + st->tb;
     const uint8_t *tsoff = T->soff + st->tb;
-    int n = st->n, more = 1;
+    int n = st->n;
     /* verify down to state kmin at most: the frames left room for */
     int kmin = j - (max - n) > 0 ? j - (max - n) : 0, k = j;
     st->spec_j = j;
@@ -994,8 +994,6 @@ static HT_NOINLINE int speculate(wstate_t *st, int j, void **frames, int max)
         *out++ = (void *)npc;
     }
     n = (int)(out - frames);
-    if (k == kmin && n >= max)
-        more = 0;
     /* the frames of states x in [k, j) went to positions E - (tb + x) */
     uint64_t E = (uint64_t)st->n + (uint64_t)j - 1 + (uint64_t)st->tb;
     if (k < j)
@@ -1008,7 +1006,7 @@ static HT_NOINLINE int speculate(wstate_t *st, int j, void **frames, int max)
     /* a step from a state in (k, j] reloaded rbp */
     if (T->rcnt[st->tb + j + 1] != T->rcnt[st->tb + k + 1])
         st->bp = T->bp[st->tb + k];
-    return more;
+    return n < max;
 }
 
 enum { SLOW_STOP, SLOW_OK, SLOW_UNKNOWN };
