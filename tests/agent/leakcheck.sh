@@ -144,7 +144,7 @@ check_truths tk.ht 5 EXIT tk.out "ticking exit" 12
 
 # threads that sleep 30 us at a time (timed waits, read as they stand,
 # never parked): a fork for the scan is spoiled when one of them ran
-# before it. The check looks again at those that woke, parks the ones it
+# before it. The check looks again at those read asleep, parks the ones it
 # finds running, keeps the others parked, and forks anew: every check is
 # computed (until the eighth session each spoiled fork meant a new try
 # from scratch, and after ten the check gave up: Python threads around a
