@@ -11,6 +11,9 @@
  *  - a handler on a sigaltstack whose interrupted frame has a garbage rbp
  *    under a frame-pointer caller: the walk moves to the main stack and
  *    must bound its reads by that stack, not the handler's;
+ *  - a stack captured again whole (replayed from the thread's trail) with
+ *    a return address or a saved rbp changed in between: seen, and the
+ *    replayed frames and hash equal the walked ones;
  *  - contract edges: max <= 0, skip beyond the stack, NULL hash.
  * And the CFI parser on mutated copies of a real .eh_frame: never a fault,
  * and the unmutated copy gives the same rows as the original. */
@@ -240,6 +243,93 @@ static void test_bad_return_address(void)
     }
 }
 
+/* ---- replayed stacks --------------------------------------------------
+ * A capture whose first state starts a whole stack the thread walked
+ * before verifies that stack instead of walking it (unwind.c replay()).
+ * It must still see a return address or a saved rbp changed under it, and
+ * the repeated stack's frames and hash must equal the walked one's. */
+
+static uintptr_t g_bp_lie;      /* nonzero: replay_leaf's saved rbp while it captures */
+static uint64_t g_hash;
+
+__attribute__((noinline, optimize("no-omit-frame-pointer"))) static void replay_leaf(void)
+{
+    uintptr_t saved;
+    __asm__ volatile("mov 0(%%rbp), %0" : "=r"(saved));
+    if (g_bp_lie)
+        __asm__ volatile("mov %0, 0(%%rbp)" ::"r"(g_bp_lie) : "memory");
+    g_n = ht_capture(0, MAXF, g_frames, &g_hash);
+    __asm__ volatile("mov %0, 0(%%rbp)" ::"r"(saved) : "memory");
+}
+
+/* alloca: its CFA is rbp + 16, the rbp replay_leaf saved */
+__attribute__((noinline, optimize("omit-frame-pointer"))) static void replay_alloca(int k)
+{
+    volatile char *p = __builtin_alloca(16 + (k & 15));
+    p[0] = 1;
+    replay_leaf();
+    sink += p[0];
+}
+
+__attribute__((noinline, optimize("no-omit-frame-pointer"))) static void replay_outer(void)
+{
+    uintptr_t saved;
+    __asm__ volatile("mov 8(%%rbp), %0" : "=r"(saved));
+    if (g_bad_ra)
+        __asm__ volatile("mov %0, 8(%%rbp)" ::"r"(g_bad_ra) : "memory");
+    replay_alloca(sink);
+    __asm__ volatile("mov %0, 8(%%rbp)" ::"r"(saved) : "memory");
+}
+
+static void test_replay(void)
+{
+    static char heap_like[64];
+    /* one call site for every capture, so all share their outer frames;
+     * per round: clean captures, a bad return address, clean ones, a lying
+     * saved rbp twice, a clean one */
+    enum { CLEAN, BAD_RA, BP_LIE };
+    static const unsigned char round[] = { CLEAN, CLEAN, CLEAN, CLEAN, CLEAN, CLEAN, CLEAN, CLEAN, BAD_RA,
+                                           CLEAN, CLEAN, CLEAN, CLEAN, CLEAN, CLEAN, CLEAN, CLEAN, BP_LIE,
+                                           BP_LIE, CLEAN };
+    uintptr_t bad[] = { (uintptr_t)heap_like, (uintptr_t)&test_replay + 5, 0x10 };
+    const int nr = (int)sizeof round, nb = (int)(sizeof bad / sizeof bad[0]);
+    void *ref[MAXF];
+    int nref = 0, clean = 0, same = 0;
+    uint64_t href = 0;
+    for (int i = -1; i < nr * nb; i++) {
+        int what = i < 0 ? CLEAN : round[i % nr];
+        uintptr_t v = i < 0 ? 0 : bad[i / nr];
+        g_bad_ra = what == BAD_RA ? v : 0;
+        g_bp_lie = what == BP_LIE ? (v == 0x10 ? 0x10 : 0x20) : 0;
+        replay_outer();
+        g_bad_ra = g_bp_lie = 0;
+        CHECK_EQ(g_hash, ht_stack_hash(g_frames, g_n));
+        if (i < 0) {
+            /* the first capture of this stack walks it */
+            nref = g_n;
+            href = g_hash;
+            memcpy(ref, g_frames, sizeof ref);
+            CHECK(nref >= 5 && nref < MAXF);    /* leaf, alloca, outer, this, main... */
+        } else if (what == CLEAN) {
+            clean++;
+            same += g_n == nref && memcmp(g_frames, ref, (size_t)nref * sizeof(void *)) == 0 && g_hash == href;
+        } else if (what == BAD_RA) {
+            /* replay_outer's frame and those inside it verify; the bad
+             * address is the last frame */
+            CHECK(g_n >= 4 && g_n < nref);
+            CHECK(memcmp(g_frames, ref, 3 * sizeof(void *)) == 0);
+            CHECK_EQ((uintptr_t)g_frames[3], v);
+        } else {
+            /* replay_alloca's CFA is the saved rbp + 16, below sp: the
+             * stack ends after its frame (and so does the trail the
+             * repeated lie is captured from) */
+            CHECK_EQ(g_n, 2);
+            CHECK(memcmp(g_frames, ref, 2 * sizeof(void *)) == 0);
+        }
+    }
+    CHECK_EQ(same, clean);
+}
+
 /* ---- junk stacks ------------------------------------------------------ */
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
@@ -408,6 +498,7 @@ int main(void)
     test_garbage_rbp();
     test_bad_return_address();
     test_altstack_switch();
+    test_replay();
     test_junk_stacks();
     test_contract_edges();
     test_cfi_mutations();
