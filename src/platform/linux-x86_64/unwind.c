@@ -1017,7 +1017,8 @@ static HT_NOINLINE int speculate(wstate_t *st, int j, void **frames, int max)
  * verifies as in speculate(), and the step from the outermost state stops
  * again, the stack is that trail's, frame for frame. Taken before the walk
  * records or joins anything, so such a capture pays only the verifying
- * loads: a program allocating in a loop (~30% of sqlite3's captures).
+ * loads: a program allocating in a loop (~30% of sqlite3's captures). Not
+ * tried while the thread rests (its stacks have not been repeating).
  * `je` is the join-table entry of sp, whose state has that sp. Returns the
  * frame count, or 0 to walk as usual (nothing was changed but frames[]
  * and *sum). */
@@ -1263,7 +1264,7 @@ static HT_NOINLINE int walk(const ht_regs_t *r, int exact, int skip, int max, vo
         }
         st.R = &tr->b[tr->spare];
         unsigned je = tr->join[JOIN_SLOT(sp)];
-        if (tr->b[je >> 8].sp[je & 0xff] == sp && st.fast && !st.exact) {
+        if (tr->b[je >> 8].sp[je & 0xff] == sp && st.rec && st.fast && !st.exact) {
             int rn = replay(tr, je, &st, pc, sp, bp, max, frames, &sum);
             if (rn > 0) {
                 trail_release();
