@@ -1028,27 +1028,26 @@ static HT_NOINLINE int replay(trail_t *tr, unsigned je, const wstate_t *st, uint
     const tbuf_t *T = &tr->b[je >> 8];
     thead_t *H = &tr->h[je >> 8];
     int top = (int)(je & 0xff), base = H->base;
-    if (H->len <= 0 || top != base + H->len - 1 || T->pc[top] != pc ||
-        H->gen != st->gen || !(T->fl[base] & TF_END) || H->len >= max || T->sp[base] > st->w.hi ||
+    if (H->len <= 0 || top != base + H->len - 1 || T->pc[top] != pc || H->gen != st->gen ||
+        !(T->fl[base] & TF_END) || T->sval[base] != st->w.hi || T->sp[base] > st->w.hi || H->len >= max ||
         (T->bp[top] != bp && (T->fl[top] & TF_NEEDS_BP)))
         return 0;
     const uintptr_t *tsp = T->sp, *tpc = T->pc, *tsval = T->sval;
     const uint8_t *tsoff = T->soff;
-    void **out = frames;
-    *out++ = (void *)pc;
-    for (int k = top; k > base; k--) {
+    frames[0] = (void *)pc;
+    for (int k = top, i = 1; k > base; k--, i++) {
         uintptr_t npc = tpc[k - 1], cfa = tsp[k - 1];
         if (*(const uintptr_t *)(cfa - 8) != HT_FRAME_ADDRESS(npc) ||
             *(const uintptr_t *)(cfa - tsoff[k]) != tsval[k])
             return 0;
-        *out++ = (void *)npc;
+        frames[i] = (void *)npc;
     }
-    /* the outermost state, with the rbp the verified steps left */
-    uintptr_t opc = HT_FRAME_ADDRESS(tpc[base]), osp = tsp[base];
-    uintptr_t obp = T->rcnt[top + 1] != T->rcnt[base + 1] ? T->bp[base] : bp, sval;
-    uint64_t e;
-    if (fast_step(st->fast, st->gentag, st->w.hi, &opc, &osp, &obp, &e, &sval) != FS_STOP)
-        return 0;
+    /* The outermost state is now the one whose step stopped the walk
+     * that recorded it: the same pc in the same code generation, the same
+     * sp, and the same rbp (TF_NEEDS_BP holds at a terminal state and
+     * flows in until a step reloads rbp: either the join compared it or
+     * the reload was verified), and the same stack bound (kept in its
+     * sval). So the step stops again, without taking it. */
     /* frame p is state top - p: sum of mix(pc[x]) R^(top - x) */
     *sum = pow_at((uint64_t)top) * T->dsum[top + 1];
     H->used = ++tr->clock;
@@ -1221,18 +1220,6 @@ static HT_NOINLINE int walk(const ht_regs_t *r, int exact, int skip, int max, vo
         st.regs = *r;           /* an interrupted frame needs every register */
     else
         st.regs.valid = 0;
-    st.tr = NULL;
-    st.rec = 0;
-    st.ri = 0;
-    st.spec_j = -1;
-    st.spec_k = st.spec_i = st.spec_rec = 0;
-    st.gain = 0;
-    st.appended = 0;
-    st.join_bp = 0;
-    st.T = NULL;
-    st.R = NULL;
-    st.ti = 0;
-    st.tb = 0;
 
     /* skipped frames: stepped, not emitted, not recorded */
     for (int steps = 0; skip > 0; skip--) {
@@ -1253,16 +1240,13 @@ static HT_NOINLINE int walk(const ht_regs_t *r, int exact, int skip, int max, vo
     }
 
     trail_t *tr = trail_acquire();
+    st.rec = 0;
     if (tr) {
-        st.tr = tr;
-        st.w.jc = tr->jc;
-        st.w.tc = tr->tc;
         st.rec = 1;
         if (tr->rest > 0) {
             tr->rest--;
             st.rec = 0;
         }
-        st.R = &tr->b[tr->spare];
         unsigned je = tr->join[JOIN_SLOT(sp)];
         if (tr->b[je >> 8].sp[je & 0xff] == sp && st.rec && st.fast && !st.exact) {
             int rn = replay(tr, je, &st, pc, sp, bp, max, frames, &sum);
@@ -1272,7 +1256,20 @@ static HT_NOINLINE int walk(const ht_regs_t *r, int exact, int skip, int max, vo
                 goto out;
             }
         }
+        st.w.jc = tr->jc;
+        st.w.tc = tr->tc;
     }
+    st.tr = tr;
+    st.R = tr ? &tr->b[tr->spare] : NULL;
+    st.ri = 0;
+    st.spec_j = -1;
+    st.spec_k = st.spec_i = st.spec_rec = 0;
+    st.gain = 0;
+    st.appended = 0;
+    st.join_bp = 0;
+    st.T = NULL;
+    st.ti = 0;
+    st.tb = 0;
     /* fast and hi change only where a slow step crossed a signal frame
      * onto another stack (below) */
     const uint64_t *fast = st.fast;
@@ -1333,9 +1330,12 @@ static HT_NOINLINE int walk(const ht_regs_t *r, int exact, int skip, int max, vo
         }
         if (fs == FS_STOP) {
             if (st.rec) {
-                record(&st, pc, sp, bp, 0, 0);  /* the trail ends at this state, */
+                /* the trail ends at this state, and so does the stack; a
+                 * terminal state has no rbp slot: its sval keeps the stack
+                 * bound the step was checked against (replay()) */
+                record(&st, pc, sp, bp, 0, hi);
                 if (st.rec)
-                    st.R->fl[TRAIL_CAP - st.ri] |= TF_END;  /* and so does the stack */
+                    st.R->fl[TRAIL_CAP - st.ri] |= TF_END;
             }
             break;
         }
