@@ -345,21 +345,27 @@ static void synthetic(void)
     printf("ns per intern; a known stack is one of %d interned stacks of that depth "
            "(each shares its outer frames with an earlier one and differs in 1-5 inner "
            "frames), cycled in a random order; a new stack differs from a known one in "
-           "1-5 inner frames. Median of %d runs. ht_capture: the same depth, for "
-           "reference.\n\n", KNOWN, REPS);
-    printf("| depth | threads | known: stackdb | known: flat | new: stackdb | new: flat | ht_capture |\n");
-    printf("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+           "1-5 inner frames; a repeated stack is one known stack interned again and "
+           "again (each thread its own). Median of %d runs. ht_capture: a repeated stack "
+           "of the same depth, for reference (the varied shape is in the capture "
+           "benchmark).\n\n", KNOWN, REPS);
+    printf("| depth | threads | known: stackdb | known: flat | repeated: stackdb | new: stackdb | new: flat | "
+           "ht_capture, repeated |\n");
+    printf("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
     for (unsigned di = 0; di < HT_ARRAY_SIZE(depths); di++) {
         int d = depths[di];
         set_t known = { 0 };
         make_synthetic(&known, KNOWN, d, 1 + (uint64_t)d, NULL);
         uint32_t *order = malloc(sizeof(uint32_t) * KNOWN * 200);
+        uint32_t *same = malloc(sizeof(uint32_t) * KNOWN * 200);
         uint64_t s = 5;
-        for (size_t i = 0; i < (size_t)KNOWN * 200; i++)
+        for (size_t i = 0; i < (size_t)KNOWN * 200; i++) {
             order[i] = (uint32_t)(rnd(&s) % KNOWN);
+            same[i] = i < (size_t)KNOWN * 100 ? 7 : 8;
+        }
         double cap = capture_cost(d);
         for (int threads = 1; threads <= 2; threads++) {
-            double kdb[REPS], kfl[REPS], ndb[REPS], nfl[REPS];
+            double kdb[REPS], kfl[REPS], rdb[REPS], ndb[REPS], nfl[REPS];
             for (int r = 0; r < REPS; r++) {
                 ht__stackdb_reset_for_test(256ull << 20, ~0ull);
                 flat_t fl;
@@ -372,6 +378,9 @@ static void synthetic(void)
                 for (int t = 0; t < threads; t++)
                     jobs[t] = (job_t){ &known, order + t * KNOWN * 100, (size_t)KNOWN * 100, 0, NULL, 0, 0 };
                 kdb[r] = run_jobs(jobs, threads);
+                for (int t = 0; t < threads; t++)
+                    jobs[t] = (job_t){ &known, same + t * KNOWN * 100, (size_t)KNOWN * 100, 0, NULL, 0, 0 };
+                rdb[r] = run_jobs(jobs, threads);
                 /* the flat table is not thread-safe: its 2-thread figure is
                  * two private copies, a lower bound for any locked version */
                 flat_t fl2;
@@ -400,11 +409,12 @@ static void synthetic(void)
                 flat_free(&fl);
                 flat_free(&fl2);
             }
-            printf("| %d | %d | %.1f | %.1f | %.0f | %.0f | %.0f |\n", d, threads,
-                   median(kdb, REPS), median(kfl, REPS), median(ndb, REPS), median(nfl, REPS),
-                   cap);
+            printf("| %d | %d | %.1f | %.1f | %.1f | %.0f | %.0f | %.1f |\n", d, threads,
+                   median(kdb, REPS), median(kfl, REPS), median(rdb, REPS), median(ndb, REPS),
+                   median(nfl, REPS), cap);
         }
         free(order);
+        free(same);
         for (size_t i = 0; i < known.n; i++)
             free(known.s[i].f);
         free(known.s);

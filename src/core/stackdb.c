@@ -114,11 +114,14 @@
  * writer fills it. A reader compares the hash, depth and every frame, then
  * re-reads the count: equal and even means it compared one consistent
  * (frames, id) pair, and every pair written was verified against the tree
- * first, so a hit is exact. */
+ * first, so a hit is exact. A deeper stack keeps its innermost HOT_FRAMES
+ * frames and the node of the rest (`rest`), whose chain the reader
+ * compares the remaining frames with: half the tree walk at depth 100. */
 typedef struct hot_s {
     uint32_t seq;
     uint32_t id;
     uint32_t n;
+    uint32_t rest;
     uint64_t hash;
     uint64_t f[HOT_FRAMES];
 } hot_t;
@@ -225,6 +228,13 @@ static HT_ALWAYS_INLINE hot_t *hot_slot(uint64_t h)
     return &db.hot[(uint32_t)(h >> 17) & ht_load_relaxed(&db.hot_mask)];
 }
 
+/* The outer frames of a deep stack against its cached node's chain; out
+ * of line, so the lookup's own chain compare keeps its code. */
+static HT_NOINLINE int hot_rest_equals(uint32_t rest, void *const *frames, int n)
+{
+    return rest < ht_load_acquire(&db.node_count) && chain_equals(rest, frames, n);
+}
+
 /* Returns the id cached for frames[0..n) with hash h in slot s, or 0.
  * Lock-free. */
 static HT_ALWAYS_INLINE uint32_t hot_find(hot_t *s, void *const *frames, int n, uint64_t h)
@@ -232,10 +242,15 @@ static HT_ALWAYS_INLINE uint32_t hot_find(hot_t *s, void *const *frames, int n, 
     uint32_t seq = ht_load_acquire(&s->seq);
     if ((seq & 1) || s->hash != h || s->n != (uint32_t)n)
         return 0;
-    uint32_t id = s->id;
-    int eq = __builtin_memcmp(s->f, frames, (size_t)n * sizeof(void *)) == 0;
+    uint32_t id = s->id, rest = s->rest;
+    int m = n <= HOT_FRAMES ? n : HOT_FRAMES;
+    int eq = __builtin_memcmp(s->f, frames, (size_t)m * sizeof(void *)) == 0;
     __atomic_thread_fence(__ATOMIC_ACQUIRE);
-    return eq && ht_load_relaxed(&s->seq) == seq ? id : 0;
+    if (!eq || ht_load_relaxed(&s->seq) != seq)
+        return 0;
+    if (n > HOT_FRAMES && !hot_rest_equals(rest, frames + HOT_FRAMES, n - HOT_FRAMES))
+        return 0;
+    return id;
 }
 
 /* Caches (frames, id), an id just verified against the tree, in slot s.
@@ -247,10 +262,17 @@ static HT_NOINLINE void hot_fill(hot_t *s, void *const *frames, int n, uint64_t 
                                                   __ATOMIC_RELAXED))
         return;
     __atomic_thread_fence(__ATOMIC_RELEASE);
+    uint32_t rest = 0;
+    if (n > HOT_FRAMES) {
+        rest = id;
+        for (int i = 0; i < HOT_FRAMES; i++)
+            rest = node_parent(rest);
+    }
     s->id = id;
     s->n = (uint32_t)n;
+    s->rest = rest;
     s->hash = h;
-    __builtin_memcpy(s->f, frames, (size_t)n * sizeof(void *));
+    __builtin_memcpy(s->f, frames, (size_t)(n <= HOT_FRAMES ? n : HOT_FRAMES) * sizeof(void *));
     ht_store_release(&s->seq, seq + 2);
 }
 
@@ -739,7 +761,7 @@ uint32_t ht__stackdb_intern(void *const *frames, int n, uint64_t hash)
         return HT_STACK_ID_EMPTY;
     uint64_t h = hash & ht_load_relaxed(&db.hash_mask);
     hot_t *hs = NULL;
-    if (n <= HOT_FRAMES && ht_load_acquire(&db.hot_mask) != 0) {
+    if (ht_load_acquire(&db.hot_mask) != 0) {
         /* the thread's window (HOT_WINDOW above): lookups in its low 16
          * bits, hits in the next 16, interns left to rest above; a count
          * of its own, since a count in the slot was a write to a shared

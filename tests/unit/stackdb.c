@@ -341,6 +341,49 @@ static void free_pool(pool_t *pool, int count)
     free(pool);
 }
 
+/* ---- the hot-stack cache with deep stacks ------------------------------ */
+
+/* A cache slot keeps a deep stack's innermost frames and the node of the
+ * rest: stacks with the same depth and the same innermost frames (and,
+ * with the hash masked to 0, the same hash and slot) that differ further
+ * out must keep their own ids, however the slot was last filled. */
+static void test_hot_deep(void)
+{
+    ht__stackdb_reset_for_test(64ull << 20, 0);
+    /* other stacks first, so the database is big enough to be given
+     * cache slots */
+    pool_t *pool = make_pool(3000, 64, 11);
+    for (int k = 1; k < 3000; k++)
+        intern(pool[k].f, pool[k].n);
+    free_pool(pool, 3000);
+    enum { D = 100, NS = 5 };
+    static void *st[NS][D];
+    int depth[NS] = { D, D, D, 62, 61 };
+    for (int i = 0; i < D; i++)
+        st[0][i] = (void *)(uintptr_t)(0x500000 + i * 16);
+    for (int k = 1; k < NS; k++)
+        memcpy(st[k], st[0], sizeof st[0]);
+    st[1][70] = (void *)0x5ff000;       /* differs in the rest */
+    st[2][D - 1] = (void *)0x5ff010;    /* in the outermost frame */
+    st[3][61] = (void *)0x5ff020;       /* the first frame past the slot's */
+    uint32_t id[NS];
+    for (int k = 0; k < NS; k++)
+        id[k] = intern(st[k], depth[k]);
+    for (int a = 0; a < NS; a++)
+        for (int b = 0; b < a; b++)
+            CHECK(id[a] != id[b]);
+    /* runs of one stack (so the slot is filled with it), then the others */
+    int wrong = 0;
+    uint64_t s = 3;
+    for (int r = 0; r < 400; r++) {
+        int k = (int)(rnd(&s) % NS), len = 1 + (int)(rnd(&s) % 40);
+        for (int i = 0; i < len; i++)
+            wrong += intern(st[k], depth[k]) != id[k];
+    }
+    CHECK_EQ(wrong, 0);
+    CHECK_EQ(info().drops, 0);
+}
+
 /* ---- the writer's enumeration ----------------------------------------- */
 
 static void test_watermark(void)
@@ -723,6 +766,7 @@ int main(void)
     test_basic();
     test_wide_starts();
     test_adversarial();
+    test_hot_deep();
     test_watermark();
     test_budget();
     run_stress("stress", 20000, 150000, ~0ull);
