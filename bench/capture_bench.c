@@ -12,7 +12,7 @@
  * one line per (method, shape, depth): median ns per call and per frame
  * over several rounds, and the frame count each method reached.
  *
- * Then the hash: ns per frame for ht_stack_hash, a sum of addresses, a
+ * Then the floor of any table-driven walk (bench_floor), and the hash: ns per frame for ht_stack_hash, a sum of addresses, a
  * bytewise crc32 and the SSE4.2 crc32c instruction over 100-frame stacks,
  * and how many of 40,320 permutations of one 8-frame stack each hash
  * merges (a merge = two different stacks with the same hash).
@@ -227,6 +227,68 @@ static int cmp_u64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* ---- the floor of any table-driven walk --------------------------------
+ * Without frame pointers each step must load the return address (at the
+ * CFA) before it can look up the rule that gives the next CFA: two
+ * dependent loads a frame at the least. This walks synthetic stacks (in
+ * L1, four frame sizes at random, a perfect rule table indexed by the
+ * return address) doing only that: no bounds, no hash, no rbp rules, no
+ * validation. Each walk starts only when the previous one ended, as one
+ * capture does. A checked, hashing unwinder cannot step faster. */
+#define FLOOR_PATHS 8
+static uint64_t floor_stack[FLOOR_PATHS][100 * 48];
+static uint64_t floor_rule[1024];
+
+static double floor_walk(int depth)
+{
+    static const uint64_t code[4] = { 0x401234, 0x402238, 0x40333c, 0x404440 };
+    static const uint64_t size[4] = { 32, 320, 48, 64 };   /* the varied shape's frame sizes, about */
+    for (int i = 0; i < 4; i++)
+        floor_rule[code[i] & 1023] = size[i];
+    uint64_t x = 88172645463325252ul;
+    for (int p = 0; p < FLOOR_PATHS; p++) {
+        uint64_t cfa = 16;
+        for (int d = 0; d <= depth; d++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            floor_stack[p][cfa / 8 - 1] = code[x & 3];
+            cfa += size[x & 3];
+        }
+    }
+    void *out[128];
+    uint64_t cfa = 16;
+    const int iters = 200000;
+    double t0 = now_ns();
+    for (int i = 0; i < iters; i++) {
+        /* cfa & 1 is 0: it makes this walk wait for the last one */
+        const char *s = (const char *)floor_stack[(i + (int)(cfa & 1)) % FLOOR_PATHS];
+        cfa = 16;
+        for (int d = 0; d < depth; d++) {
+            uint64_t ra = *(const uint64_t *)(s + cfa - 8);
+            out[d] = (void *)ra;
+            cfa += floor_rule[ra & 1023];
+        }
+        __asm__ volatile("" ::"r"(out) : "memory");
+    }
+    return (now_ns() - t0) / iters / depth;
+}
+
+static int cmp_double(const void *a, const void *b);
+
+static void bench_floor(int rounds)
+{
+    printf("\ntable-walk floor (two dependent loads a frame, nothing else), ns per frame:");
+    const int depths[] = { 10, 30, 100 };
+    for (int di = 0; di < 3; di++) {
+        double t[16];
+        int n = rounds < 16 ? rounds : 16;
+        for (int r = 0; r < n; r++)
+            t[r] = floor_walk(depths[di]);
+        qsort(t, (size_t)n, sizeof(double), cmp_double);
+        printf(" depth %d %.2f", depths[di], t[n / 2]);
+    }
+    printf("\n");
+}
+
 static void bench_hashes(void)
 {
     for (uint32_t i = 0; i < 256; i++) {
@@ -346,6 +408,7 @@ int main(int argc, char **argv)
             }
         }
     }
+    bench_floor(rounds);
     bench_hashes();
     return 0;
 }
