@@ -440,7 +440,7 @@ static int rd_stack(void *ctx, uintptr_t addr, uintptr_t *out)
  * red zone below sp, where a leaf function may have saved registers.
  * Returns 2 when all of the red zone is readable (the fast steps rely on
  * it), 1 when only part is, 0 when the stack is unknown. */
-static int set_stack(walk_t *w, uintptr_t sp)
+static HT_ALWAYS_INLINE int set_stack(walk_t *w, uintptr_t sp)
 {
     uintptr_t lo, hi;
     if (ht__stack_range(sp, &lo, &hi) != 0)
@@ -1228,16 +1228,18 @@ static HT_ALWAYS_INLINE int plain_walk(const uint64_t *fast, uint64_t gentag, ui
     return over;
 }
 
-/* Walks from the frame described by *r (pc in r->r[RA]); see ht_capture.
- * `exact`: the first pc is an interrupted instruction (ucontext), and *r
- * holds every register. */
-static HT_NOINLINE int walk(const ht_regs_t *r, int exact, int skip, int max, void **frames,
-                            uint64_t *hash)
+/* Walks from the frame at pc, sp, rbp; see ht_capture. r is NULL, or the
+ * interrupted frame's every register (ucontext): then pc is an
+ * interrupted instruction, not a return address. (ht_capture passes the
+ * three values, not a register set it would have to build: with the stack
+ * bounds' check inlined, 21 of a replayed 15-frame capture's 485
+ * instructions.) */
+static HT_NOINLINE int walk(uintptr_t pc, uintptr_t sp, uintptr_t bp, const ht_regs_t *r, int skip, int max,
+                            void **frames, uint64_t *hash)
 {
     wstate_t st;
-    int n = 0, last = -1;
+    int n = 0, last = -1, exact = r != NULL;
     uint64_t sum = 0;
-    uintptr_t pc = r->r[HT_DW_RA], sp = r->r[HT_DW_RSP], bp = r->r[HT_DW_RBP];
     uint64_t e;
     uintptr_t sval;
 
@@ -1446,12 +1448,7 @@ HT_INTERNAL int ht__capture_regs(int skip, int max, void **frames, uint64_t *has
 
 int ht__capture_regs(int skip, int max, void **frames, uint64_t *hash, const uintptr_t *regs3)
 {
-    ht_regs_t r;
-    r.r[HT_DW_RA] = regs3[0];
-    r.r[HT_DW_RSP] = regs3[1];
-    r.r[HT_DW_RBP] = regs3[2];
-    r.valid = (1u << HT_DW_RA) | (1u << HT_DW_RSP) | (1u << HT_DW_RBP);
-    return walk(&r, 0, skip < 0 ? 0 : skip, max, frames, hash);
+    return walk(regs3[0], regs3[1], regs3[2], NULL, skip < 0 ? 0 : skip, max, frames, hash);
 }
 
 static int rd_any(void *ctx, uintptr_t addr, uintptr_t *out)
@@ -1469,5 +1466,5 @@ int ht_capture_context(const void *ucontext, int max, void **frames, uint64_t *h
             *hash = ht_hash_finish(0, 0);
         return 0;
     }
-    return walk(&r, 1, 0, max, frames, hash);
+    return walk(r.r[HT_DW_RA], r.r[HT_DW_RSP], r.r[HT_DW_RBP], &r, 0, max, frames, hash);
 }
