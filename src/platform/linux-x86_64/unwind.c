@@ -1042,6 +1042,7 @@ static HT_NOINLINE int replay(trail_t *tr, unsigned je, const wstate_t *st, uint
     const uintptr_t *tsp = T->sp, *tpc = T->pc, *tsval = T->sval;
     const uint8_t *tsoff = T->soff;
     frames[0] = (void *)pc;
+#pragma GCC unroll 2
     for (int k = top, i = 1; k > base; k--, i++) {
         uintptr_t npc = tpc[k - 1], cfa = tsp[k - 1];
         if (*(const uintptr_t *)(cfa - 8) != HT_FRAME_ADDRESS(npc) ||
