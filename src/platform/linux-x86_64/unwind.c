@@ -789,24 +789,37 @@ static HT_ALWAYS_INLINE void tcopy(tbuf_t *to, int t, const tbuf_t *from, int f)
     to->fl[t] = from->fl[f];
 }
 
-/* Marks state `at` of buffer bi, whose state below is marked: its flags
- * f (without TF_NEEDS_BP) with TF_NEEDS_BP as it flows in from below
- * (`need`, returned updated), its hash prefix sum, its join-table slot.
- * Beyond the trail (and at a terminal state), rbp is assumed needed. */
-static HT_ALWAYS_INLINE unsigned mark_state(trail_t *tr, int bi, int at, uintptr_t pc, uintptr_t sp,
-                                            unsigned f, unsigned need)
+/* What marking a state carries up from the state below it: TF_NEEDS_BP
+ * as it flows in, and the rbp-reload count and hash sum of the prefix.
+ * Kept in registers: read back from the arrays, each state's sum waited
+ * for the last one's store to be forwarded (and the flag bytes stored in
+ * between may alias anything), a chain through the whole of a trail
+ * being marked. */
+typedef struct {
+    unsigned need, rc;
+    uint64_t d;
+} mark_t;
+
+/* Marks state `at` of buffer bi, whose state below is marked (`m`): its
+ * flags f (without TF_NEEDS_BP) with TF_NEEDS_BP as it flows in from
+ * below, its rbp slot offset, its prefix count and sum, its join-table
+ * slot. Beyond the trail (and at a terminal state), rbp is assumed
+ * needed. */
+static HT_ALWAYS_INLINE void mark_state(trail_t *tr, int bi, int at, uintptr_t pc, uintptr_t sp, unsigned f,
+                                        mark_t *m)
 {
     tbuf_t *b = &tr->b[bi];
     if (f & (TF_USES_BP | TF_TERMINAL))
-        need = TF_NEEDS_BP;
+        m->need = TF_NEEDS_BP;
     else if (f & TF_RELOADS_BP)
-        need = 0;
-    b->fl[at] = (uint8_t)(f | need);
+        m->need = 0;
+    b->fl[at] = (uint8_t)(f | m->need);
     b->soff[at] = (uint8_t)(8 + ((f >> 4) << 3));
-    b->rcnt[at + 1] = (uint8_t)(b->rcnt[at] + ((f & TF_RELOADS_BP) != 0));
-    b->dsum[at + 1] = b->dsum[at] + ht_hash_mix(pc) * g_rinv[at];
+    m->rc += (f & TF_RELOADS_BP) != 0;
+    b->rcnt[at + 1] = (uint8_t)m->rc;
+    m->d += ht_hash_mix(pc) * g_rinv[at];
+    b->dsum[at + 1] = m->d;
     tr->join[JOIN_SLOT(sp)] = (uint16_t)(bi << 8 | at);
-    return need;
 }
 
 /* Marks the states of buffer bi's whole trail (mark_state). */
@@ -814,11 +827,11 @@ static void trail_mark(trail_t *tr, int bi)
 {
     tbuf_t *b = &tr->b[bi];
     int base = tr->h[bi].base, end = base + tr->h[bi].len;
-    unsigned need = TF_NEEDS_BP;
+    mark_t m = { TF_NEEDS_BP, 0, 0 };
     b->dsum[base] = 0;
     b->rcnt[base] = 0;
     for (int at = base; at < end; at++)
-        need = mark_state(tr, bi, at, b->pc[at], b->sp[at], b->fl[at] & ~(unsigned)TF_NEEDS_BP, need);
+        mark_state(tr, bi, at, b->pc[at], b->sp[at], b->fl[at] & ~(unsigned)TF_NEEDS_BP, &m);
 }
 
 /* The record (the spare buffer) becomes a trail; the least recently used
@@ -1164,14 +1177,14 @@ static HT_NOINLINE void trail_update(wstate_t *st)
         if (i <= TRAIL_INPLACE && TH->base + j + i < TRAIL_CAP) {
             /* in place; outermost new state first, so TF_NEEDS_BP flows in */
             int at = TH->base + j + 1;
-            unsigned need = T->fl[at - 1] & TF_NEEDS_BP;
+            mark_t m = { T->fl[at - 1] & TF_NEEDS_BP, T->rcnt[at], T->dsum[at] };
             for (int x = i - 1; x >= 0; x--, at++) {
                 int from = TRAIL_CAP - 1 - x;
                 T->sp[at] = R->sp[from];
                 T->pc[at] = R->pc[from];
                 T->bp[at] = R->bp[from];
                 T->sval[at] = R->sval[from];
-                need = mark_state(tr, st->ti, at, R->pc[from], R->sp[from], R->fl[from], need);
+                mark_state(tr, st->ti, at, R->pc[from], R->sp[from], R->fl[from], &m);
             }
             TH->len = j + i + 1;
             return;
