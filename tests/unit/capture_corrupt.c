@@ -330,6 +330,88 @@ static void test_replay(void)
     CHECK_EQ(same, clean);
 }
 
+/* A saved rbp in code without frame pointers is an ordinary register's
+ * value, and a replay ignores it where nothing reads the rbp it restores:
+ * rp_leaf and rp_mid keep rbp as a general register (saved by their
+ * prologues, their only push), rp_mid's caller rp_alloca finds its CFA
+ * from rbp. A lie in rp_leaf's slot is overwritten by rp_mid's step before
+ * anything reads it: the stack is unchanged. A lie in rp_mid's slot is
+ * what rp_alloca's CFA comes from: the stack ends after rp_alloca. */
+static volatile uintptr_t g_lie_leaf, g_lie_mid, g_slot_ok = 1;
+static uintptr_t *volatile g_slot, *volatile g_mid_slot;
+static volatile uintptr_t g_saved, g_mid_saved;
+
+/* points g_slot at the caller's saved-rbp slot (CFA - 16) and checks that
+ * it holds the rbp the function was entered with */
+#define RP_FIND_SLOT() \
+    do { \
+        uintptr_t in_; \
+        __asm__ volatile("mov %%rbp, %0" : "=r"(in_)); \
+        g_slot = (uintptr_t *)__builtin_dwarf_cfa() - 2; \
+        __asm__ volatile("" ::: "rbp"); \
+        if (*g_slot != in_) \
+            g_slot_ok = 0; \
+    } while (0)
+
+__attribute__((noinline, optimize("omit-frame-pointer"))) static void rp_leaf(void)
+{
+    RP_FIND_SLOT();
+    g_saved = *g_slot;
+    if (g_lie_leaf)
+        *g_slot = g_lie_leaf;
+    g_n = ht_capture(0, MAXF, g_frames, &g_hash);
+    *g_slot = g_saved;
+}
+
+__attribute__((noinline, optimize("omit-frame-pointer"))) static void rp_mid(void)
+{
+    RP_FIND_SLOT();
+    g_mid_slot = g_slot;        /* not locals: they would take callee-saved registers */
+    g_mid_saved = *g_slot;
+    if (g_lie_mid)
+        *g_mid_slot = g_lie_mid;
+    rp_leaf();
+    *g_mid_slot = g_mid_saved;
+}
+
+__attribute__((noinline, optimize("omit-frame-pointer"))) static void rp_alloca(int k)
+{
+    volatile char *p = __builtin_alloca(16 + (k & 15));
+    p[0] = 1;
+    rp_mid();
+    sink += p[0];
+}
+
+static void test_replay_unread_rbp(void)
+{
+    void *ref[MAXF];
+    int nref = 0, same = 0, ends = 0, rounds = 0;
+    uint64_t href = 0;
+    for (int i = -1; i < 300; i++) {
+        int what = i < 0 ? 0 : i % 5;     /* 0-2 clean, 3 lie in rp_leaf's slot, 4 in rp_mid's */
+        g_lie_leaf = what == 3 ? 0x10 + (uintptr_t)i : 0;
+        g_lie_mid = what == 4 ? 0x10 + (uintptr_t)i : 0;
+        rp_alloca(i);
+        g_lie_leaf = g_lie_mid = 0;
+        CHECK_EQ(g_hash, ht_stack_hash(g_frames, g_n));
+        if (i < 0) {
+            nref = g_n;
+            href = g_hash;
+            memcpy(ref, g_frames, sizeof ref);
+            CHECK(nref >= 5 && nref < MAXF);    /* leaf, mid, alloca, this, main... */
+            continue;
+        }
+        rounds++;
+        if (what == 4)
+            ends += g_n == 3 && memcmp(g_frames, ref, 3 * sizeof(void *)) == 0;
+        else
+            same += g_n == nref && memcmp(g_frames, ref, (size_t)nref * sizeof(void *)) == 0 && g_hash == href;
+    }
+    CHECK(g_slot_ok);           /* the test's own premise: rbp saved at CFA - 16 */
+    CHECK_EQ(same, rounds - rounds / 5);
+    CHECK_EQ(ends, rounds / 5);
+}
+
 /* ---- junk stacks ------------------------------------------------------ */
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
@@ -499,6 +581,7 @@ int main(void)
     test_bad_return_address();
     test_altstack_switch();
     test_replay();
+    test_replay_unread_rbp();
     test_junk_stacks();
     test_contract_edges();
     test_cfi_mutations();
