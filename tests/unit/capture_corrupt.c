@@ -252,6 +252,48 @@ static void test_bad_return_address(void)
 static uintptr_t g_bp_lie;      /* nonzero: replay_leaf's saved rbp while it captures */
 static uint64_t g_hash;
 
+/* Runs a replay test's rounds i = -1 .. rounds - 1: prepare(i), the
+ * capturing chain, check(i). Every capture must come from one call site,
+ * so that all share their outer frames: written out in each test, the
+ * compiler copied the chain's call into the branches around it. Here the
+ * calls are indirect, and noipa keeps them so. */
+__attribute__((noipa)) static void replay_rounds(int rounds, void (*prepare)(int), void (*chain)(void),
+                                                void (*check)(int))
+{
+    for (int i = -1; i < rounds; i++) {
+        prepare(i);
+        chain();
+        check(i);
+    }
+}
+
+/* A replay test's reference: its stack's first capture, which walks it.
+ * Every capture's hash must equal ht_stack_hash of its frames. */
+typedef struct {
+    void *frames[MAXF];
+    int n;
+    uint64_t hash;
+} ref_t;
+
+static void ref_take(ref_t *r)
+{
+    CHECK_EQ(g_hash, ht_stack_hash(g_frames, g_n));
+    r->n = g_n;
+    r->hash = g_hash;
+    memcpy(r->frames, g_frames, sizeof r->frames);
+    CHECK(r->n >= 5 && r->n < MAXF);    /* three test frames, the test, main... */
+}
+
+/* the last capture equals the reference: all of it, or its first k frames */
+static int ref_equal(const ref_t *r, int k)
+{
+    CHECK_EQ(g_hash, ht_stack_hash(g_frames, g_n));
+    if (k < 0)
+        return g_n == r->n && memcmp(g_frames, r->frames, (size_t)r->n * sizeof(void *)) == 0 &&
+               g_hash == r->hash;
+    return g_n == k && memcmp(g_frames, r->frames, (size_t)k * sizeof(void *)) == 0;
+}
+
 __attribute__((noinline, optimize("no-omit-frame-pointer"))) static void replay_leaf(void)
 {
     uintptr_t saved;
@@ -281,53 +323,57 @@ __attribute__((noinline, optimize("no-omit-frame-pointer"))) static void replay_
     __asm__ volatile("mov %0, 8(%%rbp)" ::"r"(saved) : "memory");
 }
 
+/* test_replay's rounds: clean captures, a bad return address, clean ones,
+ * a lying saved rbp twice, a clean one; for each of three bad values */
+enum { CLEAN, BAD_RA, BP_LIE };
+static const unsigned char rr_round[] = { CLEAN, CLEAN, CLEAN, CLEAN, CLEAN, CLEAN, CLEAN, CLEAN, BAD_RA,
+                                          CLEAN, CLEAN, CLEAN, CLEAN, CLEAN, CLEAN, CLEAN, CLEAN, BP_LIE,
+                                          BP_LIE, CLEAN };
+#define RR_N ((int)sizeof rr_round)
+static uintptr_t rr_bad[3];
+static ref_t rr_ref;
+static int rr_clean, rr_same;
+
+static int rr_what(int i) { return i < 0 ? CLEAN : rr_round[i % RR_N]; }
+
+static void rr_prepare(int i)
+{
+    uintptr_t v = i < 0 ? 0 : rr_bad[i / RR_N];
+    g_bad_ra = rr_what(i) == BAD_RA ? v : 0;
+    g_bp_lie = rr_what(i) == BP_LIE ? (v == 0x10 ? 0x10 : 0x20) : 0;
+}
+
+static void rr_check(int i)
+{
+    g_bad_ra = g_bp_lie = 0;
+    if (i < 0) {
+        ref_take(&rr_ref);
+    } else if (rr_what(i) == CLEAN) {
+        rr_clean++;
+        rr_same += ref_equal(&rr_ref, -1);
+    } else if (rr_what(i) == BAD_RA) {
+        /* replay_outer's frame and those inside it verify; the bad
+         * address is the last frame */
+        CHECK(g_n >= 4 && g_n < rr_ref.n);
+        CHECK(memcmp(g_frames, rr_ref.frames, 3 * sizeof(void *)) == 0);
+        CHECK_EQ((uintptr_t)g_frames[3], rr_bad[i / RR_N]);
+    } else {
+        /* replay_alloca's CFA is the saved rbp + 16, below sp: the
+         * stack ends after its frame (and so does the trail the
+         * repeated lie is captured from) */
+        CHECK(ref_equal(&rr_ref, 2));
+    }
+}
+
 static void test_replay(void)
 {
     static char heap_like[64];
-    /* one call site for every capture, so all share their outer frames;
-     * per round: clean captures, a bad return address, clean ones, a lying
-     * saved rbp twice, a clean one */
-    enum { CLEAN, BAD_RA, BP_LIE };
-    static const unsigned char round[] = { CLEAN, CLEAN, CLEAN, CLEAN, CLEAN, CLEAN, CLEAN, CLEAN, BAD_RA,
-                                           CLEAN, CLEAN, CLEAN, CLEAN, CLEAN, CLEAN, CLEAN, CLEAN, BP_LIE,
-                                           BP_LIE, CLEAN };
-    uintptr_t bad[] = { (uintptr_t)heap_like, (uintptr_t)&test_replay + 5, 0x10 };
-    const int nr = (int)sizeof round, nb = (int)(sizeof bad / sizeof bad[0]);
-    void *ref[MAXF];
-    int nref = 0, clean = 0, same = 0;
-    uint64_t href = 0;
-    for (int i = -1; i < nr * nb; i++) {
-        int what = i < 0 ? CLEAN : round[i % nr];
-        uintptr_t v = i < 0 ? 0 : bad[i / nr];
-        g_bad_ra = what == BAD_RA ? v : 0;
-        g_bp_lie = what == BP_LIE ? (v == 0x10 ? 0x10 : 0x20) : 0;
-        replay_outer();
-        g_bad_ra = g_bp_lie = 0;
-        CHECK_EQ(g_hash, ht_stack_hash(g_frames, g_n));
-        if (i < 0) {
-            /* the first capture of this stack walks it */
-            nref = g_n;
-            href = g_hash;
-            memcpy(ref, g_frames, sizeof ref);
-            CHECK(nref >= 5 && nref < MAXF);    /* leaf, alloca, outer, this, main... */
-        } else if (what == CLEAN) {
-            clean++;
-            same += g_n == nref && memcmp(g_frames, ref, (size_t)nref * sizeof(void *)) == 0 && g_hash == href;
-        } else if (what == BAD_RA) {
-            /* replay_outer's frame and those inside it verify; the bad
-             * address is the last frame */
-            CHECK(g_n >= 4 && g_n < nref);
-            CHECK(memcmp(g_frames, ref, 3 * sizeof(void *)) == 0);
-            CHECK_EQ((uintptr_t)g_frames[3], v);
-        } else {
-            /* replay_alloca's CFA is the saved rbp + 16, below sp: the
-             * stack ends after its frame (and so does the trail the
-             * repeated lie is captured from) */
-            CHECK_EQ(g_n, 2);
-            CHECK(memcmp(g_frames, ref, 2 * sizeof(void *)) == 0);
-        }
-    }
-    CHECK_EQ(same, clean);
+    rr_bad[0] = (uintptr_t)heap_like;
+    rr_bad[1] = (uintptr_t)&test_replay + 5;
+    rr_bad[2] = 0x10;
+    replay_rounds(RR_N * 3, rr_prepare, replay_outer, rr_check);
+    CHECK(rr_clean > 0);
+    CHECK_EQ(rr_same, rr_clean);
 }
 
 /* A saved rbp in code without frame pointers is an ordinary register's
@@ -382,34 +428,40 @@ __attribute__((noinline, optimize("omit-frame-pointer"))) static void rp_alloca(
     sink += p[0];
 }
 
+static ref_t ru_ref;
+static int ru_same, ru_ends, ru_rounds, ru_i;
+
+static void ru_prepare(int i)
+{
+    int what = i < 0 ? 0 : i % 5;   /* 0-2 clean, 3 lie in rp_leaf's slot, 4 in rp_mid's */
+    g_lie_leaf = what == 3 ? 0x10 + (uintptr_t)i : 0;
+    g_lie_mid = what == 4 ? 0x10 + (uintptr_t)i : 0;
+    ru_i = i;
+}
+
+static void ru_chain(void) { rp_alloca(ru_i); }
+
+static void ru_check(int i)
+{
+    g_lie_leaf = g_lie_mid = 0;
+    if (i < 0) {
+        ref_take(&ru_ref);
+        return;
+    }
+    ru_rounds++;
+    if (i % 5 == 4)
+        ru_ends += ref_equal(&ru_ref, 3);
+    else
+        ru_same += ref_equal(&ru_ref, -1);
+}
+
 static void test_replay_unread_rbp(void)
 {
-    void *ref[MAXF];
-    int nref = 0, same = 0, ends = 0, rounds = 0;
-    uint64_t href = 0;
-    for (int i = -1; i < 300; i++) {
-        int what = i < 0 ? 0 : i % 5;     /* 0-2 clean, 3 lie in rp_leaf's slot, 4 in rp_mid's */
-        g_lie_leaf = what == 3 ? 0x10 + (uintptr_t)i : 0;
-        g_lie_mid = what == 4 ? 0x10 + (uintptr_t)i : 0;
-        rp_alloca(i);
-        g_lie_leaf = g_lie_mid = 0;
-        CHECK_EQ(g_hash, ht_stack_hash(g_frames, g_n));
-        if (i < 0) {
-            nref = g_n;
-            href = g_hash;
-            memcpy(ref, g_frames, sizeof ref);
-            CHECK(nref >= 5 && nref < MAXF);    /* leaf, mid, alloca, this, main... */
-            continue;
-        }
-        rounds++;
-        if (what == 4)
-            ends += g_n == 3 && memcmp(g_frames, ref, 3 * sizeof(void *)) == 0;
-        else
-            same += g_n == nref && memcmp(g_frames, ref, (size_t)nref * sizeof(void *)) == 0 && g_hash == href;
-    }
+    replay_rounds(300, ru_prepare, ru_chain, ru_check);
     CHECK(g_slot_ok);           /* the test's own premise: rbp saved at CFA - 16 */
-    CHECK_EQ(same, rounds - rounds / 5);
-    CHECK_EQ(ends, rounds / 5);
+    CHECK_EQ(ru_rounds, 300);
+    CHECK_EQ(ru_same, 240);
+    CHECK_EQ(ru_ends, 60);
 }
 
 /* ---- junk stacks ------------------------------------------------------ */
