@@ -1051,11 +1051,12 @@ static HT_NOINLINE int speculate(wstate_t *st, int j, void **frames, int max)
  * verifies as in speculate(), and the step from the outermost state stops
  * again, the stack is that trail's, frame for frame. Taken before the walk
  * records or joins anything, so such a capture pays only the verifying
- * loads: a program allocating in a loop (90% of sqlite3's captures). Not
- * tried while the thread rests (its stacks have not been repeating).
- * bi is a buffer whose header says its trail's top is the walk's state
- * (pc and sp; checked again against the trail itself). Returns the frame count, or 0 to walk as usual (nothing was
- * changed but frames[] and *sum). */
+ * loads: a program allocating in a loop (93% of sqlite3's captures under
+ * the agent). Not tried while the thread rests (its stacks have not been
+ * repeating). bi is a buffer whose header says its trail's top is the
+ * walk's state (pc and sp; checked again against the trail itself).
+ * Returns the frame count, or 0 to walk as usual (nothing was changed but
+ * frames[] and *sum). */
 static HT_NOINLINE int replay(trail_t *tr, int bi, const wstate_t *st, uintptr_t pc, uintptr_t sp,
                               uintptr_t bp, int max, void **frames, uint64_t *sum)
 {
