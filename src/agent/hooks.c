@@ -18,6 +18,7 @@
  * changes errno or the result the program sees. */
 #include "agent.h"
 #include "../format/trace.h"
+#include "../platform/linux-x86_64/unwind.h"
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -124,10 +125,27 @@ void ht__boot_range(uintptr_t *lo, uintptr_t *hi)
 
 /* ---- recording --------------------------------------------------------- */
 
-static HT_NOINLINE void record_alloc(void *p, size_t n, int kind, void **frames, int nf,
-                                     uint64_t hash)
+/* The stack id of frames[0..nf): memo (ht__capture_memo), when the stack
+ * was replayed whole from a trail, keeps it for that trail's next replay,
+ * which then needs no stack-database lookup. */
+static HT_ALWAYS_INLINE uint32_t stack_id(void **frames, int nf, uint64_t hash, uint32_t *memo)
 {
-    uint32_t id = ht__stackdb_intern(frames, nf, hash);
+    if (!memo)
+        return ht__stackdb_intern(frames, nf, hash);
+    uint32_t id = *memo;
+    if (!id) {
+        id = ht__stackdb_intern(frames, nf, hash);
+        if (id != HT_STACK_ID_OVERFLOW)
+            *memo = id;
+    }
+    ht__capture_release();
+    return id;
+}
+
+static HT_NOINLINE void record_alloc(void *p, size_t n, int kind, void **frames, int nf,
+                                     uint64_t hash, uint32_t *memo)
+{
+    uint32_t id = stack_id(frames, nf, hash, memo);
     if (ht_unlikely(id == HT_STACK_ID_OVERFLOW))
         ht_fetch_add(&ht__drops.overflow_allocs, 1);
     ht_site_t *s = ht__site_get(id, kind);
@@ -186,10 +204,11 @@ static HT_NOINLINE void bench_track(void *p, size_t n, int kind)
     if (ht__agent.on == HT_ON_CAPTURE_ONLY) {
         ht_capture(2, ht__agent.max_frames, frames, &hash);
     } else if (ht__agent.on == HT_ON_INTERN_ONLY) {
-        int nf = ht_capture(2, ht__agent.max_frames, frames, &hash);
-        ht__stackdb_intern(frames, nf, hash);
+        uint32_t *memo;
+        int nf = ht__capture_memo(2, ht__agent.max_frames, frames, &hash, &memo);
+        stack_id(frames, nf, hash, memo);
     } else if (ht__agent.on == HT_ON_NO_CAPTURE)
-        record_alloc(p, n, kind, NULL, 0, ht_stack_hash(NULL, 0));
+        record_alloc(p, n, kind, NULL, 0, ht_stack_hash(NULL, 0), NULL);
     ht__guard_leave();
 }
 
@@ -200,8 +219,9 @@ static HT_NOINLINE void bench_track(void *p, size_t n, int kind)
     do { \
         void *frames_[HT_MAX_FRAMES]; \
         uint64_t hash_; \
-        int nf_ = ht_capture(1, ht__agent.max_frames, frames_, &hash_); \
-        record_alloc((p), (n), (kind), frames_, nf_, hash_); \
+        uint32_t *memo_; \
+        int nf_ = ht__capture_memo(1, ht__agent.max_frames, frames_, &hash_, &memo_); \
+        record_alloc((p), (n), (kind), frames_, nf_, hash_, memo_); \
     } while (0)
 
 /* The same for a hook whose guard is down: raises it around the record. */

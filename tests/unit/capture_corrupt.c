@@ -25,7 +25,9 @@
 #include <ucontext.h>
 #include "heaptrail.h"
 #include "check.h"
+#include "core/stackdb.h"
 #include "platform/linux-x86_64/cfi.h"
+#include "platform/linux-x86_64/unwind.h"
 
 #define MAXF 128
 
@@ -464,6 +466,86 @@ static void test_replay_unread_rbp(void)
     CHECK_EQ(ru_ends, 60);
 }
 
+/* The agent's memo (ht__capture_memo): a replayed stack's trail keeps the
+ * stack id the caller stored, until the trail changes. Four leaves called
+ * from one place take turns, in runs of three: the trail a run replays had
+ * another leaf's frame on top before the run's first capture changed it
+ * in place. Every few rounds a return address further out is changed too.
+ * Every id the memo gives must be the stack database's id of the frames
+ * captured. */
+static uint32_t *g_memo;
+static int g_pick;
+
+#define MM_LEAF(k) \
+    __attribute__((noinline)) static void mm_leaf##k(void) \
+    { \
+        g_n = ht__capture_memo(0, MAXF, g_frames, &g_hash, &g_memo); \
+        __asm__ volatile(""); \
+    }
+MM_LEAF(0)
+MM_LEAF(1)
+MM_LEAF(2)
+MM_LEAF(3)
+
+__attribute__((noinline)) static void mm_mid(void)
+{
+    static void (*const leaf[])(void) = { mm_leaf0, mm_leaf1, mm_leaf2, mm_leaf3 };
+    leaf[g_pick]();
+    __asm__ volatile("");
+}
+
+__attribute__((noinline, optimize("no-omit-frame-pointer"))) static void mm_outer(void)
+{
+    uintptr_t saved;
+    __asm__ volatile("mov 8(%%rbp), %0" : "=r"(saved));
+    if (g_bad_ra)
+        __asm__ volatile("mov %0, 8(%%rbp)" ::"r"(g_bad_ra) : "memory");
+    mm_mid();
+    __asm__ volatile("mov %0, 8(%%rbp)" ::"r"(saved) : "memory");
+}
+
+static int mm_hits, mm_wrong, mm_replayed;
+static uintptr_t mm_bad;
+
+static void mm_prepare(int i)
+{
+    int r = i < 0 ? 0 : i;
+    g_pick = (r / 3) % 4;
+    g_bad_ra = r % 23 == 22 ? mm_bad : 0;
+}
+
+static void mm_check(int i)
+{
+    (void)i;
+    g_bad_ra = 0;
+    uint32_t truth = ht__stackdb_intern(g_frames, g_n, g_hash);
+    if (!g_memo)
+        return;
+    mm_replayed++;
+    if (*g_memo) {
+        mm_hits++;
+        mm_wrong += *g_memo != truth;
+    } else {
+        *g_memo = truth;
+    }
+    ht__capture_release();
+}
+
+static void test_capture_memo(void)
+{
+    mm_bad = (uintptr_t)&test_capture_memo + 7;
+    replay_rounds(2000, mm_prepare, mm_outer, mm_check);
+    CHECK_EQ(mm_wrong, 0);
+    CHECK(mm_replayed > 1000);   /* two of each run of three replay */
+    CHECK(mm_hits > 500);
+    /* every replay released its trail: later rounds replay again (a trail
+     * left held would make every walk go without the thread's trails) */
+    int before = mm_replayed;
+    replay_rounds(8, mm_prepare, mm_outer, mm_check);
+    CHECK(mm_replayed - before >= 4);
+    CHECK_EQ(mm_wrong, 0);
+}
+
 /* ---- junk stacks ------------------------------------------------------ */
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
@@ -634,6 +716,7 @@ int main(void)
     test_altstack_switch();
     test_replay();
     test_replay_unread_rbp();
+    test_capture_memo();
     test_junk_stacks();
     test_contract_edges();
     test_cfi_mutations();

@@ -684,6 +684,7 @@ typedef struct thead_s {
     uint32_t gen;               /* code generation it was recorded in */
     uint32_t used;              /* when a walk last joined or made it */
     uintptr_t top_sp, top_pc;   /* its innermost state's (0 when len is 0) */
+    uint32_t memo;              /* ht__capture_memo's word; 0 whenever the trail changes */
 } thead_t;
 
 typedef struct trail_s {
@@ -750,7 +751,7 @@ static HT_NOINLINE trail_t *trail_new(void)
     if (!tr && !(tr = ht__map(sizeof(trail_t))))
         return NULL;
     for (int b = 0; b <= TRAILS; b++)
-        tr->h[b].len = 0, tr->h[b].top_sp = 0;
+        tr->h[b].len = 0, tr->h[b].top_sp = 0, tr->h[b].memo = 0;
     tr->spare = TRAILS;
     tr->useless = 0;
     tr->rest = 0;
@@ -825,13 +826,15 @@ static HT_ALWAYS_INLINE void mark_state(trail_t *tr, int bi, int at, uintptr_t p
 }
 
 /* Sets a trail's top (its innermost state, in its header: replay()'s
- * lookup). */
+ * lookup) after its states changed, and clears its memo: the stack it
+ * replays is another. */
 static HT_ALWAYS_INLINE void set_top(trail_t *tr, int bi)
 {
     thead_t *H = &tr->h[bi];
     int top = H->base + H->len - 1;
     H->top_sp = tr->b[bi].sp[top];
     H->top_pc = tr->b[bi].pc[top];
+    H->memo = 0;
 }
 
 /* Marks the states of buffer bi's whole trail (mark_state). */
@@ -868,6 +871,7 @@ static void adopt_record(trail_t *tr, uint32_t gen, uint32_t now)
     }
     tr->h[victim].len = 0;
     tr->h[victim].top_sp = 0;
+    tr->h[victim].memo = 0;
     tr->spare = victim;
 }
 
@@ -1279,7 +1283,7 @@ static HT_ALWAYS_INLINE int plain_walk(const uint64_t *fast, uint64_t gentag, ui
  * bounds' check inlined, 21 of a replayed 15-frame capture's 485
  * instructions.) */
 static HT_NOINLINE int walk(uintptr_t pc, uintptr_t sp, uintptr_t bp, const ht_regs_t *r, int skip, int max,
-                            void **frames, uint64_t *hash)
+                            void **frames, uint64_t *hash, uint32_t **memo)
 {
     wstate_t st;
     int n = 0, last = -1, exact = r != NULL;
@@ -1349,7 +1353,10 @@ static HT_NOINLINE int walk(uintptr_t pc, uintptr_t sp, uintptr_t bp, const ht_r
                     continue;
                 int rn = replay(tr, b, &st, pc, sp, bp, max, frames, &sum);
                 if (rn > 0) {
-                    trail_release();
+                    if (memo)
+                        *memo = &tr->h[b].memo;     /* held: ht__capture_release() */
+                    else
+                        trail_release();
                     n = rn;
                     goto out;
                 }
@@ -1496,12 +1503,17 @@ out:
 
 /* Called by capture.S with the caller's pc, sp and rbp. */
 HT_INTERNAL int ht__capture_regs(int skip, int max, void **frames, uint64_t *hash,
-                                 const uintptr_t *regs3);
+                                 const uintptr_t *regs3, uint32_t **memo);
 
-int ht__capture_regs(int skip, int max, void **frames, uint64_t *hash, const uintptr_t *regs3)
+int ht__capture_regs(int skip, int max, void **frames, uint64_t *hash, const uintptr_t *regs3,
+                     uint32_t **memo)
 {
-    return walk(regs3[0], regs3[1], regs3[2], NULL, skip < 0 ? 0 : skip, max, frames, hash);
+    if (memo)
+        *memo = NULL;
+    return walk(regs3[0], regs3[1], regs3[2], NULL, skip < 0 ? 0 : skip, max, frames, hash, memo);
 }
+
+void ht__capture_release(void) { trail_release(); }
 
 static int rd_any(void *ctx, uintptr_t addr, uintptr_t *out)
 {
@@ -1518,5 +1530,5 @@ int ht_capture_context(const void *ucontext, int max, void **frames, uint64_t *h
             *hash = ht_hash_finish(0, 0);
         return 0;
     }
-    return walk(r.r[HT_DW_RA], r.r[HT_DW_RSP], r.r[HT_DW_RBP], &r, 0, max, frames, hash);
+    return walk(r.r[HT_DW_RA], r.r[HT_DW_RSP], r.r[HT_DW_RBP], &r, 0, max, frames, hash, NULL);
 }

@@ -21,6 +21,18 @@ HT_INTERNAL int ht__own_mappings(uintptr_t (*out)[2], int max);
  * about to be filled, where page-by-page faults cost more than the work. */
 HT_INTERNAL void *ht__map_populated(size_t size);
 
+/* ht_capture for the agent, with a memo (capture.S). When the stack was
+ * replayed whole from one of the thread's trails (unwind.c, replay()),
+ * *memo points at that trail's memo word: 0, or what the caller stored
+ * there after an earlier replay of the same trail, which cleared it if it
+ * has changed since. The caller stores its stack id there, so the next
+ * replay of that trail needs no stack-database lookup; it must then call
+ * ht__capture_release(), since until then the trail stays held (a walk
+ * nested in a signal handler goes without it). Otherwise *memo is NULL.
+ * `skip` counts from the caller of ht__capture_memo, as for ht_capture. */
+HT_INTERNAL int ht__capture_memo(int skip, int max, void **frames, uint64_t *hash, uint32_t **memo);
+HT_INTERNAL void ht__capture_release(void);
+
 typedef struct { uintptr_t lo, hi; } ht_stack_range_t;
 HT_INTERNAL extern __thread ht_stack_range_t t_ranges[] __attribute__((tls_model("initial-exec")));
 HT_INTERNAL int ht__stack_range_slow(uintptr_t sp, uintptr_t *lo, uintptr_t *hi);
