@@ -675,7 +675,7 @@ typedef struct tbuf_s {
     uint8_t rcnt[TRAIL_CAP + 1];
 } tbuf_t;
 
-/* A buffer's header, kept with the others in the trail_t (288 bytes for
+/* A buffer's header, kept with the others in the trail_t (360 bytes for
  * all), not at the end of its 8 KiB of states: every join test, every
  * choice of a buffer to recycle and every capture's look for a trail to
  * replay reads it. */
@@ -1343,7 +1343,7 @@ static HT_NOINLINE int walk(uintptr_t pc, uintptr_t sp, uintptr_t bp, const ht_r
             st.rec = 0;
         }
         /* a whole trail from its top? Found through the trails' headers
-         * (five lines for all), not the join table: that keeps one state
+         * (six lines for all), not the join table: that keeps one state
          * per sp, the last marked, and sqlite3's stacks pass through the
          * sp of one another's tops so often that replays found that way
          * were 204,000 of its 655,000 captures, against 608,000 now */
