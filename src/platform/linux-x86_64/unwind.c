@@ -629,8 +629,9 @@ static int step_compact(walk_t *w, rule_t ru, uintptr_t *pc, uintptr_t *sp, uint
  * after at most TRAIL_INPLACE new frames writes them into place above the
  * join (a small variation of the same path); one that joins further out
  * becomes a new trail, its record on top of a copy of the joined trail's
- * outer states. Join candidates, in any trail, are found through one small
- * table indexed by sp.
+ * outer states, and so does one walk in TRAIL_ADOPT_EVERY that could have
+ * written in place (trail_update). Join candidates, in any trail, are
+ * found through one small table indexed by sp.
  *
  * Recording and joining cost a few stores and loads a frame, and on stacks
  * that never repeat (each capture down another path) they buy nothing: a
@@ -650,6 +651,8 @@ static int step_compact(walk_t *w, rule_t ru, uintptr_t *pc, uintptr_t *sp, uint
 _Static_assert(HT_ARRAY_SIZE(g_rinv) >= TRAIL_CAP, "R^-x for every trail index");
 #define TRAILS 8                /* trails kept per thread */
 #define TRAIL_INPLACE 6
+#define TRAIL_ADOPT_EVERY 16    /* tested on the trail clock's low bits */
+_Static_assert((TRAIL_ADOPT_EVERY & (TRAIL_ADOPT_EVERY - 1)) == 0, "a power of two");
 #define TRAIL_USELESS 4
 #define TRAIL_REST 15
 #define JOIN_BITS 9
@@ -736,6 +739,14 @@ __attribute__((constructor)) static void trail_init(void)
         g_trail_key_ok = pthread_key_create(&g_trail_key, trail_thread_exit) == 0;
 }
 
+/* Empties a buffer's header: no trail, so no top to replay and no memo. */
+static HT_ALWAYS_INLINE void head_clear(thead_t *H)
+{
+    H->len = 0;
+    H->top_sp = 0;
+    H->memo = 0;
+}
+
 /* A trail for this thread: recycled from an exited thread, else mapped. */
 static HT_NOINLINE trail_t *trail_new(void)
 {
@@ -751,7 +762,7 @@ static HT_NOINLINE trail_t *trail_new(void)
     if (!tr && !(tr = ht__map(sizeof(trail_t))))
         return NULL;
     for (int b = 0; b <= TRAILS; b++)
-        tr->h[b].len = 0, tr->h[b].top_sp = 0, tr->h[b].memo = 0;
+        head_clear(&tr->h[b]);
     tr->spare = TRAILS;
     tr->useless = 0;
     tr->rest = 0;
@@ -874,9 +885,7 @@ static void adopt_record(trail_t *tr, uint32_t gen, uint32_t now)
         if (victim < 0 || tr->h[b].used < tr->h[victim].used)
             victim = b;
     }
-    tr->h[victim].len = 0;
-    tr->h[victim].top_sp = 0;
-    tr->h[victim].memo = 0;
+    head_clear(&tr->h[victim]);
     tr->spare = victim;
 }
 
@@ -1212,14 +1221,14 @@ static HT_NOINLINE void trail_update(wstate_t *st)
         int j = st->spec_j, i = st->spec_i;
         tbuf_t *T = st->T;
         thead_t *TH = &tr->h[st->ti];
-        /* every sixteenth such walk makes a trail of its own instead:
+        /* one such walk in TRAIL_ADOPT_EVERY makes a trail of its own:
          * rewriting in place keeps the joined trail's outer states but
          * loses the variant it rewrites, and a thread whose walks all
          * rewrite in place never adopts, so never evicts what its
          * start-up left (python3 under the agent: one whole trail,
          * rewritten by every capture, beside seven start-up fragments;
          * 5,300 of 6.9 million captures replayed, 4.8 million now) */
-        if (i <= TRAIL_INPLACE && TH->base + j + i < TRAIL_CAP && (now & 15) != 0) {
+        if (i <= TRAIL_INPLACE && TH->base + j + i < TRAIL_CAP && (now & (TRAIL_ADOPT_EVERY - 1)) != 0) {
             /* in place; outermost new state first, so TF_NEEDS_BP flows in */
             int at = TH->base + j + 1;
             mark_t m = { T->fl[at - 1] & TF_NEEDS_BP, T->rcnt[at], T->dsum[at] };
