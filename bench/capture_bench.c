@@ -12,12 +12,14 @@
  * one line per (method, shape, depth): median ns per call and per frame
  * over several rounds, and the frame count each method reached.
  *
- * Then the floor of any table-driven walk (bench_floor), and the hash: ns per frame for ht_stack_hash, a sum of addresses, a
- * bytewise crc32 and the SSE4.2 crc32c instruction over 100-frame stacks,
- * and how many of 40,320 permutations of one 8-frame stack each hash
- * merges (a merge = two different stacks with the same hash).
+ * Then the floor of any table-driven walk (bench_floor), and the hash: ns
+ * per frame for ht_stack_hash, a sum of addresses, a bytewise crc32 and
+ * the SSE4.2 crc32c instruction over 100-frame stacks, and how many of
+ * 40,320 permutations of one 8-frame stack each hash merges (a merge = two
+ * different stacks with the same hash).
  *
- * Usage: capture_bench [rounds]   (results go to stdout as a table) */
+ * Usage: capture_bench [rounds]   (at most MAX_ROUNDS; results go to
+ * stdout as a table) */
 #define _GNU_SOURCE
 #define UNW_LOCAL_ONLY
 #include <dlfcn.h>
@@ -174,13 +176,33 @@ __attribute__((noinline)) static void step(void)
     __asm__ volatile("" ::"r"(f) : "memory");
 }
 
+#define MAX_ROUNDS 16
+
+static uint64_t xorshift(uint64_t *x)
+{
+    *x ^= *x << 13, *x ^= *x >> 7, *x ^= *x << 17;
+    return *x;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* sorts t[0..n) and returns its median */
+static double median_of(double *t, int n)
+{
+    qsort(t, (size_t)n, sizeof(double), cmp_double);
+    return t[n / 2];
+}
+
 static void run_varied(int depth)
 {
-    unsigned long x = 88172645463325252ul;
+    uint64_t x = 88172645463325252ul;
     double t0 = now_ns();
     for (int i = 0; i < g_iters; i++) {
-        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-        g_path = x;
+        g_path = xorshift(&x);
         g_depth_left = depth;
         step();
     }
@@ -249,7 +271,7 @@ static double floor_walk(int depth)
     for (int p = 0; p < FLOOR_PATHS; p++) {
         uint64_t cfa = 16;
         for (int d = 0; d <= depth; d++) {
-            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            xorshift(&x);
             floor_stack[p][cfa / 8 - 1] = code[x & 3];
             cfa += size[x & 3];
         }
@@ -272,19 +294,15 @@ static double floor_walk(int depth)
     return (now_ns() - t0) / iters / depth;
 }
 
-static int cmp_double(const void *a, const void *b);
-
 static void bench_floor(int rounds)
 {
     printf("\ntable-walk floor (two dependent loads a frame, nothing else), ns per frame:");
     const int depths[] = { 10, 30, 100 };
     for (int di = 0; di < 3; di++) {
-        double t[16];
-        int n = rounds < 16 ? rounds : 16;
-        for (int r = 0; r < n; r++)
+        double t[MAX_ROUNDS];
+        for (int r = 0; r < rounds; r++)
             t[r] = floor_walk(depths[di]);
-        qsort(t, (size_t)n, sizeof(double), cmp_double);
-        printf(" depth %d %.2f", depths[di], t[n / 2]);
+        printf(" depth %d %.2f", depths[di], median_of(t, rounds));
     }
     printf("\n");
 }
@@ -348,15 +366,10 @@ static void bench_hashes(void)
 
 static uint64_t ht_stack_hash_u64(void *const *f, int n);
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 int main(int argc, char **argv)
 {
     int rounds = argc > 1 ? atoi(argv[1]) : 5;
+    rounds = rounds < 1 ? 1 : rounds > MAX_ROUNDS ? MAX_ROUNDS : rounds;
     g_stack_top = (char *)__builtin_frame_address(0) + 4096;
     void *gcc = dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_LOCAL);
     gcc_backtrace = gcc ? (_Unwind_Reason_Code(*)(_Unwind_Trace_Fn, void *))dlsym(gcc, "_Unwind_Backtrace") : NULL;
@@ -376,9 +389,9 @@ int main(int argc, char **argv)
                 g_method = m;
                 int slow = m == M_BACKTRACE || m == M_UNWIND;
                 g_iters = slow ? 2000 : 50000;
-                double t[16];
+                double t[MAX_ROUNDS];
                 int frames = 0;
-                for (int r = 0; r < rounds && r < 16; r++) {
+                for (int r = 0; r < rounds; r++) {
                     if (shape == 0)
                         chain(depths[di]);
                     else
@@ -389,19 +402,18 @@ int main(int argc, char **argv)
                 if (shape == 1) {
                     /* cost of walking the varied chain itself, no capture */
                     int saved = g_method;
-                    double base[16];
-                    for (int r = 0; r < rounds && r < 16; r++) {
+                    double base[MAX_ROUNDS];
+                    for (int r = 0; r < rounds; r++) {
                         g_method = -1;
                         run_varied(depths[di]);
                         base[r] = g_ns;
                     }
                     g_method = saved;
-                    qsort(base, (size_t)rounds, sizeof(double), cmp_double);
-                    for (int r = 0; r < rounds && r < 16; r++)
-                        t[r] -= base[rounds / 2];
+                    double chain_ns = median_of(base, rounds);
+                    for (int r = 0; r < rounds; r++)
+                        t[r] -= chain_ns;
                 }
-                qsort(t, (size_t)(rounds < 16 ? rounds : 16), sizeof(double), cmp_double);
-                double med = t[(rounds < 16 ? rounds : 16) / 2];
+                double med = median_of(t, rounds);
                 printf("%-26s %-9s %6d %7d %10.1f %9.2f %9.2f\n", method_name[m], shape ? "varied" : "repeated",
                        depths[di], frames, med, frames ? med / frames : 0.0, frames ? t[0] / frames : 0.0);
                 fflush(stdout);
