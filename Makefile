@@ -137,6 +137,8 @@ $(BUILD)/tests/capture_dlreuse: tests/capture/dlreuse.c tests/check.h $(LIB) $(B
 CAPTURE_BIN += $(BUILD)/tests/capture_dlreuse
 # module reads against a concurrent dlclose (loads libdlreuse1.so)
 $(BUILD)/tests/unit_dlclose_race: $(BUILD)/tests/libdlreuse1.so
+# unit_live includes the agent's live.c itself
+$(BUILD)/tests/unit_live: src/agent/live.c src/agent/agent.h
 
 # stacks through JIT-compiled code (a mini JIT emitting x86-64)
 $(BUILD)/tests/capture_jit: tests/capture/jit.c tests/check.h tests/jitcode.h $(LIB)

@@ -189,6 +189,10 @@ HT_INTERNAL int ht__live_insert(uintptr_t addr, uint64_t size, uint32_t site,
                                 uint32_t *old_site, uint64_t *old_size);
 /* Removes `addr`; returns 1 and its size and site number if it was present. */
 HT_INTERNAL int ht__live_remove(uintptr_t addr, uint64_t *size, uint32_t *site);
+/* Prefetches the slot an insertion of `addr` will probe first, if its
+ * shard's table is large (a malloc calls it before capturing the stack,
+ * so the cache miss overlaps the capture). */
+HT_INTERNAL void ht__live_prefetch(uintptr_t addr);
 HT_INTERNAL void ht__live_fork_prepare(void);
 HT_INTERNAL void ht__live_fork_parent(void);
 HT_INTERNAL void ht__live_fork_child(void);

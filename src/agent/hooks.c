@@ -231,6 +231,7 @@ static HT_NOINLINE void bench_track(void *p, size_t n, int kind)
             if (ht_likely(!ht__guard)) { \
                 if (ht_likely(ht__agent.on == HT_ON_FULL)) { \
                     ht__guard = 1; \
+                    ht__live_prefetch((uintptr_t)(p)); \
                     RECORD((p), (n), (kind)); \
                     ht__guard_leave(); \
                 } else if (ht__agent.on) { \

@@ -87,6 +87,33 @@ static void *map_flags(size_t size, int flags)
 void *ht__map(size_t size) { return map_flags(size, 0); }
 void *ht__map_populated(size_t size) { return map_flags(size, MAP_POPULATE); }
 void *ht__reserve(size_t size) { return map_flags(size, MAP_NORESERVE); }
+
+#define HUGE_PAGE (2ul << 20)
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23  /* Linux 5.14; EINVAL before, and then pages fault as used */
+#endif
+
+void *ht__map_table(size_t size)
+{
+    if (size < HUGE_PAGE)
+        return map_flags(size, MAP_POPULATE);
+    /* map a huge page more, keep the aligned part: transparent huge pages
+     * need 2 MiB-aligned ranges */
+    long r = ht__syscall6(SYS_mmap, 0, (long)(size + HUGE_PAGE), PROT_READ | PROT_WRITE,
+                          MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (r < 0 && r > -4096)
+        return NULL;
+    uintptr_t p = (uintptr_t)r, a = (p + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
+    if (a > p)
+        ht__sys2(SYS_munmap, p, a - p);
+    if (a + size < p + size + HUGE_PAGE)
+        ht__sys2(SYS_munmap, a + size, p + size + HUGE_PAGE - (a + size));
+    own_add(a, size);
+    ht__sys3(SYS_madvise, a, size, MADV_HUGEPAGE);
+    /* fault it in at once: one call instead of a fault a page */
+    ht__sys3(SYS_madvise, a, size, MADV_POPULATE_WRITE);
+    return (void *)a;
+}
 void ht__unmap(void *p, size_t size)
 {
     own_remove((uintptr_t)p);
