@@ -39,7 +39,7 @@ enum {
     HT_ON_FULL = 1,             /* the normal mode */
     HT_ON_CAPTURE_ONLY = 2,     /* benchmarks: capture, record nothing */
     HT_ON_NO_CAPTURE = 3,       /* benchmarks: record with an empty stack */
-    HT_ON_INTERN_ONLY = 4       /* benchmarks: capture and intern, record nothing */
+    HT_ON_INTERN_ONLY = 4       /* benchmarks: capture, intern, find the site; record nothing */
 };
 typedef struct ht_agent_s {
     int on;                     /* HT_ON_* */

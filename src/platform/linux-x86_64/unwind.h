@@ -29,8 +29,9 @@ HT_INTERNAL void *ht__map_table(size_t size);
  * replayed whole from one of the thread's trails (unwind.c, replay()),
  * *memo points at that trail's memo word: 0, or what the caller stored
  * there after an earlier replay of the same trail, which cleared it if it
- * has changed since. The caller stores its stack id there, so the next
- * replay of that trail needs no stack-database lookup; it must then call
+ * has changed since. The caller stores what it derived from the stack
+ * there (the agent: its site record), so the next replay of that trail
+ * needs no stack-database lookup; it must then call
  * ht__capture_release(), since until then the trail stays held (a walk
  * nested in a signal handler goes without it). Otherwise *memo is NULL.
  * `skip` counts from the caller of ht__capture_memo, as for ht_capture. */
