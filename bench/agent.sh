@@ -57,6 +57,13 @@ for w in allocbench sqlite3 python3; do
     row $w lsan-full-unwind "$SLOW" env LD_PRELOAD="$LSAN" LSAN_OPTIONS=exitcode=0:fast_unwind_on_malloc=0 "$@"
 done
 
+# a large live set: python3 with every object through malloc, 3 million
+# live blocks at its peak (what the live table's layout is for)
+set -- /usr/bin/python3 python-workload.py
+row python3-malloc base "$RUNS" env PYTHONMALLOC=malloc "$@"
+row python3-malloc heaptrail "$RUNS" env PYTHONMALLOC=malloc $HTR "$@"
+row python3-malloc heaptrack "$SLOW" env PYTHONMALLOC=malloc heaptrack -o "$O/tmp/traces/hk" "$@"
+
 # a JIT runtime: node compressing under JS functions (tests/jit/deflate.js)
 set -- node "$ROOT/tests/jit/deflate.js"
 row node base "$RUNS" "$@"
