@@ -155,6 +155,33 @@ int main(void)
     CHECK_EQ(insert_failures, 0);
     CHECK_EQ(remove_failures, 0);
 
+    /* a large table's memory: 2 MiB-aligned, zeroed, writable to its
+     * end, one of heaptrail's own mappings (the leak check skips those),
+     * and released whole; and a small one */
+    for (size_t size = 2u << 20; size <= (6u << 20); size += 2u << 20) {
+        char *m = ht__map_table(size);
+        CHECK(m != NULL);
+        if (!m)
+            break;
+        CHECK_EQ((uintptr_t)m & ((2u << 20) - 1), 0);
+        size_t nonzero = 0;
+        for (size_t i = 0; i < size; i += 4096)
+            nonzero += m[i] != 0;
+        CHECK_EQ(nonzero, 0);
+        m[0] = 1, m[size - 1] = 2;
+        static uintptr_t own[4096][2];
+        int n = ht__own_mappings(own, 4096), found = 0;
+        CHECK(n > 0);
+        for (int i = 0; i < n; i++)
+            found += own[i][0] == (uintptr_t)m && own[i][1] == (uintptr_t)m + size;
+        CHECK_EQ(found, 1);
+        ht__unmap(m, size);
+    }
+    char *small = ht__map_table(64u << 10);
+    CHECK(small != NULL && small[(64u << 10) - 1] == 0);
+    if (small)
+        ht__unmap(small, 64u << 10);
+
     /* refused: addresses and sizes beyond 48 bits */
     uint32_t os;
     uint64_t oz;
