@@ -2,7 +2,8 @@
  * plain array holding the truth, through the change of layout a table
  * makes once it is large (blocks grouped by 256-byte region) and under
  * the allocation pattern that layout is for: blocks packed 32 bytes apart,
- * freed in address order, at random, and handed out again.
+ * freed in address order, at random, and handed out again. Then the
+ * memory large tables are mapped in (ht__map_table).
  *
  * Addresses are never dereferenced by the table, so they are made up. */
 #include "agent/live.c"
