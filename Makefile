@@ -313,7 +313,7 @@ soak: deps-test
 	@$(MAKE) --no-print-directory all
 	@SOAK_RUNS=$(SOAK_RUNS) sh bench/soak.sh
 
-all-tests: all $(TEST_BIN) $(BUILD)/bench/allocbench $(BUILD)/bench/addrlog.so $(BUILD)/bench/livesim $(BUILD)/examples/leaky $(PROG_BIN) $(PROGXX_BIN) $(TESTLIB_BIN) $(TOOL_BIN) $(FUZZ_BIN) $(AGREE_LIB) \
+all-tests: all $(TEST_BIN) $(BUILD)/bench/allocbench $(BUILD)/bench/stackrec.so $(BUILD)/bench/livesim $(BUILD)/examples/leaky $(PROG_BIN) $(PROGXX_BIN) $(TESTLIB_BIN) $(TOOL_BIN) $(FUZZ_BIN) $(AGREE_LIB) \
 	    $(ANALYZE_DEPS) windows-tests
 
 # ---- demo ----------------------------------------------------------------
@@ -370,11 +370,9 @@ $(BUILD)/bench/stackdb_bench: bench/stackdb_bench.c $(LIBA)
 $(BUILD)/bench/allocbench: $(WORKLOADS)/allocbench.c
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g -o $@ $<
-# the live table's layouts replayed on a program's heap calls (by hand:
-# docs/BENCHMARKS.md, "Large live sets"); built with the tests so they keep compiling
-$(BUILD)/bench/addrlog.so: bench/addrlog.c
-	@mkdir -p $(dir $@)
-	$(CC) $(BENCH_CFLAGS) -fPIC -shared -o $@ $< -ldl
+# the live table's layouts replayed on a program's heap calls, recorded by
+# stackrec.so (by hand: docs/BENCHMARKS.md, "Large live sets"); built with
+# the tests so they keep compiling
 $(BUILD)/bench/livesim: bench/livesim.c
 	@mkdir -p $(dir $@)
 	$(CC) $(BENCH_CFLAGS) -o $@ $<

@@ -1,6 +1,7 @@
-/* livesim.c -- replays a heap-call log (bench/addrlog.c) against models of
- * the agent's live table and counts what each costs: slots probed,
- * distinct cache lines touched, and misses of a simulated cache and TLB.
+/* livesim.c -- replays a heap-call log (bench/stackrec.c, HT_STACKREC_ADDRS)
+ * against models of the agent's live table and counts what each costs:
+ * slots read, distinct cache lines touched, and misses of a simulated
+ * cache and TLB.
  * The model is one linear-probing table with backward-shift deletion,
  * doubled at 5/8 load (the agent has 64 shards of it: the same lines and
  * probes overall), and one of two layouts for where a block's probe starts:
@@ -17,9 +18,10 @@
  * 4 KiB pages. Only the table's own accesses are modelled: the program's
  * would evict more, so misses are a lower bound for every layout alike.
  *
- *   cc -O2 bench/livesim.c -o /tmp/livesim
- *   /tmp/livesim /tmp/py.log block
- *   /tmp/livesim /tmp/py.log region 8 5 */
+ *   HT_STACKREC_ADDRS=/tmp/py.log PYTHONMALLOC=malloc \
+ *       LD_PRELOAD=build/bench/stackrec.so /usr/bin/python3 ...
+ *   build/bench/livesim /tmp/py.log block
+ *   build/bench/livesim /tmp/py.log region 8 5 */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>

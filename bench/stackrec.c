@@ -17,6 +17,14 @@
  * first. One write(2) per record, O_APPEND: records from threads never
  * interleave.
  *
+ *   HT_STACKREC_ADDRS=path  LD_PRELOAD=build/bench/stackrec.so  program ...
+ *
+ * (with or without HT_STACKREC_OUT) writes at exit, for bench/livesim.c,
+ * every heap call's address as one uint64: the address << 1 | 1 for an
+ * allocation (malloc, calloc, realloc's result), << 1 for a release (free,
+ * realloc's old block). In call order for one thread; threads' calls are
+ * logged as they claim slots, so use it on single-threaded programs.
+ *
  * The hooks run inside the program's malloc: a thread-local guard stops
  * recursion, dlsym's own calloc is answered from a static buffer, and
  * nothing here allocates. */
@@ -45,6 +53,10 @@ static int resolving;
 static int fd_stream = -1, fd_unique = -1, opened;
 static long limit = 200000, n_stream, n_unique;
 static uint64_t *seen;
+
+#define ADDRS_MAX (256ul << 20)    /* calls logged at most (2 GiB reserved) */
+static uint64_t *addrs;
+static size_t n_addrs;
 
 static void resolve(void)
 {
@@ -105,6 +117,11 @@ static void open_files(void)
     const char *max = getenv("HT_STACKREC_MAX");
     if (max)
         limit = strtol(max, NULL, 10);
+    if (getenv("HT_STACKREC_ADDRS")) {
+        void *m = mmap(NULL, ADDRS_MAX * sizeof *addrs, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        addrs = m == MAP_FAILED ? NULL : m;
+    }
     if (prefix) {
         fd_stream = open_out(prefix, ".stream");
         fd_unique = open_out(prefix, ".unique");
@@ -160,6 +177,35 @@ static __attribute__((always_inline)) inline void record(void)
         (void)!write(fd_unique, &r, len);
 }
 
+static void note(const void *p, int alloc)
+{
+    if (!addrs || !p)
+        return;
+    size_t i = __atomic_fetch_add(&n_addrs, 1, __ATOMIC_RELAXED);
+    if (i < ADDRS_MAX)
+        addrs[i] = (uint64_t)(uintptr_t)p << 1 | (uint64_t)alloc;
+}
+
+__attribute__((destructor)) static void write_addrs(void)
+{
+    const char *path = getenv("HT_STACKREC_ADDRS");
+    if (!addrs || !path)
+        return;
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return;
+    size_t n = n_addrs < ADDRS_MAX ? n_addrs : ADDRS_MAX, left = n * sizeof *addrs;
+    const char *b = (const char *)addrs;
+    while (left) {
+        ssize_t k = write(fd, b, left);
+        if (k <= 0)
+            break;
+        b += k;
+        left -= (size_t)k;
+    }
+    close(fd);
+}
+
 void *malloc(size_t size)
 {
     if (!real_malloc) {
@@ -172,6 +218,7 @@ void *malloc(size_t size)
     t_busy = 1;
     record();
     void *p = real_malloc(size);
+    note(p, 1);
     t_busy = 0;
     return p;
 }
@@ -188,6 +235,7 @@ void *calloc(size_t n, size_t size)
     t_busy = 1;
     record();
     void *p = real_calloc(n, size);
+    note(p, 1);
     t_busy = 0;
     return p;
 }
@@ -208,6 +256,9 @@ void *realloc(void *old, size_t size)
     t_busy = 1;
     record();
     void *p = real_realloc(old, size);
+    if (p || !size)
+        note(old, 0);   /* a failed realloc keeps the old block */
+    note(p, 1);
     t_busy = 0;
     return p;
 }
@@ -218,5 +269,7 @@ void free(void *p)
         return;
     if (!real_free)
         resolve();
+    if (!t_busy)
+        note(p, 0);
     real_free(p);
 }
