@@ -140,8 +140,9 @@ static HT_NOINLINE int grow(shard_t *s)
         table_free(s->tab, (s->mask + 1) * sizeof(entry_t));
         __atomic_fetch_sub(&g_mapped, (s->mask + 1) * sizeof(entry_t), __ATOMIC_RELAXED);
     }
-    s->tab = t;
-    s->mask = cap - 1;
+    /* (ht__live_prefetch reads both without the lock) */
+    ht_store_relaxed(&s->tab, t);
+    ht_store_relaxed(&s->mask, cap - 1);
     return 0;
 }
 
