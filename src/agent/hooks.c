@@ -129,9 +129,10 @@ void ht__boot_range(uintptr_t *lo, uintptr_t *hi)
  * memory. memo (ht__capture_memo), when the stack was replayed whole from
  * a trail, keeps that site's record number + 1 for the trail's next
  * replay, which then needs neither the stack database nor the site index
- * (sqlite3: 654,000 of 655,000 allocations). The kind is checked: one
- * stack can reach two hooks through tail calls (return malloc(n) in one
- * branch, return operator new(n) in another). */
+ * (sqlite3: 654,000 of 655,000 allocations). The word belongs to the
+ * trail, not to a hook, so the site's kind is checked: every caller
+ * records heap blocks today, and a caller recording mappings must not
+ * take a heap site (or the other way round) for the same stack. */
 static HT_ALWAYS_INLINE ht_site_t *site_of(void **frames, int nf, uint64_t hash, uint32_t *memo, int kind)
 {
     ht_site_t *s;
