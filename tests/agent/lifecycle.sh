@@ -150,6 +150,18 @@ m=$("$DUMP" stress.ht --match stress_leak)
 expect_eq "stress16: leaks" "$(field live_blocks "$m") $(field live_bytes "$m")" \
     "$(field leak_blocks "$truth") $(field leak_bytes "$truth")"
 expect_eq "stress16: unknown frees" "$(field unknown_frees "$("$DUMP" stress.ht | grep '^drops ')")" 0
+# 1.2 million blocks live across 8 threads (the live table's large
+# layout), cross-thread frees in address order: exact totals again
+"$HT" run -o bigset.ht "$P/bigset" >bigset.out 2>bigset.err; rc=$?
+expect_eq "bigset: exit status" "$rc" 0
+truth=$(cat bigset.out)
+m=$("$DUMP" bigset.ht --match bigset_alloc)
+expect_eq "bigset: allocations and leaks" \
+    "$(field total_blocks "$m") $(field total_bytes "$m") $(field live_blocks "$m") $(field live_bytes "$m")" \
+    "$(field alloc_blocks "$truth") $(field alloc_bytes "$truth") $(field leak_blocks "$truth") $(field leak_bytes "$truth")"
+expect_eq "bigset: unknown frees, table drops" \
+    "$(field unknown_frees "$("$DUMP" bigset.ht | grep '^drops ')") $(field other "$("$DUMP" bigset.ht | grep '^drops ')")" "0 0"
+
 size=$(stat -c %s stress.ht)
 [ "$size" -lt 32768 ] && echo "ok: trace of 160,000 allocations is $size bytes (sites, not events)" ||
     fail "trace is $size bytes"
