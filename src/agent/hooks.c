@@ -198,11 +198,12 @@ static HT_NOINLINE void note_reentry(void)
 }
 
 /* Cost-split modes for the benchmarks only (HEAPTRAIL_BENCH_MODE, see
- * agent.c): hooks only, capture only, capture, intern and find the site, bookkeeping
- * without capture. The stacks are the full agent's (skip 2: this
- * function's frame and the hook's): with the hook's frame on top, their
- * innermost states differed from the full agent's, and replays that
- * failed there succeeded here, which hid what the full agent paid. */
+ * agent.c): hooks only, capture only, capture with interning and finding
+ * the site, bookkeeping without capture. The stacks are the full agent's
+ * (skip 2: this function's frame and the hook's): with the hook's frame
+ * on top, their innermost states differed from the full agent's, and
+ * replays that failed there succeeded here, which hid what the full
+ * agent paid. */
 static HT_NOINLINE void bench_track(void *p, size_t n, int kind)
 {
     void *frames[HT_MAX_FRAMES];

@@ -90,6 +90,9 @@ static HT_ALWAYS_INLINE uint64_t mix(uint64_t x)
 #define REGION_POS  3           /* a large table's slots per region: one per 32 bytes */
 #define LOCAL_MIN   (1u << 14)  /* slots (256 KiB): from here a table groups by region */
 
+/* whether a table of mask + 1 slots is large (grouped by region) */
+static HT_ALWAYS_INLINE int is_large(uint64_t mask) { return mask >= LOCAL_MIN - 1; }
+
 static HT_ALWAYS_INLINE shard_t *shard_at(uint64_t region_hash)
 {
     return &g_shards[(region_hash * 0xd6e8feb86659fd93ull) >> (64 - SHARD_BITS)];
@@ -105,7 +108,7 @@ static HT_ALWAYS_INLINE uint64_t home_large(uint64_t region_hash, uintptr_t addr
 /* the slot where addr's probe starts in a table of mask + 1 slots */
 static HT_ALWAYS_INLINE uint64_t home(uintptr_t addr, uint64_t mask)
 {
-    if (mask < LOCAL_MIN - 1)
+    if (!is_large(mask))
         return mix(addr >> 4) & mask;
     return home_large(mix(addr >> REGION_BITS), addr, mask);
 }
@@ -116,7 +119,7 @@ static HT_ALWAYS_INLINE uint64_t home(uintptr_t addr, uint64_t mask)
  * insertion; at 1/2, 1.6). */
 static HT_ALWAYS_INLINE int is_full(const shard_t *s)
 {
-    return (s->used + 1) * 8 > (s->mask + 1) * (s->mask < LOCAL_MIN - 1 ? 4 : 5);
+    return (s->used + 1) * 8 > (s->mask + 1) * (is_large(s->mask) ? 5 : 4);
 }
 
 /* Doubles (or creates) a shard's table. Returns 0 or -1. */
@@ -285,6 +288,6 @@ void ht__live_prefetch(uintptr_t addr)
     shard_t *s = shard_at(r);
     uint64_t m = ht_load_relaxed(&s->mask);
     entry_t *t = ht_load_relaxed(&s->tab);
-    if (m >= LOCAL_MIN - 1 && t)
+    if (is_large(m) && t)
         __builtin_prefetch(&t[home_large(r, addr, m)], 1);
 }

@@ -96,7 +96,7 @@ void *ht__reserve(size_t size) { return map_flags(size, MAP_NORESERVE); }
 void *ht__map_table(size_t size)
 {
     if (size < HUGE_PAGE)
-        return map_flags(size, MAP_POPULATE);
+        return ht__map_populated(size);
     /* map a huge page more, keep the aligned part: transparent huge pages
      * need 2 MiB-aligned ranges */
     long r = ht__syscall6(SYS_mmap, 0, (long)(size + HUGE_PAGE), PROT_READ | PROT_WRITE,
