@@ -561,6 +561,7 @@ __attribute__((constructor(101))) static void agent_start(void)
     A.reach = !(s && s[0] == '0');
     s = ht__env("HEAPTRAIL_FOLLOW_EXEC");
     A.follow_exec = s && s[0] == '1';
+    ht__agent.foreign = ht__foreign_allocator(&ht__agent.foreign_module);
     ht__writer_init();
     ht__sites_start();
     ht__solo_start();

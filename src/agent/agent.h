@@ -47,8 +47,14 @@ typedef struct ht_agent_s {
     uint64_t t0_ns;             /* CLOCK_MONOTONIC at start-up */
     uint64_t start_realtime_ns;
     uint64_t start_coarse_ns;   /* CLOCK_REALTIME_COARSE, the clock of file times */
+    uint32_t foreign;           /* HT_FOREIGN bits (trace.h), from ht__foreign_allocator */
+    const char *foreign_module; /* its module's path ("": the program) */
 } ht_agent_t;
 HT_INTERNAL extern ht_agent_t ht__agent;
+/* Start-up (not async-signal-safe): which allocator functions the program
+ * binds to someone else's definition (HT_FOREIGN bits), and in *module the
+ * first such definer's path ("": the program; NULL: unknown). */
+HT_INTERNAL uint32_t ht__foreign_allocator(const char **module);
 
 /* Counters of what the agent could not record (see ht_tdrops_t). */
 typedef struct ht_agent_drops_s {

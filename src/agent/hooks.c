@@ -21,6 +21,7 @@
 #include "../platform/linux-x86_64/unwind.h"
 #include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
 #include <stdarg.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -87,6 +88,36 @@ static HT_NOINLINE void resolve(void)
         if (ht_unlikely(!real.f)) \
             resolve(); \
     } while (0)
+
+/* ---- allocators that are not ours --------------------------------------- */
+
+/* A program can bring its own allocator: chromium exports PartitionAlloc's
+ * malloc and free from its executable, and a statically linked tcmalloc or
+ * jemalloc does the same. The executable comes before any preloaded
+ * library in the lookup order, so its calls (and libc's) bind to its own
+ * functions and never reach these hooks: heaptrail would report a heap
+ * without a block. Asks the loader what each intercepted name binds to
+ * and reports the names whose definition is not in this library. */
+uint32_t ht__foreign_allocator(const char **module)
+{
+    struct dl_find_object me, fo;
+    uint32_t bits = 0;
+    *module = NULL;
+    if (_dl_find_object((void *)resolve, &me) != 0)
+        return 0;
+    for (unsigned i = 0; i < HT_FOREIGN_COUNT; i++) {
+        void *f = dlsym(RTLD_DEFAULT, HT_FOREIGN[i].symbol);
+        if (!f)
+            continue;
+        int found = _dl_find_object(f, &fo) == 0;
+        if (found && fo.dlfo_link_map == me.dlfo_link_map)
+            continue;
+        bits |= 1u << i;
+        if (!*module && found && fo.dlfo_link_map)
+            *module = fo.dlfo_link_map->l_name;
+    }
+    return bits;
+}
 
 /* ---- bootstrap arena --------------------------------------------------- */
 

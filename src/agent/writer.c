@@ -747,6 +747,12 @@ static void stage_process(void)
     put_varint(ht__agent.start_realtime_ns);
     put_str(W.exe, ht__strlen(W.exe));
     put_str(W.cmdline, W.cmdline_len);
+    /* appended fields (docs/format.md): allocator functions not ours */
+    const char *fm = ht__agent.foreign_module;
+    if (fm && !fm[0])
+        fm = W.exe;             /* the program itself */
+    put_varint(ht__agent.foreign);
+    put_str(fm ? fm : "", fm ? ht__strlen(fm) : 0);
     rec_end(at);
 }
 

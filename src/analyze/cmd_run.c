@@ -424,6 +424,10 @@ int ht__run_summary(const char *path, int when, int64_t seq, FILE *out)
         put_clean(out, path);
         fputc('\n', out);
     }
+    char fw[640];
+    int warn;
+    if (ht__foreign_text(&t, &warn, fw, sizeof fw))
+        fprintf(out, "heaptrail: %s%s\n", warn ? "warning: " : "", fw);
     char b4[32], b5[32], b6[32];
     int reach = s->reach == HT_REACH_DONE;
     if (reach) {

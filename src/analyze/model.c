@@ -362,6 +362,43 @@ const char *ht__reach_unseen(const ht_tsnapshot_t *s, char *buf, size_t len)
     return buf;
 }
 
+const char *ht__foreign_text(const ht_trace_t *t, int *warn, char *buf, size_t len)
+{
+    size_t n = 0;
+    int k = 0;
+    if (!len || !t->foreign)
+        return NULL;
+    /* one of the C functions is the program's own: the operators' blocks
+     * come from it too, or from elsewhere unseen */
+    *warn = (t->foreign & ((1u << HT_FOREIGN_CXX) - 1)) != 0;
+    buf[0] = 0;
+    for (unsigned i = 0; i < HT_FOREIGN_COUNT; i++) {
+        if (!(t->foreign >> i & 1))
+            continue;
+        int w = snprintf(buf + n, len - n, "%s%s", k++ ? ", " : "the program brings its own ",
+                         HT_FOREIGN[i].name);
+        if (w < 0 || (size_t)w >= len - n)
+            return buf;
+        n += (size_t)w;
+    }
+    if (t->foreign_module && t->foreign_module[0]) {
+        int w = snprintf(buf + n, len - n, " (from ");
+        if (w < 0 || (size_t)w >= len - n)
+            return buf;
+        n += (size_t)w;
+        /* a path from the trace: control characters neutralised */
+        for (const char *p = t->foreign_module; *p && n + 2 < len; p++)
+            buf[n++] = (unsigned char)*p < 0x20 || *p == 0x7f ? '?' : *p;
+        if (n + 1 < len)
+            buf[n++] = ')';
+        buf[n] = 0;
+    }
+    snprintf(buf + n, len - n, "%s",
+             *warn ? ": their calls never reach heaptrail, so nothing they allocate is counted here"
+                   : ": what they allocate is counted only where they take it from malloc");
+    return buf;
+}
+
 const char *ht__reach_name(int reach)
 {
     switch (reach) {

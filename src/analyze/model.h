@@ -208,6 +208,12 @@ HT_INTERNAL const char *ht__reach_why(const ht_tsnapshot_t *s, char *buf, size_t
  * into buf; NULL when every thread's registers were read. Shared by the
  * reports and the summaries. */
 HT_INTERNAL const char *ht__reach_unseen(const ht_tsnapshot_t *s, char *buf, size_t len);
+/* The words about allocator functions the program binds to its own
+ * definitions (t->foreign), a sentence without a leading capital or final
+ * stop, or NULL if there are none. *warn: 1 if one of them is a C
+ * function (nothing it allocates is seen), 0 if only C++ operators are
+ * (their blocks are seen where they come from malloc). */
+HT_INTERNAL const char *ht__foreign_text(const ht_trace_t *t, int *warn, char *buf, size_t len);
 /* The JSON name of a reach status: "computed", "threads", ... */
 HT_INTERNAL const char *ht__reach_name(int reach);
 

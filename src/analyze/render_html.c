@@ -30,6 +30,7 @@ static const char *css =
     "body{font:14px/1.4 system-ui,sans-serif;margin:16px 24px;color:#222;background:#fff}"
     "h1{font-size:20px;margin:0 0 4px}h2{font-size:16px;margin:24px 0 8px}"
     ".summary{font-size:16px;font-weight:600}.sub{color:#666}"
+    ".warn{background:#fff3cd;border-left:4px solid #d39e00;padding:4px 8px}.note{color:#555}"
     "#flame{position:relative;width:100%;overflow:hidden;border:1px solid #ddd;font:12px monospace}"
     "#flame div{position:absolute;height:17px;line-height:17px;overflow:hidden;white-space:nowrap;"
     "box-sizing:border-box;border:1px solid #fff;padding:0 3px;cursor:pointer;border-radius:2px}"
@@ -215,6 +216,13 @@ static void summary(const ht_report_t *r, FILE *f)
     if (ht__reach_summary(r, line, sizeof line)) {
         fputs("<p id=\"reach\">", f);
         html_text(f, line);
+        fputs("</p>\n", f);
+    }
+    int warn;
+    char fw[640];
+    if (ht__foreign_text(r->ses->in[r->input_b].t, &warn, fw, sizeof fw)) {
+        fprintf(f, "<p id=\"foreign\" class=\"%s\">%s: ", warn ? "warn" : "note", warn ? "Warning" : "Note");
+        html_text(f, fw);
         fputs("</p>\n", f);
     }
     fputs("<p class=\"sub\">", f);

@@ -206,6 +206,22 @@ int ht__render_json(const ht_report_t *r, FILE *f)
             t->truncated ? "true" : "false", (unsigned long long)t->drops.overflow_allocs,
             (unsigned long long)t->drops.unknown_frees, (unsigned long long)t->drops.write_errors,
             (unsigned long long)t->drops.other);
+    char fw[640];
+    int warn;
+    if (ht__foreign_text(t, &warn, fw, sizeof fw)) {
+        fputs(",\"foreign_allocator\":{\"functions\":[", f);
+        for (unsigned i = 0, k = 0; i < HT_FOREIGN_COUNT; i++)
+            if (t->foreign >> i & 1) {
+                if (k++)
+                    fputc(',', f);
+                ht__json_string(f, HT_FOREIGN[i].name);
+            }
+        fputs("],\"module\":", f);
+        ht__json_string(f, t->foreign_module ? t->foreign_module : "");
+        fprintf(f, ",\"heap_unseen\":%s,\"text\":", warn ? "true" : "false");
+        ht__json_string(f, fw);
+        fputc('}', f);
+    }
     if (r->reach != HT_REACH_NONE)
         json_reach(r, f);
     fputs(",\"sites\":[", f);

@@ -174,6 +174,10 @@ static void print_trace_notes(const ht_report_t *r, FILE *f)
     for (int i = 0; i < r->ses->nin; i++) {
         const ht_input_t *in = &r->ses->in[i];
         const ht_tdrops_t *d = &in->t->drops;
+        char fw[640];
+        int warn;
+        if (ht__foreign_text(in->t, &warn, fw, sizeof fw))
+            fprintf(f, "%s: %s\n", warn ? "warning" : "note", fw);
         if (in->t->truncated)
             fprintf(f, "note: %s is truncated at byte %llu; this is what was read before it\n",
                     in->name, (unsigned long long)in->t->truncated_at);

@@ -138,16 +138,30 @@ static int rec_process(rd_t *r, cur_t *c)
     size_t clen = 0;
     char *exe = get_str(c, 1u << 16, NULL);
     char *cmd = get_str(c, 1u << 20, &clen);
+    /* appended later: allocator functions the agent did not intercept */
+    uint64_t foreign = 0;
+    char *fmod = NULL;
+    if (!c->bad && c->p < c->end) {
+        foreign = get(c);
+        fmod = get_str(c, 1u << 16, NULL);
+    }
     if (c->bad) {
         free(exe);
         free(cmd);
+        free(fmod);
         return -1;
     }
     if (r->have_process) {      /* only the first one counts */
         free(exe);
         free(cmd);
+        free(fmod);
         return 0;
     }
+    r->t->foreign = (uint32_t)(foreign & ((1ull << HT_FOREIGN_COUNT) - 1));
+    if (r->t->foreign)
+        r->t->foreign_module = fmod;
+    else
+        free(fmod);
     for (size_t i = 0; i < clen; i++)
         if (cmd[i] == 0)
             cmd[i] = ' ';
@@ -637,5 +651,6 @@ void ht_trace_free(ht_trace_t *t)
     free(t->jit);
     free(t->exe);
     free(t->cmdline);
+    free(t->foreign_module);
     memset(t, 0, sizeof *t);
 }

@@ -113,11 +113,46 @@ typedef struct ht_tdrops_s {
     uint64_t other;             /* anything else dropped, see docs/format.md */
 } ht_tdrops_t;
 
+/* The allocator functions the agent intercepts, in the order of the
+ * PROCESS record's `foreign` bits: bit i set means the program binds
+ * HT_FOREIGN[i].symbol to a definition other than the agent's (it brings
+ * its own allocator: chromium's PartitionAlloc shim, a statically linked
+ * tcmalloc or jemalloc, a library preloaded before the agent), so its
+ * calls never reach heaptrail and what they allocate is not counted. */
+typedef struct { const char *symbol, *name; } ht_foreign_fn_t;
+static const ht_foreign_fn_t HT_FOREIGN[] = {
+    { "malloc", "malloc" },
+    { "free", "free" },
+    { "calloc", "calloc" },
+    { "realloc", "realloc" },
+    { "reallocarray", "reallocarray" },
+    { "posix_memalign", "posix_memalign" },
+    { "aligned_alloc", "aligned_alloc" },
+    { "memalign", "memalign" },
+    { "valloc", "valloc" },
+    { "pvalloc", "pvalloc" },
+    { "malloc_usable_size", "malloc_usable_size" },
+    { "mmap", "mmap" },
+    { "munmap", "munmap" },
+    { "mremap", "mremap" },
+    { "_Znwm", "operator new" },
+    { "_Znam", "operator new[]" },
+    { "_ZdlPv", "operator delete" },
+    { "_ZdaPv", "operator delete[]" },
+};
+enum {
+    HT_FOREIGN_COUNT = sizeof HT_FOREIGN / sizeof HT_FOREIGN[0],
+    HT_FOREIGN_CXX = 14         /* from here on: C++ operators, which usually
+                                   call malloc (so their blocks are seen) */
+};
+
 typedef struct ht_trace_s {
     uint32_t version;
     int64_t pid;
     char *exe;                  /* path of the traced program */
     char *cmdline;              /* its arguments, NUL-separated -> space-joined */
+    uint32_t foreign;           /* HT_FOREIGN bits: allocator functions not intercepted */
+    char *foreign_module;       /* the first of them's module ("" unknown; NULL none) */
     uint64_t start_realtime_ns; /* wall clock at the start */
     ht_tmodule_t *modules;  size_t nmodules;
     ht_tnode_t *nodes;      size_t nnodes;    /* nodes[0] is the root */

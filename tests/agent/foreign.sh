@@ -1,0 +1,53 @@
+# foreign.sh -- a program that brings its own allocator (chromium's
+# PartitionAlloc shim, a statically linked tcmalloc or jemalloc) binds its
+# malloc calls, and libc's, to its own definitions: they never reach
+# heaptrail's hooks. heaptrail cannot count those blocks, so it must say
+# so, in the run's summary and in every report format, naming the
+# functions and the file that defines them; and say nothing of the kind
+# for a program that uses libc's allocator.
+. tests/agent/common.inc
+cd "$T"
+
+"$HT" run -o own.ht -- "$P/ownmalloc" map >own.out 2>own.err; rc=$?
+cat own.err
+expect_eq "ownmalloc: exit status" "$rc" 0
+grep -q '^ownmalloc: 10 blocks' own.out && echo "ok: output unchanged" || fail "output changed"
+grep -q "^heaptrail: warning: the program brings its own malloc, free, calloc, realloc (from $P/ownmalloc): their calls never reach heaptrail" own.err &&
+    echo "ok: run warns, naming the functions and the program" || fail "no warning in the run's summary"
+# what heaptrail does see: the page mapped through mmap, not the 10 blocks
+expect_eq "ownmalloc: what is seen (bytes blocks sites)" "$(summary_numbers own.err)" "4096 1 1"
+
+"$HT" report own.ht >own.txt 2>&1
+grep -q "^warning: the program brings its own malloc, free, calloc, realloc (from $P/ownmalloc)" own.txt &&
+    echo "ok: text report warns" || fail "text report: no warning"
+"$HT" report -f json own.ht >own.json
+expect_eq "json: foreign_allocator" "$(python3 -c '
+import json, sys
+f = json.load(open(sys.argv[1]))["foreign_allocator"]
+print(",".join(f["functions"]), f["module"], f["heap_unseen"])' own.json)" "malloc,free,calloc,realloc $P/ownmalloc True"
+"$HT" report -f html own.ht >own.html
+grep -q '<p id="foreign" class="warn">Warning: the program brings its own malloc, free, calloc, realloc' own.html &&
+    echo "ok: html report warns" || fail "html report: no warning"
+
+# C++ operators of its own that take memory from malloc: a note, and the
+# blocks are counted (3 ints leaked)
+"$HT" run -o new.ht -- "$P/ownnew" >new.out 2>new.err; rc=$?
+cat new.err
+expect_eq "ownnew: exit status" "$rc" 0
+grep -q "^heaptrail: the program brings its own operator new, operator delete (from $P/ownnew): what they allocate is counted only where they take it from malloc" new.err &&
+    echo "ok: run notes the operators" || fail "no note for the operators"
+grep -q '^heaptrail: warning: the program brings' new.err && fail "ownnew: a warning for the operators alone" || echo "ok: no warning"
+m=$("$DUMP" new.ht --match _Znwm)
+expect_eq "ownnew: blocks from its operator new, seen through malloc (bytes blocks)" \
+    "$(field live_bytes "$m") $(field live_blocks "$m")" "12 3"
+"$HT" report -f json new.ht >new.json
+expect_eq "json: heap_unseen for operators alone" "$(python3 -c '
+import json, sys
+print(json.load(open(sys.argv[1]))["foreign_allocator"]["heap_unseen"])' new.json)" "False"
+
+# libc's allocator: no word about foreign allocators anywhere
+"$HT" run -o plain.ht -- "$P/leaks" >/dev/null 2>plain.err
+grep -q 'brings its own' plain.err && fail "plain program: foreign warning" || echo "ok: plain program, no warning"
+"$HT" report -f json plain.ht >plain.json
+grep -q foreign_allocator plain.json && fail "plain program: foreign_allocator in JSON" || echo "ok: plain JSON has none"
+done_
