@@ -288,6 +288,6 @@ void ht__live_prefetch(uintptr_t addr)
     shard_t *s = shard_at(r);
     uint64_t m = ht_load_relaxed(&s->mask);
     entry_t *t = ht_load_relaxed(&s->tab);
-    if (t)
-        __builtin_prefetch(&t[is_large(m) ? home_large(r, addr, m) : mix(addr >> 4) & m], 1);
+    if (is_large(m) && t)
+        __builtin_prefetch(&t[home_large(r, addr, m)], 1);
 }
