@@ -821,6 +821,37 @@ static void add_reach_total(ht_report_t *r, const ht_tsite_t *site, int64_t byte
                      blocks);
 }
 
+const char *ht__totals_line(const ht_report_t *r, char *buf, size_t len)
+{
+    int64_t hb = r->total_bytes - r->map_bytes, hn = r->total_blocks - r->map_blocks;
+    size_t hs = r->stack_count - r->map_sites;
+    int n = snprintf(buf, len, "%lld bytes %s in %lld %s from %zu allocation %s", (long long)hb,
+                     r->type == HT_REPORT_LEAKS ? "leaked" : r->type == HT_REPORT_ALLOCATED ? "allocated" : "in use",
+                     (long long)hn, hn == 1 ? "block" : "blocks", hs, hs == 1 ? "site" : "sites");
+    if (r->map_sites && n > 0 && (size_t)n < len)
+        snprintf(buf + n, len - (size_t)n, "; anonymous mappings %s: %lld bytes in %lld %s from %zu %s",
+                 r->type == HT_REPORT_LEAKS ? "never unmapped" : r->type == HT_REPORT_ALLOCATED ? "made" : "live",
+                 (long long)r->map_bytes, (long long)r->map_blocks, r->map_blocks == 1 ? "region" : "regions",
+                 r->map_sites, r->map_sites == 1 ? "site" : "sites");
+    return buf;
+}
+
+double ht__row_share(const ht_report_t *r, const ht_row_t *row)
+{
+    int64_t of = row->kind == HT_KIND_MMAP ? r->map_bytes : r->total_bytes - r->map_bytes;
+    return of ? 100.0 * (double)row->bytes / (double)of : 0.0;
+}
+
+/* A counted site's part in the report's mapping totals (map_*). */
+static void add_map_total(ht_report_t *r, const ht_tsite_t *site, int64_t bytes, int64_t blocks)
+{
+    if (site->kind == HT_KIND_MMAP) {
+        r->map_bytes += bytes;
+        r->map_blocks += blocks;
+        r->map_sites++;
+    }
+}
+
 /* Do the report's rows carry reachability (and rank by it)? When it was
  * computed, except for the folded and pprof exports, which have no place
  * for it and keep the order and selection of live bytes. */
@@ -855,6 +886,7 @@ static void report_from_sites(ht_session_t *s, const ht_tsnapshot_t *sn, ht_repo
         count++;
         r->total_bytes += bytes;
         r->total_blocks += blocks;
+        add_map_total(r, site, bytes, blocks);
         add_reach_total(r, site, bytes, blocks);
         uint32_t node = site_node(in->t, site->stack);
         uint64_t key = ht__mix64(((uint64_t)node << 8) + site->kind);
@@ -965,6 +997,7 @@ int ht__report_build(ht_session_t *s, int64_t snapshot, int mode, ht_report_t *r
         if (row->lost)
             add_lost(row->lost, site);
         add_reach_total(r, site, bytes, blocks);
+        add_map_total(r, site, bytes, blocks);
         r->total_bytes += bytes;
         r->total_blocks += blocks;
     }

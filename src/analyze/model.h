@@ -128,6 +128,13 @@ typedef struct ht_report_s {
     size_t stack_count;         /* stacks in them */
     int64_t rest_bytes;         /* positive bytes of the rows not held */
     int64_t total_bytes, total_blocks;      /* over every row */
+    /* leaks, in-use and allocated reports: the part of the totals in
+     * anonymous mappings (kind mmap), and their sites: the totals line
+     * keeps them apart from heap blocks (a JVM's or V8's reserved
+     * gigabytes would otherwise drown the heap), and a row's share is of
+     * its own kind's total */
+    int64_t map_bytes, map_blocks;
+    size_t map_sites;
     int64_t total_a_bytes, total_a_blocks;  /* diff: before */
     int64_t total_b_bytes, total_b_blocks;  /* diff: after */
     uint32_t nsnaps;            /* growth: snapshots compared */
@@ -214,6 +221,12 @@ HT_INTERNAL const char *ht__reach_unseen(const ht_tsnapshot_t *s, char *buf, siz
  * function (nothing it allocates is seen), 0 if only C++ operators are
  * (their blocks are seen where they come from malloc). */
 HT_INTERNAL const char *ht__foreign_text(const ht_trace_t *t, int *warn, char *buf, size_t len);
+/* A leaks, in-use or allocated report's totals line: heap blocks, then
+ * anonymous mappings apart ("...; anonymous mappings never unmapped: M
+ * bytes in R regions from K sites"). */
+HT_INTERNAL const char *ht__totals_line(const ht_report_t *r, char *buf, size_t len);
+/* A row's share, in percent, of its kind's total (heap or mappings). */
+HT_INTERNAL double ht__row_share(const ht_report_t *r, const ht_row_t *row);
 /* The JSON name of a reach status: "computed", "threads", ... */
 HT_INTERNAL const char *ht__reach_name(int reach);
 

@@ -197,9 +197,10 @@ static void summary(const ht_report_t *r, FILE *f)
     case HT_REPORT_LEAKS:
     case HT_REPORT_INUSE:
     case HT_REPORT_ALLOCATED:
-        fprintf(f, "%lld bytes %s in %lld blocks from %zu allocation sites", (long long)r->total_bytes,
-                r->type == HT_REPORT_LEAKS ? "leaked" : r->type == HT_REPORT_ALLOCATED ? "allocated" : "in use",
-                (long long)r->total_blocks, nst);
+        {
+            char line[512];
+            html_text(f, ht__totals_line(r, line, sizeof line));
+        }
         break;
     case HT_REPORT_DIFF:
         fprintf(f, "%+lld bytes, %+lld blocks between the snapshots (%lld bytes before, %lld after)",
@@ -256,7 +257,7 @@ static void table(const ht_report_t *r, FILE *f)
             o = 0;
         fprintf(f, "<tr><td class=\"n\">%zu</td><td class=\"n\">%lld</td><td class=\"n\">%lld</td>"
                    "<td class=\"n\">%.1f</td>", i + 1, (long long)row->bytes, (long long)row->blocks,
-                r->total_bytes ? 100.0 * (double)row->bytes / (double)r->total_bytes : 0.0);
+                ht__row_share(r, row));
         if (row->lost && row->kind == HT_KIND_MMAP)
             fputs("<td class=\"n lost\" title=\"mmap regions are not checked\"></td>", f);
         else if (row->lost)

@@ -195,6 +195,9 @@ int ht__render_json(const ht_report_t *r, FILE *f)
         fprintf(f, ",\"snapshots\":%u", r->nsnaps);
     fprintf(f, ",\"leaked_bytes\":%lld,\"leaked_blocks\":%lld", (long long)r->total_bytes,
             (long long)r->total_blocks);
+    if (r->type != HT_REPORT_DIFF && r->type != HT_REPORT_GROWTH)
+        fprintf(f, ",\"mmap_bytes\":%lld,\"mmap_blocks\":%lld,\"mmap_sites\":%zu", (long long)r->map_bytes,
+                (long long)r->map_blocks, r->map_sites);
     if (r->type == HT_REPORT_DIFF)
         fprintf(f, ",\"bytes_before\":%lld,\"blocks_before\":%lld,\"bytes_after\":%lld,\"blocks_after\":%lld",
                 (long long)r->total_a_bytes, (long long)r->total_a_blocks,

@@ -125,10 +125,6 @@ const char *ht__reach_summary(const ht_report_t *r, char *buf, size_t len)
     if (n > 0 && (size_t)n < len)
         n += snprintf(buf + n, len - (size_t)n, "; still reachable: %lld bytes in %lld %s",
                       (long long)rb, (long long)rn, plural(rn, "block", "blocks"));
-    int64_t mb = r->total_bytes - r->heap_bytes, mn = r->total_blocks - r->heap_blocks;
-    if ((mb || mn) && n > 0 && (size_t)n < len)
-        snprintf(buf + n, len - (size_t)n, "; mmap regions, not checked: %lld bytes in %lld %s",
-                 (long long)mb, (long long)mn, plural(mn, "block", "blocks"));
     return buf;
 }
 
@@ -238,10 +234,10 @@ int ht__render_text(const ht_report_t *r, FILE *f)
         fprintf(f, "heaptrail report: %s, ", name);
         print_snap(f, r->snap_b);
         fprintf(f, "%s\n", by);
-        fprintf(f, "%lld bytes %s in %lld %s from %zu allocation %s\n", (long long)r->total_bytes,
-                r->type == HT_REPORT_LEAKS ? "leaked" : r->type == HT_REPORT_ALLOCATED ? "allocated" : "in use",
-                (long long)r->total_blocks,
-                plural(r->total_blocks, "block", "blocks"), nst, plural((int64_t)nst, "site", "sites"));
+        {
+            char line[512];
+            fprintf(f, "%s\n", ht__totals_line(r, line, sizeof line));
+        }
         {
             char line[512];
             if (ht__reach_summary(r, line, sizeof line))
@@ -286,7 +282,7 @@ int ht__render_text(const ht_report_t *r, FILE *f)
         case HT_REPORT_ALLOCATED:
             fprintf(f, "#%zu  %lld bytes in %lld %s (%.1f%%)", i + 1, (long long)row->bytes,
                     (long long)row->blocks, plural(row->blocks, "block", "blocks"),
-                    r->total_bytes ? 100.0 * (double)row->bytes / (double)r->total_bytes : 0.0);
+                    ht__row_share(r, row));
             print_row_lost(row, f);
             break;
         case HT_REPORT_DIFF:

@@ -10,6 +10,9 @@ cat out err
 expect_eq "leaks exit status" "$rc" 0
 truth=$(sed -n 's/^TRUTH bytes=\([0-9]*\) blocks=\([0-9]*\) sites=\([0-9]*\)$/\1 \2 \3/p' out)
 expect_eq "summary (bytes blocks sites) vs truth" "$(summary_numbers err)" "$truth"
+# anonymous mappings apart, on the same line
+mtruth=$(sed -n 's/^TRUTH_MAP bytes=\([0-9]*\) regions=\([0-9]*\) sites=\([0-9]*\)$/\1 \2 \3/p' out)
+expect_eq "summary: mappings (bytes regions sites) vs truth" "$(summary_mappings err)" "$mtruth"
 trace=$(ls heaptrail.leaks.*.ht)
 expect_eq "trace mode" "$(stat -c %a "$trace")" 600
 "$DUMP" "$trace" >dump || fail "trace_dump"

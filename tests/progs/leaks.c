@@ -2,8 +2,9 @@
  * without stdio (so libc itself leaves nothing live at exit): distinct
  * call sites, sizes and counts, calloc, a realloc chain, the aligned
  * family, strdup, reallocarray and anonymous mmap regions (one released,
- * one punched with a hole). Prints "TRUTH bytes=B blocks=K sites=S" for
- * the test to compare with `heaptrail run`'s summary line. */
+ * one punched with a hole). Prints "TRUTH bytes=B blocks=K sites=S" (heap
+ * blocks) and "TRUTH_MAP bytes=B regions=R sites=S" (mappings) for the
+ * test to compare with `heaptrail run`'s summary line. */
 #include <malloc.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -12,7 +13,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-static uint64_t bytes, blocks, sites;
+static uint64_t bytes, blocks, sites;            /* heap blocks */
+static uint64_t map_bytes, map_regions, map_sites;  /* anonymous mappings */
 static int64_t cur, peak;          /* the program's own running live bytes */
 static void live(int64_t d) { cur += d; if (cur > peak) peak = cur; }
 static void *volatile sink;
@@ -64,7 +66,7 @@ NOINLINE static void leak_mmap(void)
     munmap(r[0], 65536);                /* released */
     munmap(r[1] + 16384, 4096);         /* a hole: two pieces, one block */
     live(-65536 - 4096);
-    bytes += 65536 + 61440; blocks += 2; sites++;
+    map_bytes += 65536 + 61440; map_regions += 2; map_sites++;
     /* a file mapping and an anonymous one released at once: not leaks */
     void *f = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     live(4096);
@@ -84,9 +86,12 @@ int main(void)
     leak_strdup();
     leak_reallocarray();
     leak_mmap();
-    char buf[128];
-    int n = snprintf(buf, sizeof buf, "TRUTH bytes=%llu blocks=%llu sites=%llu\nPEAK bytes=%lld\n",
+    char buf[256];
+    int n = snprintf(buf, sizeof buf,
+                     "TRUTH bytes=%llu blocks=%llu sites=%llu\nTRUTH_MAP bytes=%llu regions=%llu sites=%llu\n"
+                     "PEAK bytes=%lld\n",
                      (unsigned long long)bytes, (unsigned long long)blocks, (unsigned long long)sites,
-                     (long long)peak);
+                     (unsigned long long)map_bytes, (unsigned long long)map_regions,
+                     (unsigned long long)map_sites, (long long)peak);
     return write(1, buf, (size_t)n) == n ? 0 : 1;
 }
