@@ -427,9 +427,9 @@ int ht__run_summary(const char *path, int when, int64_t seq, FILE *out)
         fprintf(out, "heaptrail: %s bytes leaked in %s blocks from %s allocation sites (unique stacks)",
                 commas(heap, b1), commas(heap_n, b2), commas(heap_sites, b3));
     if (nlive > heap_sites)
-        fprintf(out, "; anonymous mappings %s: %s bytes in %s regions from %s sites",
-                now ? "live" : "never unmapped", commas(bytes - heap, b1), commas(blocks - heap_n, b2),
-                commas(nlive - heap_sites, b3));
+        fprintf(out, "; anonymous mappings %s: %s bytes in %s %s from %s %s", now ? "live" : "never unmapped",
+                commas(bytes - heap, b1), commas(blocks - heap_n, b2), blocks - heap_n == 1 ? "region" : "regions",
+                commas(nlive - heap_sites, b3), nlive - heap_sites == 1 ? "site" : "sites");
     if (!now) {
         fputs("; trace: ", out);
         put_clean(out, path);
