@@ -101,6 +101,12 @@ $(BUILD)/tests/progs/%: tests/progs/%.c $(LIB)
 	$(CC) -O1 -g -Wall -Werror -Wno-unused-parameter -Iinclude -Itests -pthread -o $@ $< \
 	    -L$(BUILD) -lheaptrail -ldl -Wl,-rpath,'$$ORIGIN/../..'
 
+# freeptr without PIE: taking free's address makes a canonical PLT entry
+# (tests/agent/foreign.sh)
+$(BUILD)/tests/progs/freeptr_nopie: tests/progs/freeptr.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) -O1 -g -Wall -Werror -fno-pie -no-pie -o $@ $<
+
 # C++ test programs: tests/progs/X.cc -> build/tests/progs/X
 PROGXX_BIN := $(patsubst tests/progs/%.cc,$(BUILD)/tests/progs/%,$(wildcard tests/progs/*.cc))
 $(BUILD)/tests/progs/%: tests/progs/%.cc $(LIB)
@@ -313,7 +319,7 @@ soak: deps-test
 	@$(MAKE) --no-print-directory all
 	@SOAK_RUNS=$(SOAK_RUNS) sh bench/soak.sh
 
-all-tests: all $(TEST_BIN) $(BUILD)/bench/allocbench $(BUILD)/bench/stackrec.so $(BUILD)/bench/livesim $(BUILD)/examples/leaky $(PROG_BIN) $(PROGXX_BIN) $(TESTLIB_BIN) $(TOOL_BIN) $(FUZZ_BIN) $(AGREE_LIB) \
+all-tests: all $(TEST_BIN) $(BUILD)/tests/progs/freeptr_nopie $(BUILD)/bench/allocbench $(BUILD)/bench/stackrec.so $(BUILD)/bench/livesim $(BUILD)/examples/leaky $(PROG_BIN) $(PROGXX_BIN) $(TESTLIB_BIN) $(TOOL_BIN) $(FUZZ_BIN) $(AGREE_LIB) \
 	    $(ANALYZE_DEPS) windows-tests
 
 # ---- demo ----------------------------------------------------------------

@@ -97,7 +97,14 @@ static HT_NOINLINE void resolve(void)
  * library in the lookup order, so its calls (and libc's) bind to its own
  * functions and never reach these hooks: heaptrail would report a heap
  * without a block. Asks the loader what each intercepted name binds to
- * and reports the names whose definition is not in this library. */
+ * and reports the names defined elsewhere than in this library.
+ *
+ * Not a definition: a non-PIE program that takes a function's address
+ * (cc1plus passes `free` around) gets a canonical PLT entry, an undefined
+ * symbol whose value is its PLT stub, and the loader hands out the stub
+ * as the function's address; calls through it still reach the hook.
+ * dladdr1() names that symbol too: a definition is a symbol it finds
+ * exactly at the address that is not undefined. */
 uint32_t ht__foreign_allocator(const char **module)
 {
     struct dl_find_object me, fo;
@@ -110,7 +117,11 @@ uint32_t ht__foreign_allocator(const char **module)
         if (!f)
             continue;
         int found = _dl_find_object(f, &fo) == 0;
-        if (found && fo.dlfo_link_map == me.dlfo_link_map)
+        Dl_info di;
+        const ElfW(Sym) *sym = NULL;
+        if ((found && fo.dlfo_link_map == me.dlfo_link_map) ||
+            !dladdr1(f, &di, (void **)&sym, RTLD_DL_SYMENT) || di.dli_saddr != f || !sym ||
+            sym->st_shndx == SHN_UNDEF)
             continue;
         bits |= 1u << i;
         if (!*module && found && fo.dlfo_link_map)

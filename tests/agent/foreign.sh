@@ -46,6 +46,17 @@ expect_eq "json: heap_unseen for operators alone" "$(python3 -c '
 import json, sys
 print(json.load(open(sys.argv[1]))["foreign_allocator"]["heap_unseen"])' new.json)" "False"
 
+# a program without PIE that takes free's address: free's symbol in the
+# program is a PLT stub (undefined, with a value), not a definition; its
+# frees through the pointer reach heaptrail
+nm -D "$P/freeptr_nopie" | grep -q ' U free' && echo "ok: freeptr_nopie imports free" || fail "freeptr_nopie: no free import"
+"$HT" run -o fp.ht -- "$P/freeptr_nopie" >/dev/null 2>fp.err
+cat fp.err
+grep -q 'brings its own' fp.err && fail "freeptr_nopie: PLT stub taken for an allocator" || echo "ok: freeptr_nopie, no warning"
+m=$("$DUMP" fp.ht --match main)
+expect_eq "freeptr_nopie: frees through the pointer seen (live total blocks)" \
+    "$(field live_blocks "$m") $(field total_blocks "$m")" "2 5"
+
 # libc's allocator: no word about foreign allocators anywhere
 "$HT" run -o plain.ht -- "$P/leaks" >/dev/null 2>plain.err
 grep -q 'brings its own' plain.err && fail "plain program: foreign warning" || echo "ok: plain program, no warning"
