@@ -83,6 +83,9 @@ static struct {
     uint32_t paths_len;
     uint32_t last_mod;
     char path[PATH_MAX_];
+    char dir[PATH_MAX_];        /* where this process's first trace went
+                                   (absolute, with the '/'): a forked child's
+                                   goes there too, whatever its cwd */
     char exe[PATH_MAX_];
     char prog[80];
     char cmdline[4096];
@@ -684,7 +687,14 @@ static int try_create(const char *path)
     ht__sys1(SYS_close, fd);
     if (!ok)
         return -EIO;
-    __builtin_memcpy(W.path, path, ht__strlen(path) + 1);
+    size_t len = ht__strlen(path);
+    __builtin_memcpy(W.path, path, len + 1);
+    while (len > 0 && path[len - 1] != '/')
+        len--;
+    if (len > 0 && path[0] == '/') {
+        __builtin_memcpy(W.dir, path, len);
+        W.dir[len] = 0;
+    }
     W.dev = (uint64_t)st.st_dev;
     W.ino = (uint64_t)st.st_ino;
     W.size = sizeof hdr;
@@ -695,7 +705,10 @@ static int try_create(const char *path)
 /* Picks the name and creates the file. HEAPTRAIL_OUTPUT names it for the
  * process whose pid is HEAPTRAIL_OUTPUT_PID (heaptrail run sets both);
  * other processes (forked or exec'd children) use the default name in the
- * same directory. An existing name gets a numeric suffix. */
+ * same directory: a forked child the directory its parent's trace went to
+ * (W.dir), not its cwd, which the program may have changed since (a
+ * shell's `cd /; x=$(cmd)` put the subshell's trace in /). An existing
+ * name gets a numeric suffix. */
 static void create_file(void)
 {
     if (W.created || W.create_failed)
@@ -705,28 +718,34 @@ static void create_file(void)
     uint64_t out_pid = parse_u64(ht__env("HEAPTRAIL_OUTPUT_PID"));
     char dir[PATH_MAX_], path[PATH_MAX_];
     size_t n = 0;
-    if (out && out[0] != '/') {
-        if (ht__sys2(SYS_getcwd, dir, sizeof dir) > 0)
-            n = ht__strlen(dir);
-        n = cat(dir, n, sizeof dir, "/");
-    }
-    dir[n] = 0;
-    if (out && *out) {
-        n = cat(dir, n, sizeof dir, out);
-        if (out_pid == (uint64_t)pid) {
-            int rc = try_create(dir);
-            if (rc == 0 || rc != -EEXIST) {
-                W.create_failed = rc != 0;
-                return;
-            }
-        }
-        /* the directory part of the given name */
-        while (n > 0 && dir[n - 1] != '/')
-            n--;
+    if (W.dir[0] && out_pid != (uint64_t)pid) {
+        /* a forked child: next to its parent's trace */
+        n = cat(dir, 0, sizeof dir, W.dir);
         dir[n] = 0;
-    } else if (ht__sys2(SYS_getcwd, dir, sizeof dir) <= 0) {
-        W.create_failed = 1;
-        return;
+    } else {
+        if (out && out[0] != '/') {
+            if (ht__sys2(SYS_getcwd, dir, sizeof dir) > 0)
+                n = ht__strlen(dir);
+            n = cat(dir, n, sizeof dir, "/");
+        }
+        dir[n] = 0;
+        if (out && *out) {
+            n = cat(dir, n, sizeof dir, out);
+            if (out_pid == (uint64_t)pid) {
+                int rc = try_create(dir);
+                if (rc == 0 || rc != -EEXIST) {
+                    W.create_failed = rc != 0;
+                    return;
+                }
+            }
+            /* the directory part of the given name */
+            while (n > 0 && dir[n - 1] != '/')
+                n--;
+            dir[n] = 0;
+        } else if (ht__sys2(SYS_getcwd, dir, sizeof dir) <= 0) {
+            W.create_failed = 1;
+            return;
+        }
     }
     for (int k = 0; k < 100; k++) {
         default_name(path, dir, pid, k);

@@ -763,7 +763,16 @@ int ht_cmd_run(int argc, char **argv)
             _exit(127);
         sprintf(pre, old && *old ? "%s:%s" : "%s", preload, old);
         setenv("LD_PRELOAD", pre, 1);
-        setenv("HEAPTRAIL_OUTPUT", name, 1);
+        /* absolute: programs it starts with --follow-exec may run
+         * elsewhere, yet their traces go next to this one */
+        char abs[PATH_MAX * 2];
+        if (name[0] != '/' && getcwd(abs, PATH_MAX)) {
+            size_t k = strlen(abs);
+            snprintf(abs + k, sizeof abs - k, "/%s", name);
+            setenv("HEAPTRAIL_OUTPUT", abs, 1);
+        } else {
+            setenv("HEAPTRAIL_OUTPUT", name, 1);
+        }
         setenv("HEAPTRAIL_OUTPUT_PID", num, 1);
         if (interval)
             setenv("HEAPTRAIL_INTERVAL", interval, 1);

@@ -176,6 +176,24 @@ m=$("$DUMP" switch.ht --match switch_site)
 expect_eq "switch: threads' site" "$(field total_blocks "$m") $(field live_blocks "$m")" "$(field switch_blocks "$truth") 0"
 expect_eq "switch: unknown frees" "$(field unknown_frees "$("$DUMP" switch.ht | grep '^drops ')")" 0
 
+# a child forked after the program changed directory writes its trace
+# next to its parent's, not into the new directory (a shell's `cd /;
+# x=$(cmd)` had put the subshell's trace in /); so does a program it
+# execs there with --follow-exec, under the default name
+mkdir -p cdfork/elsewhere
+( cd cdfork && "$HT" run -o main.ht -- sh -c 'cd elsewhere; x=$(echo hi); echo $x' >cdf.out 2>cdf.err )
+expect_eq "forked after chdir: child trace next to the parent's" "$(ls cdfork/heaptrail.sh.*.ht 2>/dev/null | wc -l)" 1
+grep -q '1 more trace from processes it started' cdfork/cdf.err && echo "ok: run lists it" || fail "run does not list the child's trace"
+( cd cdfork && "$HT" run --follow-exec -- sh -c 'cd elsewhere; exec /bin/true' >/dev/null 2>cde.err )
+expect_eq "exec after chdir, --follow-exec: trace next to the first" "$(ls cdfork/heaptrail.true.*.ht 2>/dev/null | wc -l)" 1
+expect_eq "after chdir: nothing in the new directory" "$(ls cdfork/elsewhere | wc -l)" 0
+# the same preloaded by hand, no HEAPTRAIL_OUTPUT: the agent itself keeps
+# the directory of the first trace
+mkdir -p cdpre/elsewhere
+( cd cdpre && env LD_PRELOAD="$B/libheaptrail-preload.so" HEAPTRAIL_CONTROL=0 sh -c 'cd elsewhere; x=$(echo hi)' )
+expect_eq "preloaded, forked after chdir: both traces where it started" "$(ls cdpre/heaptrail.sh.*.ht 2>/dev/null | wc -l)" 2
+expect_eq "preloaded: nothing in the new directory" "$(ls cdpre/elsewhere | wc -l)" 0
+
 # the same single-threaded truths with the fast path off (locks always)
 HEAPTRAIL_SOLO=0 "$HT" run -o nosolo.ht "$P/stress16" switch >/dev/null 2>&1
 m=$("$DUMP" nosolo.ht --match solo_site)
