@@ -46,6 +46,7 @@ static uint64_t g_mapped;       /* bytes of tables mapped */
 #define ARENA_SIZE (256ull << 20)
 static ht_spinlock_t g_arena_lock;
 static char *g_arena;
+static size_t g_arena_size;     /* ARENA_SIZE, less under an address-space limit */
 static size_t g_arena_used;
 
 static void *table_alloc(size_t bytes)
@@ -54,9 +55,13 @@ static void *table_alloc(size_t bytes)
         return ht__map_table(bytes);
     void *p = NULL;
     ht__spin_lock(&g_arena_lock);
-    if (!g_arena)
-        g_arena = ht__reserve(ARENA_SIZE);
-    if (g_arena && g_arena_used + bytes <= ARENA_SIZE) {
+    if (!g_arena) {
+        /* an eighth of heaptrail's address-space allowance at most */
+        uint64_t a = ht__reserve_allowance() / 8;
+        g_arena_size = a < ARENA_SIZE ? (size_t)a & ~(size_t)4095 : ARENA_SIZE;
+        g_arena = g_arena_size ? ht__reserve(g_arena_size) : NULL;
+    }
+    if (g_arena && g_arena_used + bytes <= g_arena_size) {
         p = g_arena + g_arena_used;
         g_arena_used += bytes;
     }
@@ -66,7 +71,7 @@ static void *table_alloc(size_t bytes)
 
 static void table_free(void *p, size_t bytes)
 {
-    if (g_arena && (char *)p >= g_arena && (char *)p < g_arena + ARENA_SIZE)
+    if (g_arena && (char *)p >= g_arena && (char *)p < g_arena + g_arena_size)
         return;
     ht__unmap(p, bytes);
 }

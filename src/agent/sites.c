@@ -25,7 +25,8 @@
 typedef struct { uint32_t *l1[L1_SIZE]; } site_index_t;
 
 static site_index_t *g_index[2];    /* per kind */
-static ht_site_t *g_sites;          /* reserved MAX_SITES records */
+static ht_site_t *g_sites;          /* reserved g_max_sites records */
+static uint32_t g_max_sites;        /* MAX_SITES, fewer under an address-space limit */
 static uint32_t g_nsites;           /* records handed out */
 static int g_init_state;            /* 0 no, 1 ready, -1 failed */
 static ht_spinlock_t g_init_lock;
@@ -44,7 +45,10 @@ static HT_NOINLINE int sites_init(void)
     if (g_init_state == 0) {
         site_index_t *a = ht__reserve(sizeof(site_index_t));
         site_index_t *b = ht__reserve(sizeof(site_index_t));
-        ht_site_t *s = ht__reserve((size_t)MAX_SITES * sizeof(ht_site_t));
+        /* a quarter of heaptrail's address-space allowance at most */
+        uint64_t fit = ht__reserve_allowance() / 4 / sizeof(ht_site_t);
+        g_max_sites = fit < 4096 ? 4096 : fit < MAX_SITES ? (uint32_t)fit : MAX_SITES;
+        ht_site_t *s = ht__reserve((size_t)g_max_sites * sizeof(ht_site_t));
         if (a && b && s) {
             g_index[0] = a;
             g_index[1] = b;
@@ -82,7 +86,7 @@ static HT_NOINLINE ht_site_t *site_create(uint32_t **slot_l2p, uint32_t stack, i
         return &g_sites[v - 1];
     /* claim a record; initialise it before publishing its number */
     uint32_t i = ht_fetch_add(&g_nsites, 1);
-    if (i >= MAX_SITES) {
+    if (i >= g_max_sites) {
         ht_fetch_add(&ht__drops.table_full, 1);
         return NULL;
     }
@@ -101,8 +105,10 @@ static HT_NOINLINE ht_site_t *site_create(uint32_t **slot_l2p, uint32_t stack, i
 
 ht_site_t *ht__site_get(uint32_t stack, int kind)
 {
-    if (ht_unlikely(ht_load_acquire(&g_init_state) != 1) && sites_init() != 1)
+    if (ht_unlikely(ht_load_acquire(&g_init_state) != 1) && sites_init() != 1) {
+        ht_fetch_add(&ht__drops.table_full, 1);     /* no records: counted, not lost silently */
         return NULL;
+    }
     site_index_t *ix = g_index[kind & 1];
     uint32_t **slot = &ix->l1[stack >> L2_BITS];
     uint32_t *l2 = ht_load_acquire(slot);
@@ -223,7 +229,7 @@ uint32_t ht__site_count(void)
     if (ht_load_acquire(&g_init_state) != 1)
         return 0;
     uint32_t n = ht_load_acquire(&g_nsites);
-    return n > MAX_SITES ? MAX_SITES : n;
+    return n > g_max_sites ? g_max_sites : n;
 }
 
 ht_site_t *ht__site_at(uint32_t i)

@@ -42,8 +42,8 @@
 #define RAW_CAP   (512u << 10)      /* staging buffer: one block's payload */
 #define REC_ROOM  (96u << 10)       /* room guaranteed before each record */
 #define PATH_MAX_ 4096
-#define MAX_MODULES 65536
-#define PATHS_CAP   (16u << 20)
+#define MAX_MODULES 65536       /* fewer under an address-space limit: W.max_mods */
+#define PATHS_CAP   (16u << 20) /* likewise: W.paths_cap */
 #define JIT_PENDING 4096
 #define NODE_BATCH 2048         /* nodes per NODES record */
 
@@ -81,6 +81,8 @@ static struct {
     uint32_t nmods;
     char *paths;                /* module paths, NUL-terminated, bumped */
     uint32_t paths_len;
+    uint32_t max_mods, paths_cap;   /* MAX_MODULES, PATHS_CAP or what fits a
+                                       sixteenth of the reserve allowance */
     uint32_t last_mod;
     char path[PATH_MAX_];
     char dir[PATH_MAX_];        /* where this process's first trace went
@@ -364,7 +366,7 @@ static module_t *find_known(uint64_t addr)
 
 static module_t *new_module(uint64_t start, uint64_t end, uint64_t bias)
 {
-    if (W.nmods >= MAX_MODULES)
+    if (W.nmods >= W.max_mods)
         return NULL;
     module_t *m = &W.mods[W.nmods];
     __builtin_memset(m, 0, sizeof *m);
@@ -383,7 +385,7 @@ static uint32_t keep_path(const char *name)
     size_t len = ht__strlen(name);
     if (len >= PATH_MAX_)
         len = PATH_MAX_ - 1;
-    if (W.paths_len + len + 1 > PATHS_CAP)
+    if (W.paths_len + len + 1 > W.paths_cap)
         return 0;               /* "" */
     uint32_t off = W.paths_len;
     __builtin_memcpy(W.paths + off, name, len);
@@ -437,7 +439,7 @@ static int note_module(uint64_t addr)
 {
     module_t *m = module_of(addr);
     if (!m)
-        return W.nmods >= MAX_MODULES;
+        return W.nmods >= W.max_mods;
     if (m->orig != m->id) {
         module_t *o = &W.mods[m->orig];
         if (!o->written && !(o->staged & 1))
@@ -837,8 +839,15 @@ void ht__writer_init(void)
     if (W.out_cap < RAW_CAP + HT_BLOCK_HEADER_LEN)
         W.out_cap = RAW_CAP + HT_BLOCK_HEADER_LEN;
     W.out = ht__map(W.out_cap);
-    W.mods = ht__reserve(MAX_MODULES * sizeof(module_t));
-    W.paths = ht__reserve(PATHS_CAP);
+    uint64_t a = ht__reserve_allowance() / 16;
+    W.max_mods = a / sizeof(module_t) < MAX_MODULES ? (uint32_t)(a / sizeof(module_t)) : MAX_MODULES;
+    W.paths_cap = a < PATHS_CAP ? (uint32_t)a : PATHS_CAP;
+    if (W.max_mods < 1024)
+        W.max_mods = 1024;
+    if (W.paths_cap < (256u << 10))
+        W.paths_cap = 256u << 10;
+    W.mods = ht__reserve((size_t)W.max_mods * sizeof(module_t));
+    W.paths = ht__reserve(W.paths_cap);
     W.paths_len = 1;            /* offset 0 is "" */
     ZSTD_compressionParameters cp = ZSTD_getCParams(1, RAW_CAP, 0);
     size_t ws = ZSTD_estimateCCtxSize_usingCParams(cp);

@@ -485,6 +485,10 @@ int ht__run_summary(const char *path, int when, int64_t seq, FILE *out)
                      "%llu frees of unknown pointers, %llu trace bytes lost, %llu other\n",
                 (unsigned long long)t.drops.overflow_allocs, (unsigned long long)t.drops.unknown_frees,
                 (unsigned long long)t.drops.write_errors, (unsigned long long)t.drops.other);
+    if (t.drops.table_full)
+        fprintf(out, "heaptrail: %llu allocations were not recorded at all: the tracker could not grow its "
+                     "tables (out of memory, or of address space under `ulimit -v`), so the figures above miss them\n",
+                (unsigned long long)t.drops.table_full);
     if (leaks)
         qsort(leaks, nleaks, sizeof *leaks, reach ? by_lost : by_bytes);
     /* the frames to print, named all at once */

@@ -205,10 +205,10 @@ int ht__render_json(const ht_report_t *r, FILE *f)
     fprintf(f, ",\"site_count\":%zu,\"row_count\":%zu,\"shown\":%zu", nst, r->row_count, r->nshown);
     const ht_trace_t *t = r->ses->in[r->input_b].t;
     fprintf(f, ",\"truncated\":%s,\"drops\":{\"overflow_allocs\":%llu,\"unknown_frees\":%llu,"
-               "\"write_errors\":%llu,\"other\":%llu}",
+               "\"write_errors\":%llu,\"other\":%llu,\"table_full\":%llu}",
             t->truncated ? "true" : "false", (unsigned long long)t->drops.overflow_allocs,
             (unsigned long long)t->drops.unknown_frees, (unsigned long long)t->drops.write_errors,
-            (unsigned long long)t->drops.other);
+            (unsigned long long)t->drops.other, (unsigned long long)t->drops.table_full);
     char fw[640];
     int warn;
     if (ht__foreign_text(t, &warn, fw, sizeof fw)) {

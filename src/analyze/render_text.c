@@ -184,6 +184,10 @@ static void print_trace_notes(const ht_report_t *r, FILE *f)
             fprintf(f, "note: the tracker dropped %llu unknown frees, %llu trace bytes to write errors, %llu other events\n",
                     (unsigned long long)d->unknown_frees, (unsigned long long)d->write_errors,
                     (unsigned long long)d->other);
+        if (d->table_full)
+            fprintf(f, "note: %llu allocations were not recorded at all: the tracker could not grow its tables "
+                       "(out of memory, or of address space under `ulimit -v`)\n",
+                    (unsigned long long)d->table_full);
     }
 }
 

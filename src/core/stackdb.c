@@ -555,6 +555,15 @@ static void teardown(void)
     __builtin_memset(db.committed, 0, sizeof db.committed);
 }
 
+/* The budget when HEAPTRAIL_STACKDB_MAX does not say: DEFAULT_MAX, or
+ * under an address-space limit an eighth of heaptrail's allowance (the
+ * reservations come to about 3.7 times the budget: half the allowance). */
+static uint64_t default_budget(void)
+{
+    uint64_t b = ht__reserve_allowance() / 8;
+    return b < DEFAULT_MAX ? b : DEFAULT_MAX;
+}
+
 /* Reserves the address space the budget can ever need and sets up the
  * first tables. Under the lock. Returns the new state: 1 ready, 2 unusable
  * (no address space, or a budget too small for the first tables). */
@@ -689,7 +698,7 @@ static uint32_t intern_locked(void *const *frames, int n, uint64_t h)
 {
     if (ht_unlikely(db.state != 1)) {
         if (db.state == 0)
-            db.state = setup(ht__parse_size(ht__env("HEAPTRAIL_STACKDB_MAX"), DEFAULT_MAX));
+            db.state = setup(ht__parse_size(ht__env("HEAPTRAIL_STACKDB_MAX"), default_budget()));
         if (db.state != 1)
             return HT_STACK_ID_OVERFLOW;
     }
@@ -841,7 +850,7 @@ void ht__stackdb_info(ht_stackdb_info_t *out)
     out->bytes_used = ht_load_relaxed(&db.used_exact);
     out->bytes_reserved = ht_load_relaxed(&db.reserved);
     out->budget = db.state ? db.budget
-                           : ht__parse_size(ht__env("HEAPTRAIL_STACKDB_MAX"), DEFAULT_MAX);
+                           : ht__parse_size(ht__env("HEAPTRAIL_STACKDB_MAX"), default_budget());
     out->drops = ht_load_relaxed(&db.drops);
     out->drops_reentrant = ht_load_relaxed(&db.drops_reentrant);
     uint64_t ref = ht_load_relaxed(&db.leaf_ref);

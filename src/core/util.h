@@ -52,6 +52,13 @@ HT_INTERNAL void *ht__map(size_t size);
  * counts against the system's commit limit, so a large reservation is
  * committed only as it is used. */
 HT_INTERNAL void *ht__reserve(size_t size);
+/* The address space heaptrail's reservations may take in all, in bytes:
+ * unbounded (UINT64_MAX) unless the process runs under an address-space
+ * limit (Linux RLIMIT_AS, `ulimit -v`), then an eighth of it. Every byte
+ * reserved counts against the program's own limit, and the reservations
+ * sized for the default budgets (3 GB) left a limited program none: under
+ * `ulimit -v 2000000` sqlite3 ran with its tracker recording nothing. */
+HT_INTERNAL uint64_t ht__reserve_allowance(void);
 /* Makes [p, p + size) of a ht__reserve'd range readable and writable
  * (zero-filled when first committed). Returns 0, or -1 when the system
  * refuses (Windows: commit limit reached). */

@@ -409,6 +409,11 @@ static int rec_drops(rd_t *r, cur_t *c)
     d.unknown_frees = get(c);
     d.write_errors = get(c);
     d.other = get(c);
+    d.reentrant = d.table_full = 0;
+    if (!c->bad && c->p < c->end) {
+        d.reentrant = get(c);
+        d.table_full = get(c);
+    }
     if (c->bad)
         return -1;
     r->t->drops = d;            /* cumulative: the last one holds */

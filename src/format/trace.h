@@ -111,6 +111,10 @@ typedef struct ht_tdrops_s {
     uint64_t unknown_frees;     /* frees/reallocs of pointers never seen */
     uint64_t write_errors;      /* trace bytes lost to a failing write */
     uint64_t other;             /* anything else dropped, see docs/format.md */
+    /* part of `other` (0 from a writer that did not say): */
+    uint64_t reentrant;         /* allocations made while the thread was inside heaptrail */
+    uint64_t table_full;        /* allocations the tracker had no room for (its tables
+                                   could not grow: memory or address space) */
 } ht_tdrops_t;
 
 /* The allocator functions the agent intercepts, in the order of the

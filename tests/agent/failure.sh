@@ -32,6 +32,35 @@ expect_eq "full disk: not damaged" "$(field truncated "$(grep '^trace ' f.dump)"
 [ "$(field write_errors "$(grep '^drops ' f.dump)")" -gt 0 ] && echo "ok: lost bytes counted" || fail "lost bytes not counted"
 grep -q 'could not be written' f.err && echo "ok: loss reported" || fail "loss not reported"
 
+# an address-space limit (ulimit -v): heaptrail's reservations (3 GB of
+# address space, untouched, for the default budgets) would take all of it
+# and record nothing; they shrink to about an eighth of the limit, and the
+# figures stay exact
+truth=$(sed -n 's/^TRUTH bytes=\([0-9]*\) blocks=\([0-9]*\) sites=\([0-9]*\)$/\1 \2 \3/p' plain.out)
+( ulimit -v 1000000; exec "$HT" run -o aslimit.ht "$P/leaks" >as.out 2>as.err ); rc=$?
+cat as.err
+expect_eq "address-space limit: exit status unchanged" "$rc" "$plain_rc"
+expect_eq "address-space limit: summary (bytes blocks sites) vs truth" "$(summary_numbers as.err)" "$truth"
+grep -q 'not recorded' as.err && fail "address-space limit: drops" || echo "ok: nothing dropped"
+# a limit too small for the tracker's tables: the program runs as without
+# it, and what was not recorded is counted and said, not passed off as a
+# clean heap
+( ulimit -v 12000; exec "$HT" run -o tiny.ht "$P/leaks" >tiny.out 2>tiny.err ); rc=$?
+cat tiny.err
+expect_eq "12 MB limit: exit status unchanged" "$rc" "$plain_rc"
+cmp -s plain.out tiny.out && echo "ok: output unchanged" || fail "output changed"
+grep -q '^heaptrail: [1-9][0-9]* allocations were not recorded at all: the tracker could not grow its tables' tiny.err &&
+    echo "ok: unrecorded allocations said" || fail "unrecorded allocations not said"
+[ "$("$HT" report -f json tiny.ht | python3 -c 'import json,sys; print(json.load(sys.stdin)["drops"]["table_full"])')" -gt 0 ] &&
+    echo "ok: JSON counts them" || fail "JSON: table_full not counted"
+# how much it reserves there: the agent's mappings in a sleeping process
+( ulimit -v 1000000; exec env LD_PRELOAD="$B/libheaptrail-preload.so" HEAPTRAIL_CONTROL=0 HEAPTRAIL_OUTPUT="$T/vm.ht" sleep 1 ) &
+sleep 0.5
+vm=$(sed -n 's/^VmSize:[[:space:]]*\([0-9]*\) kB/\1/p' /proc/$!/status)
+wait
+[ "$vm" -le 200000 ] && echo "ok: under a 1,000,000 kB limit the process spans $vm kB" ||
+    fail "under a 1,000,000 kB limit the process spans $vm kB"
+
 touch exists.ht
 "$HT" run -o exists.ht "$P/leaks" >e.out 2>e.err; rc=$?
 expect_eq "existing output refused" "$rc" 2

@@ -4,6 +4,7 @@
 #include "../../core/util.h"
 #include "unwind.h"
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 
@@ -87,6 +88,14 @@ static void *map_flags(size_t size, int flags)
 void *ht__map(size_t size) { return map_flags(size, 0); }
 void *ht__map_populated(size_t size) { return map_flags(size, MAP_POPULATE); }
 void *ht__reserve(size_t size) { return map_flags(size, MAP_NORESERVE); }
+
+uint64_t ht__reserve_allowance(void)
+{
+    struct { uint64_t cur, max; } lim;
+    if (ht__sys4(SYS_prlimit64, 0, RLIMIT_AS, 0, &lim) != 0 || lim.cur == ~0ull)
+        return UINT64_MAX;
+    return lim.cur / 8;
+}
 
 #define HUGE_PAGE (2ul << 20)
 #ifndef MADV_POPULATE_WRITE

@@ -17,6 +17,10 @@ void *ht__reserve(size_t size)
     return VirtualAlloc(NULL, size, MEM_RESERVE, PAGE_READWRITE);
 }
 
+/* Reservations take no commit charge; a job object's memory limits
+ * count committed memory only. */
+uint64_t ht__reserve_allowance(void) { return UINT64_MAX; }
+
 int ht__commit(void *p, size_t size)
 {
     return VirtualAlloc(p, size, MEM_COMMIT, PAGE_READWRITE) ? 0 : -1;
