@@ -114,7 +114,7 @@ $(BUILD)/tests/progs/%: tests/progs/%.cc $(LIB)
 	$(CXX) -O1 -g -Wall -Werror -Wno-unused-parameter -Iinclude -Itests -pthread -o $@ $< \
 	    -L$(BUILD) -lheaptrail -ldl -Wl,-rpath,'$$ORIGIN/../..'
 
-# Libraries test programs dlopen: tests/libs/X.c -> build/tests/libs/libX.so
+# Libraries test programs dlopen or preload: tests/libs/X.c -> build/tests/libs/libX.so
 TESTLIB_BIN := $(patsubst tests/libs/%.c,$(BUILD)/tests/libs/lib%.so,$(wildcard tests/libs/*.c))
 $(BUILD)/tests/libs/lib%.so: tests/libs/%.c
 	@mkdir -p $(dir $@)

@@ -57,6 +57,19 @@ m=$("$DUMP" fp.ht --match main)
 expect_eq "freeptr_nopie: frees through the pointer seen (live total blocks)" \
     "$(field live_blocks "$m") $(field total_blocks "$m")" "2 5"
 
+# an allocator in a shared library, preloaded after the agent (as one
+# would jemalloc): the hooks call it, so every block is seen and no
+# warning is due; the figures equal the program's own truth
+"$P/leaks" >leaks.out
+truth=$(sed -n 's/^TRUTH bytes=\([0-9]*\) blocks=\([0-9]*\) sites=\([0-9]*\)$/\1 \2 \3/p' leaks.out)
+LD_PRELOAD="$B/tests/libs/libfwdalloc.so" "$HT" run -o fwd.ht -- "$P/leaks" >/dev/null 2>fwd.err
+cat fwd.err
+grep -q 'brings its own' fwd.err && fail "preloaded allocator library taken for the program's own" ||
+    echo "ok: preloaded allocator library, no warning"
+[ "$(sed -n 's/^fwdalloc: \([0-9]*\) calls in leaks$/\1/p' fwd.err)" -gt 100 ] &&
+    echo "ok: the library served the program's calls" || fail "fwdalloc served no calls"
+expect_eq "through the library: summary (bytes blocks sites) vs truth" "$(summary_numbers fwd.err)" "$truth"
+
 # libc's allocator: no word about foreign allocators anywhere
 "$HT" run -o plain.ht -- "$P/leaks" >/dev/null 2>plain.err
 grep -q 'brings its own' plain.err && fail "plain program: foreign warning" || echo "ok: plain program, no warning"
