@@ -56,6 +56,8 @@ static struct {
     int thread_up;
     int control_tid;            /* the control thread's, once it runs */
     int reach;                  /* compute reachability at exit */
+    int sandboxed;              /* a seccomp filter is (about to be) on: no more writing */
+    int ctl_quit, ctl_gone;     /* the control thread asked to end; it has */
     void *ctl_stack;            /* the control thread's stack (CTL_STACK bytes) */
     struct sigaction old[32];
     int hooked[32];
@@ -105,6 +107,8 @@ static int parse_seconds_ms(const char *s)
 
 static void final_snapshot(int reason)
 {
+    if (A.sandboxed)
+        return;                 /* its system calls may kill the program now */
     if ((int)ht__sys0(SYS_getpid) != A.pid)
         return;                 /* a vfork child sharing our memory */
     if (__atomic_exchange_n(&A.exit_done, 1, __ATOMIC_ACQ_REL))
@@ -141,7 +145,7 @@ void ht__agent_before_exec(void)
 
 void ht__agent_exec_failed(void)
 {
-    if (!A.started || ht__guard != 0 || (int)ht__sys0(SYS_getpid) != A.pid ||
+    if (!A.started || A.sandboxed || ht__guard != 0 || (int)ht__sys0(SYS_getpid) != A.pid ||
         !__atomic_load_n(&A.exit_done, __ATOMIC_ACQUIRE))
         return;
     ht__writer_reopen();
@@ -156,7 +160,7 @@ void ht__agent_exit_now(void)
 
 __attribute__((destructor)) static void agent_stop(void)
 {
-    if (!A.started)
+    if (!A.started || A.sandboxed)
         return;
     /* JIT code announced since the control thread's last look, so frames
      * in it get their names (not from _exit: it may run in a handler) */
@@ -167,6 +171,43 @@ __attribute__((destructor)) static void agent_stop(void)
     ht__guard = g;
     final_snapshot(HT_SNAP_EXIT);
 }
+
+/* ---- seccomp ----------------------------------------------------------- */
+
+static void stop_control(void);
+
+/* The program is about to install a seccomp filter (hooks.c's prctl and
+ * syscall): from then on a system call the filter refuses may kill it
+ * (SIGSYS), and the agent cannot tell which ones. So, while it still may:
+ * stop the control thread (a filter with TSYNC covers it too), end solo
+ * mode (its switch needs membarrier), give the crash signals their old
+ * handlers back, write the last snapshot and the trace's END; then record
+ * on in memory only, taking memory from plain mmap (ht__sandboxed). The
+ * summary says the figures are from just before the sandbox. */
+void ht__agent_sandbox(void)
+{
+    if (!A.started || A.sandboxed)
+        return;
+    int g = ht__guard;
+    ht__guard = 2;
+    stop_control();
+    ht__solo_stop();
+    for (size_t i = 0; i < HT_ARRAY_SIZE(crash_signals); i++) {
+        int sig = crash_signals[i];
+        if (A.hooked[sig] && sigaction(sig, &A.old[sig], NULL) == 0)
+            A.hooked[sig] = 0;
+    }
+    ht__guard = g;
+    /* a forked child that wrote nothing yet writes nothing: no file */
+    if (ht__writer_path())
+        final_snapshot(HT_SNAP_SANDBOX);
+    A.exit_done = 1;
+    A.sandboxed = 1;
+    ht_store_relaxed(&ht__sandboxed, 1);
+}
+
+/* Whether the agent went quiet for a seccomp filter. */
+int ht__agent_sandboxed(void) { return A.sandboxed; }
 
 static void crash_handler(int sig, siginfo_t *si, void *uc)
 {
@@ -323,6 +364,10 @@ static void *control_main(void *arg)
     clock_gettime(CLOCK_MONOTONIC, &next);
     uint64_t busy_until = 0, gdb_next = 0;
     for (;;) {
+        if (ht_load_acquire(&A.ctl_quit)) {
+            ht_store_release(&A.ctl_gone, 1);
+            return NULL;
+        }
         uint64_t t = ht__now_ns();
         if (ht__jitmaps_poll(0))
             busy_until = t + JITMAPS_BUSY_FOR * 1000000ull;
@@ -366,6 +411,24 @@ static void *control_main(void *arg)
 }
 
 #define CTL_STACK (256u << 10)
+
+/* Ends the control thread and waits (at most 2 s) until it has: it looks
+ * at least every JITMAPS_MS. Its socket is closed: `heaptrail snapshot`
+ * then says the process does not answer. */
+static void stop_control(void)
+{
+    if (!A.thread_up)
+        return;
+    ht_store_release(&A.ctl_quit, 1);
+    struct timespec ms = { 0, 1000000 };
+    for (int i = 0; i < 2000 && !ht_load_acquire(&A.ctl_gone); i++)
+        nanosleep(&ms, NULL);
+    A.thread_up = 0;
+    if (A.listen_fd >= 0 && ht_load_acquire(&A.ctl_gone)) {
+        close(A.listen_fd);
+        A.listen_fd = -1;
+    }
+}
 
 static void start_control(void)
 {
@@ -467,10 +530,13 @@ static void fork_child(void)
     ht__reach_fork_child();
     ht__jitmaps_forget();
     ht__gdbjit_forget();
+    if (A.sandboxed)
+        return;                 /* under the parent's filter: no system calls of ours */
     ht__solo_start();           /* the child has one thread: the forking one */
     A.pid = (int)ht__sys0(SYS_getpid);
     A.exit_done = 0;
     A.control_tid = 0;          /* the parent's control thread is not ours */
+    A.ctl_quit = A.ctl_gone = 0;
     set_clocks();
     if (A.listen_fd >= 0) {
         close(A.listen_fd);     /* the parent's socket */
@@ -532,11 +598,44 @@ static void drop_preload(void)
 
 /* ---- start-up ---------------------------------------------------------- */
 
+/* Whether this process already runs under a seccomp filter (inherited:
+ * started by a sandboxed parent, or by bwrap, minijail, systemd's
+ * SystemCallFilter). Then any of the agent's system calls may kill it, so
+ * it does not start. Reading /proc/self/status takes openat, read and
+ * close, which the loader needed too to load this library. */
+static int under_seccomp(void)
+{
+    char buf[4096];
+    int fd = (int)ht__sys4(SYS_openat, AT_FDCWD, "/proc/self/status", O_RDONLY | O_CLOEXEC, 0);
+    if (fd < 0)
+        return 0;
+    long n = ht__sys3(SYS_read, fd, buf, sizeof buf - 1);
+    ht__sys1(SYS_close, fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = 0;
+    const char *p = strstr(buf, "\nSeccomp:");
+    if (!p)
+        return 0;
+    for (p += 9; *p == ' ' || *p == '\t'; p++)
+        ;
+    return *p >= '1' && *p <= '9';
+}
+
 __attribute__((constructor(101))) static void agent_start(void)
 {
     if (A.started)
         return;
     ht__guard = 2;
+    if (under_seccomp()) {
+        ht__agent.on = HT_ON_OFF;   /* the hooks pass straight through */
+        ht_store_relaxed(&ht__sandboxed, 1);
+        if (!(ht__env("HEAPTRAIL_FOLLOW_EXEC") && ht__env("HEAPTRAIL_FOLLOW_EXEC")[0] == '1'))
+            drop_preload();
+        ht__guard = 0;
+        return;
+    }
+    ht__reserve_allowance();    /* read now: later it might come after a filter */
     set_clocks();
     A.pid = (int)ht__sys0(SYS_getpid);
     const char *s = ht__env("HEAPTRAIL_MAX_FRAMES");
@@ -589,7 +688,7 @@ int ht__control_tid(void)
 
 HT_API int ht_snapshot(void)
 {
-    if (!A.started)
+    if (!A.started || A.sandboxed)
         return -1;
     int g = ht__guard;
     ht__guard = 2;
@@ -605,7 +704,7 @@ HT_API __attribute__((noinline)) long ht_leak_check(void)
      * stay roots */
     uintptr_t regs[6];
     uintptr_t sp = ht__callee_saved(regs);
-    if (!A.started || ht__guard || ht__agent.on != HT_ON_FULL || !A.reach)
+    if (!A.started || A.sandboxed || ht__guard || ht__agent.on != HT_ON_FULL || !A.reach)
         return -1;
     /* waits for a check under way with the guard down: that check can
      * then pause this thread instead of giving up on it */

@@ -104,6 +104,8 @@ HT_INTERNAL extern HT_TLS int ht__t_solo;   /* this thread is in an unlocked sec
 /* Start-up and fork child: make the calling thread solo if it is alone. */
 HT_INTERNAL void ht__solo_start(void);
 HT_INTERNAL int ht__solo_slow(void);
+/* Solo mode off for good, from any thread (before a seccomp filter). */
+HT_INTERNAL void ht__solo_stop(void);
 
 /* Brackets bookkeeping: returns 1 if this thread may skip the site and
  * live-table locks until ht__solo_exit. */

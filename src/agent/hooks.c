@@ -48,6 +48,8 @@ static struct {
     void (*exit_)(int);
     void (*Exit_)(int);
     void (*exit)(int);
+    int (*prctl)(int, ...);
+    long (*syscall)(long, ...);
 } real;
 
 static ht_spinlock_t g_resolve_lock;
@@ -75,6 +77,8 @@ static HT_NOINLINE void resolve(void)
         R(exit_, "_exit");
         R(Exit_, "_Exit");
         R(exit, "exit");
+        R(prctl, "prctl");
+        R(syscall, "syscall");
 #undef R
         void (*f)(void *) = (void (*)(void *))dlsym(RTLD_NEXT, "free");
         ht_store_release(&real.free, f);
@@ -864,4 +868,64 @@ HT_API __attribute__((noreturn)) void _Exit(int status)
         real.Exit_(status);
     for (;;)
         ht__sys1(SYS_exit_group, status);
+}
+
+/* ---- seccomp: the program sandboxes itself ----------------------------------
+ * Once a seccomp filter is on, a system call the filter does not allow
+ * kills the process (SIGSYS) or fails, and the agent cannot know which:
+ * its exit snapshot (open, pwrite), the control thread's poll, a
+ * membarrier would have killed a sandboxed program that runs fine alone.
+ * So the ways libc offers to install one (prctl(PR_SET_SECCOMP) and
+ * syscall(SYS_seccomp), which libseccomp uses) first let the agent write
+ * its last snapshot and go quiet (ht__agent_sandbox). A filter installed
+ * with a raw system call instruction (chromium's sandbox) is not seen. */
+
+HT_INTERNAL void ht__agent_sandbox(void);
+
+#ifndef SECCOMP_SET_MODE_STRICT
+#define SECCOMP_SET_MODE_STRICT 0
+#define SECCOMP_SET_MODE_FILTER 1
+#endif
+#ifndef PR_SET_SECCOMP
+#define PR_SET_SECCOMP 22
+#endif
+
+static long raw_result(long r)
+{
+    if (r < 0 && r > -4096) {
+        errno = (int)-r;
+        return -1;
+    }
+    return r;
+}
+
+HT_API int prctl(int option, ...)
+{
+    va_list ap;
+    va_start(ap, option);
+    unsigned long a = va_arg(ap, unsigned long), b = va_arg(ap, unsigned long);
+    unsigned long c = va_arg(ap, unsigned long), d = va_arg(ap, unsigned long);
+    va_end(ap);
+    if (option == PR_SET_SECCOMP && !ht__guard)
+        ht__agent_sandbox();
+    NEED(prctl);
+    if (ht_unlikely(!real.prctl))
+        return (int)raw_result(ht__syscall6(SYS_prctl, option, (long)a, (long)b, (long)c, (long)d, 0));
+    return real.prctl(option, a, b, c, d);
+}
+
+HT_API long syscall(long n, ...)
+{
+    va_list ap;
+    va_start(ap, n);
+    long a = va_arg(ap, long), b = va_arg(ap, long), c = va_arg(ap, long);
+    long d = va_arg(ap, long), e = va_arg(ap, long), f = va_arg(ap, long);
+    va_end(ap);
+    if (((n == SYS_seccomp && (a == SECCOMP_SET_MODE_FILTER || a == SECCOMP_SET_MODE_STRICT)) ||
+         (n == SYS_prctl && a == PR_SET_SECCOMP)) && !ht__guard)
+        ht__agent_sandbox();
+    NEED(syscall);
+    if (ht_unlikely(!real.syscall))
+        return raw_result(ht__syscall6(n, a, b, c, d, e, f));
+    return real.syscall(n, a, b, c, d, e, f);
 }

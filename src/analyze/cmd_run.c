@@ -351,8 +351,9 @@ int ht__run_summary(const char *path, int when, int64_t seq, FILE *out)
     if (!now && lstat(path, &st) != 0 && errno == ENOENT) {
         fprintf(out, "heaptrail: no trace: ");
         put_clean(out, path);
-        fprintf(out, " was not written (a statically linked or setuid program ignores the agent; "
-                     "or the directory is not writable)\n");
+        fprintf(out, " was not written (a statically linked or setuid program ignores the agent, and "
+                     "it stays out of one started under a seccomp filter; or the directory is not "
+                     "writable)\n");
         return -1;
     }
     if (ht_trace_read(path, &t, err, sizeof err) != 0) {
@@ -477,6 +478,11 @@ int ht__run_summary(const char *path, int when, int64_t seq, FILE *out)
                 t.truncated ? " (damaged tail)" : " (the program was killed?)");
     else if (s->reason == HT_SNAP_CRASH)
         fprintf(out, "heaptrail: the program crashed; figures from the crash snapshot\n");
+    else if (s->reason == HT_SNAP_SANDBOX)
+        fprintf(out, "heaptrail: the program sandboxed itself with seccomp at %.3f s; figures from just "
+                     "before (inside the sandbox heaptrail writes nothing: a system call the filter refuses "
+                     "could kill the program)\n",
+                (double)s->time_ns / 1e9);
     else if (s->reason == HT_SNAP_EXEC)
         fprintf(out, "heaptrail: the program replaced itself with exec; figures from just before "
                      "(with --follow-exec the new program writes its own trace)\n");

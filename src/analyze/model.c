@@ -301,6 +301,7 @@ const char *ht__snap_reason(int reason)
     case HT_SNAP_API: return "api";
     case HT_SNAP_CRASH: return "crash";
     case HT_SNAP_EXEC: return "exec";
+    case HT_SNAP_SANDBOX: return "sandbox";
     }
     return "unknown";
 }

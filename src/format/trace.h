@@ -73,7 +73,9 @@ enum {
     HT_SNAP_INTERVAL,           /* --interval */
     HT_SNAP_API,                /* ht_snapshot() */
     HT_SNAP_CRASH,              /* fatal signal, written by the crash handler */
-    HT_SNAP_EXEC                /* the process is replacing itself (execve) */
+    HT_SNAP_EXEC,               /* the process is replacing itself (execve) */
+    HT_SNAP_SANDBOX             /* the process is about to install a seccomp filter:
+                                   the agent writes nothing after this one */
 };
 
 typedef struct ht_tsnapshot_s {

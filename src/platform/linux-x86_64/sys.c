@@ -89,12 +89,21 @@ void *ht__map(size_t size) { return map_flags(size, 0); }
 void *ht__map_populated(size_t size) { return map_flags(size, MAP_POPULATE); }
 void *ht__reserve(size_t size) { return map_flags(size, MAP_NORESERVE); }
 
+/* Read once (the agent asks at start-up): a later look could come after
+ * the program sandboxed itself, and a seccomp filter may refuse it. */
 uint64_t ht__reserve_allowance(void)
 {
+    static uint64_t allowance;  /* 0: not read yet */
+    uint64_t a = ht_load_relaxed(&allowance);
+    if (a)
+        return a;
     struct { uint64_t cur, max; } lim;
     if (ht__sys4(SYS_prlimit64, 0, RLIMIT_AS, 0, &lim) != 0 || lim.cur == ~0ull)
-        return UINT64_MAX;
-    return lim.cur / 8;
+        a = UINT64_MAX;
+    else
+        a = lim.cur / 8 ? lim.cur / 8 : 1;
+    ht_store_relaxed(&allowance, a);
+    return a;
 }
 
 #define HUGE_PAGE (2ul << 20)
@@ -102,9 +111,11 @@ uint64_t ht__reserve_allowance(void)
 #define MADV_POPULATE_WRITE 23  /* Linux 5.14; EINVAL before, and then pages fault as used */
 #endif
 
+int ht__sandboxed;
+
 void *ht__map_table(size_t size)
 {
-    if (size < HUGE_PAGE)
+    if (size < HUGE_PAGE || ht_load_relaxed(&ht__sandboxed))
         return ht__map_populated(size);
     /* map a huge page more, keep the aligned part: transparent huge pages
      * need 2 MiB-aligned ranges */

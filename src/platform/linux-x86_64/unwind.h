@@ -24,6 +24,10 @@ HT_INTERNAL void *ht__map_populated(size_t size);
  * aligned to and advised for transparent huge pages, so random probes of
  * a large table do not each miss the TLB. Released with ht__unmap. */
 HT_INTERNAL void *ht__map_table(size_t size);
+/* Set once the program is about to run under a seccomp filter (the agent's
+ * prctl/syscall hooks): memory comes from plain mmap then, without the
+ * madvise calls a filter may refuse (chromium's allows only some advice). */
+HT_INTERNAL extern int ht__sandboxed;
 
 /* ht_capture for the agent, with a memo (capture.S). When the stack was
  * replayed whole from one of the thread's trails (unwind.c, replay()),

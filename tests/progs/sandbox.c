@@ -1,0 +1,112 @@
+/* sandbox: a program that sandboxes itself with seccomp, as OpenSSH's
+ * privilege-separated child, tor or a renderer do. Before the filter it
+ * leaks 3 blocks of 111 bytes (leak_before); then, inside it, it
+ * allocates, frees and leaks more (leak_after) and, with "fork", forks a
+ * child that allocates and exits. The filter allows only the calls this
+ * program makes itself, and kills on anything else ("kill") or fails it
+ * with EPERM ("errno"); heaptrail must not make the program die or fail.
+ *   sandbox prctl|syscall kill|errno [fork]
+ *   sandbox inherit      a filter killing on socket and membarrier (calls
+ *                        the agent makes at start-up), then exec of
+ *                        "sandbox child": the new image starts under it
+ * Prints "sandbox: done" (or "sandbox child: done"). */
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static void *volatile sink;
+
+__attribute__((noinline)) static void leak_before(void)
+{
+    for (int i = 0; i < 3; i++)
+        sink = malloc(111);
+}
+
+__attribute__((noinline)) static void leak_after(void)
+{
+    for (int i = 0; i < 5; i++)
+        sink = malloc(222);
+}
+
+#define ALLOW(n) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (n), 0, 1), BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)
+#define DENY(n, act) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (n), 0, 1), BPF_STMT(BPF_RET | BPF_K, (act))
+
+static int say(const char *m)
+{
+    return write(1, m, strlen(m)) < 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && !strcmp(argv[1], "child")) {
+        sink = malloc(50);
+        return say("sandbox child: done\n");
+    }
+    if (argc > 1 && !strcmp(argv[1], "inherit")) {
+        struct sock_filter f[] = {
+            BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+            DENY(__NR_socket, SECCOMP_RET_KILL_PROCESS),
+            DENY(__NR_membarrier, SECCOMP_RET_KILL_PROCESS),
+            BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        };
+        struct sock_fprog prog = { .len = sizeof f / sizeof f[0], .filter = f };
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog)) {
+            perror("seccomp");
+            return 1;
+        }
+        execl(argv[0], argv[0], "child", (char *)NULL);
+        perror("exec");
+        return 1;
+    }
+    if (argc < 3) {
+        fprintf(stderr, "usage: sandbox prctl|syscall kill|errno [fork] | sandbox inherit\n");
+        return 2;
+    }
+    unsigned act = !strcmp(argv[2], "kill") ? SECCOMP_RET_KILL_PROCESS : SECCOMP_RET_ERRNO | 1;
+    int forks = argc > 3 && !strcmp(argv[3], "fork");
+    struct sock_filter f[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        ALLOW(__NR_read), ALLOW(__NR_write), ALLOW(__NR_exit), ALLOW(__NR_exit_group),
+        ALLOW(__NR_brk), ALLOW(__NR_mmap), ALLOW(__NR_munmap), ALLOW(__NR_mprotect),
+        ALLOW(__NR_futex), ALLOW(__NR_rt_sigreturn), ALLOW(__NR_madvise), ALLOW(__NR_getrandom),
+        ALLOW(__NR_clone), ALLOW(__NR_wait4), ALLOW(__NR_set_robust_list),
+        ALLOW(__NR_rt_sigprocmask), ALLOW(__NR_getpid), ALLOW(__NR_gettid),
+        BPF_STMT(BPF_RET | BPF_K, act),
+    };
+    struct sock_fprog prog = { .len = sizeof f / sizeof f[0], .filter = f };
+    leak_before();
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) {
+        perror("no_new_privs");
+        return 1;
+    }
+    int rc = !strcmp(argv[1], "syscall") ? (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog)
+                                          : prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
+    if (rc) {
+        perror("seccomp");
+        return 1;
+    }
+    for (int i = 0; i < 1000; i++) {
+        sink = malloc(64 + i);
+        free(sink);
+    }
+    leak_after();
+    if (forks) {
+        pid_t c = fork();
+        if (c == 0) {
+            sink = malloc(77);
+            _exit(0);
+        }
+        int st;
+        if (c < 0 || waitpid(c, &st, 0) != c || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+            return say("sandbox: child failed\n") + 3;
+    }
+    return say("sandbox: done\n");
+}
