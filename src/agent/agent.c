@@ -28,6 +28,9 @@
 #include "../platform/linux-x86_64/unwind.h"
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <link.h>
 #include <poll.h>
 #include <pthread.h>
@@ -176,20 +179,187 @@ __attribute__((destructor)) static void agent_stop(void)
 
 static void stop_control(void);
 
+/* ---- seccomp filters: would this one spare the agent? ------------------- */
+
+/* The system calls the agent may make once a filter is on: writing its
+ * trace (exit, ht_snapshot, the crash handler), the leak check at exit
+ * (maps, pipes, pausing threads), the control thread, solo mode's switch.
+ * process_vm_readv is not among them: under a filter the agent reads its
+ * memory through a pipe instead (reach.c, gdbjit.c). */
+static const int agent_calls[] = {
+    SYS_read, SYS_write, SYS_open, SYS_openat, SYS_close, SYS_fstat, SYS_newfstatat, SYS_lseek,
+    SYS_pread64, SYS_pwrite64, SYS_ftruncate, SYS_fcntl, SYS_getcwd, SYS_readlink, SYS_pipe2,
+    SYS_mmap, SYS_munmap, SYS_mprotect, SYS_madvise, SYS_getpid, SYS_gettid, SYS_tgkill, SYS_kill,
+    SYS_rt_sigaction, SYS_rt_sigprocmask, SYS_rt_sigreturn, SYS_futex, SYS_sched_yield,
+    SYS_nanosleep, SYS_clock_gettime, SYS_clock_nanosleep, SYS_poll, SYS_ppoll, SYS_accept4,
+    SYS_membarrier, SYS_prlimit64, SYS_clone, SYS_wait4, SYS_exit, SYS_exit_group,
+};
+
+/* Runs a classic BPF seccomp program on (nr, x86-64) with zero arguments.
+ * Returns its action (SECCOMP_RET_ACTION_FULL bits), or -1 when it reads
+ * the arguments or the instruction pointer (then the answer depends on
+ * what the call passes) or does something this does not know. */
+static long run_filter(const struct sock_filter *f, unsigned n, int nr)
+{
+    uint32_t data[16] = { (uint32_t)nr, AUDIT_ARCH_X86_64 };
+    uint32_t a = 0, x = 0, mem[BPF_MEMWORDS] = { 0 };
+    for (unsigned pc = 0; pc < n; pc++) {
+        const struct sock_filter *i = &f[pc];
+        uint32_t k = i->k, src = BPF_SRC(i->code) == BPF_X ? x : k;
+        switch (BPF_CLASS(i->code)) {
+        case BPF_LD:
+            if (i->code == (BPF_LD | BPF_W | BPF_ABS)) {
+                if (k >= 8 || (k & 3))
+                    return -1;      /* the instruction pointer or the arguments */
+                a = data[k / 4];
+            } else if (i->code == (BPF_LD | BPF_W | BPF_LEN)) {
+                a = sizeof(struct seccomp_data);
+            } else if (i->code == (BPF_LD | BPF_IMM)) {
+                a = k;
+            } else if (i->code == (BPF_LD | BPF_MEM) && k < BPF_MEMWORDS) {
+                a = mem[k];
+            } else {
+                return -1;
+            }
+            break;
+        case BPF_LDX:
+            if (i->code == (BPF_LDX | BPF_IMM))
+                x = k;
+            else if (i->code == (BPF_LDX | BPF_MEM) && k < BPF_MEMWORDS)
+                x = mem[k];
+            else if (i->code == (BPF_LDX | BPF_W | BPF_LEN))
+                x = sizeof(struct seccomp_data);
+            else
+                return -1;
+            break;
+        case BPF_ST:
+        case BPF_STX:
+            if (k >= BPF_MEMWORDS)
+                return -1;
+            mem[k] = BPF_CLASS(i->code) == BPF_ST ? a : x;
+            break;
+        case BPF_ALU:
+            switch (BPF_OP(i->code)) {
+            case BPF_ADD: a += src; break;
+            case BPF_SUB: a -= src; break;
+            case BPF_MUL: a *= src; break;
+            case BPF_DIV: if (!src) return -1; a /= src; break;
+            case BPF_MOD: if (!src) return -1; a %= src; break;
+            case BPF_OR: a |= src; break;
+            case BPF_AND: a &= src; break;
+            case BPF_XOR: a ^= src; break;
+            case BPF_LSH: a = src < 32 ? a << src : 0; break;
+            case BPF_RSH: a = src < 32 ? a >> src : 0; break;
+            case BPF_NEG: a = -a; break;
+            default: return -1;
+            }
+            break;
+        case BPF_JMP: {
+            int t;
+            switch (BPF_OP(i->code)) {
+            case BPF_JA: pc += k; continue;
+            case BPF_JEQ: t = a == src; break;
+            case BPF_JGT: t = a > src; break;
+            case BPF_JGE: t = a >= src; break;
+            case BPF_JSET: t = (a & src) != 0; break;
+            default: return -1;
+            }
+            pc += t ? i->jt : i->jf;
+            break;
+        }
+        case BPF_RET:
+            if (BPF_RVAL(i->code) == BPF_K)
+                return (long)(k & SECCOMP_RET_ACTION_FULL);
+            if (BPF_RVAL(i->code) == BPF_A)
+                return (long)(a & SECCOMP_RET_ACTION_FULL);
+            return -1;
+        case BPF_MISC:
+            if (BPF_MISCOP(i->code) == BPF_TAX)
+                x = a;
+            else
+                a = x;
+            break;
+        default:
+            return -1;
+        }
+    }
+    return -1;                      /* ran off the end: the kernel rejects it */
+}
+
+/* Copies n bytes of the program's memory at src, never faulting (through
+ * a pipe: a bad address is EFAULT). */
+static int copy_in(void *dst, const void *src, size_t n)
+{
+    int fd[2];
+    if (ht__sys2(SYS_pipe2, fd, O_CLOEXEC | O_NONBLOCK) != 0)
+        return 0;
+    int ok = 1;
+    for (size_t done = 0; ok && done < n;) {
+        size_t k = n - done < 4096 ? n - done : 4096;
+        ok = ht__sys3(SYS_write, fd[1], (const char *)src + done, k) == (long)k &&
+             ht__sys3(SYS_read, fd[0], (char *)dst + done, k) == (long)k;
+        done += k;
+    }
+    ht__sys1(SYS_close, fd[0]);
+    ht__sys1(SYS_close, fd[1]);
+    return ok;
+}
+
+/* The calls that write the trace: refused, even with an error, they would
+ * lose everything after the filter. */
+static const int write_calls[] = { SYS_open, SYS_openat, SYS_fstat, SYS_pwrite64, SYS_close };
+
+/* Whether the filter at `prog` (a struct sock_fprog of the program's)
+ * lets every call the agent may make through, or fails it with an error
+ * the agent copes with (not the calls that write the trace), and never
+ * kills, traps or hands one to a tracer. */
+static int filter_spares_agent(const void *prog)
+{
+    struct sock_fprog fp;
+    static struct sock_filter f[BPF_MAXINSNS];
+    if (!copy_in(&fp, prog, sizeof fp) || !fp.len || fp.len > BPF_MAXINSNS ||
+        !copy_in(f, fp.filter, fp.len * sizeof *f))
+        return 0;
+    for (size_t i = 0; i < HT_ARRAY_SIZE(agent_calls); i++) {
+        long act = run_filter(f, fp.len, agent_calls[i]);
+        if (act != SECCOMP_RET_ALLOW && act != SECCOMP_RET_LOG && act != SECCOMP_RET_ERRNO)
+            return 0;
+    }
+    for (size_t i = 0; i < HT_ARRAY_SIZE(write_calls); i++) {
+        long act = run_filter(f, fp.len, write_calls[i]);
+        if (act != SECCOMP_RET_ALLOW && act != SECCOMP_RET_LOG)
+            return 0;
+    }
+    return 1;
+}
+
+
 /* The program is about to install a seccomp filter (hooks.c's prctl and
- * syscall): from then on a system call the filter refuses may kill it
- * (SIGSYS), and the agent cannot tell which ones. So, while it still may:
+ * syscall; `strict`: SECCOMP_MODE_STRICT, else `prog` is the filter).
+ * A filter that fails or allows every call the agent may make changes
+ * nothing (tests/noreadv.h's kills only process_vm_readv, which the agent
+ * then avoids). Otherwise, from then on a call the filter refuses may
+ * kill the program (SIGSYS). So, while it still may:
  * stop the control thread (a filter with TSYNC covers it too), end solo
  * mode (its switch needs membarrier), give the crash signals their old
  * handlers back, write the last snapshot and the trace's END; then record
  * on in memory only, taking memory from plain mmap (ht__sandboxed). The
  * summary says the figures are from just before the sandbox. */
-void ht__agent_sandbox(void)
+void ht__agent_sandbox(int strict, const void *prog)
 {
+    static ht_spinlock_t lock;
     if (!A.started || A.sandboxed)
         return;
     int g = ht__guard;
     ht__guard = 2;
+    ht__spin_lock(&lock);
+    /* a filter already on (inherited, or an earlier one) might kill the
+     * pipe the copy takes: then do not look */
+    if (A.sandboxed || (!strict && prog && !ht__seccomp_filtered() && filter_spares_agent(prog))) {
+        ht__spin_unlock(&lock);
+        ht__guard = g;
+        return;
+    }
     stop_control();
     ht__solo_stop();
     for (size_t i = 0; i < HT_ARRAY_SIZE(crash_signals); i++) {
@@ -204,6 +374,7 @@ void ht__agent_sandbox(void)
     A.exit_done = 1;
     A.sandboxed = 1;
     ht_store_relaxed(&ht__sandboxed, 1);
+    ht__spin_unlock(&lock);
 }
 
 /* Whether the agent went quiet for a seccomp filter. */
@@ -598,43 +769,11 @@ static void drop_preload(void)
 
 /* ---- start-up ---------------------------------------------------------- */
 
-/* Whether this process already runs under a seccomp filter (inherited:
- * started by a sandboxed parent, or by bwrap, minijail, systemd's
- * SystemCallFilter). Then any of the agent's system calls may kill it, so
- * it does not start. Reading /proc/self/status takes openat, read and
- * close, which the loader needed too to load this library. */
-static int under_seccomp(void)
-{
-    char buf[4096];
-    int fd = (int)ht__sys4(SYS_openat, AT_FDCWD, "/proc/self/status", O_RDONLY | O_CLOEXEC, 0);
-    if (fd < 0)
-        return 0;
-    long n = ht__sys3(SYS_read, fd, buf, sizeof buf - 1);
-    ht__sys1(SYS_close, fd);
-    if (n <= 0)
-        return 0;
-    buf[n] = 0;
-    const char *p = strstr(buf, "\nSeccomp:");
-    if (!p)
-        return 0;
-    for (p += 9; *p == ' ' || *p == '\t'; p++)
-        ;
-    return *p >= '1' && *p <= '9';
-}
-
 __attribute__((constructor(101))) static void agent_start(void)
 {
     if (A.started)
         return;
     ht__guard = 2;
-    if (under_seccomp()) {
-        ht__agent.on = HT_ON_OFF;   /* the hooks pass straight through */
-        ht_store_relaxed(&ht__sandboxed, 1);
-        if (!(ht__env("HEAPTRAIL_FOLLOW_EXEC") && ht__env("HEAPTRAIL_FOLLOW_EXEC")[0] == '1'))
-            drop_preload();
-        ht__guard = 0;
-        return;
-    }
     ht__reserve_allowance();    /* read now: later it might come after a filter */
     set_clocks();
     A.pid = (int)ht__sys0(SYS_getpid);

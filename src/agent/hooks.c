@@ -880,11 +880,14 @@ HT_API __attribute__((noreturn)) void _Exit(int status)
  * its last snapshot and go quiet (ht__agent_sandbox). A filter installed
  * with a raw system call instruction (chromium's sandbox) is not seen. */
 
-HT_INTERNAL void ht__agent_sandbox(void);
+HT_INTERNAL void ht__agent_sandbox(int strict, const void *prog);
 
 #ifndef SECCOMP_SET_MODE_STRICT
 #define SECCOMP_SET_MODE_STRICT 0
 #define SECCOMP_SET_MODE_FILTER 1
+#endif
+#ifndef SECCOMP_MODE_STRICT
+#define SECCOMP_MODE_STRICT 1
 #endif
 #ifndef PR_SET_SECCOMP
 #define PR_SET_SECCOMP 22
@@ -907,7 +910,7 @@ HT_API int prctl(int option, ...)
     unsigned long c = va_arg(ap, unsigned long), d = va_arg(ap, unsigned long);
     va_end(ap);
     if (option == PR_SET_SECCOMP && !ht__guard)
-        ht__agent_sandbox();
+        ht__agent_sandbox(a == SECCOMP_MODE_STRICT, (const void *)b);
     NEED(prctl);
     if (ht_unlikely(!real.prctl))
         return (int)raw_result(ht__syscall6(SYS_prctl, option, (long)a, (long)b, (long)c, (long)d, 0));
@@ -921,9 +924,10 @@ HT_API long syscall(long n, ...)
     long a = va_arg(ap, long), b = va_arg(ap, long), c = va_arg(ap, long);
     long d = va_arg(ap, long), e = va_arg(ap, long), f = va_arg(ap, long);
     va_end(ap);
-    if (((n == SYS_seccomp && (a == SECCOMP_SET_MODE_FILTER || a == SECCOMP_SET_MODE_STRICT)) ||
-         (n == SYS_prctl && a == PR_SET_SECCOMP)) && !ht__guard)
-        ht__agent_sandbox();
+    if (n == SYS_seccomp && (a == SECCOMP_SET_MODE_FILTER || a == SECCOMP_SET_MODE_STRICT) && !ht__guard)
+        ht__agent_sandbox(a == SECCOMP_SET_MODE_STRICT, (const void *)c);
+    else if (n == SYS_prctl && a == PR_SET_SECCOMP && !ht__guard)
+        ht__agent_sandbox(b == SECCOMP_MODE_STRICT, (const void *)c);
     NEED(syscall);
     if (ht_unlikely(!real.syscall))
         return raw_result(ht__syscall6(n, a, b, c, d, e, f));

@@ -19,7 +19,7 @@
  * Threads that only read (a snapshot in the control thread or a signal
  * handler) are unaffected: they never took these locks. Enabled only if
  * membarrier works and the process has a single thread at start-up (or in
- * a fork child). Async-signal-safe: a handler that interrupts a section
+ * a fork child), and not under a seccomp filter. Async-signal-safe: a handler that interrupts a section
  * runs its hooks behind the re-entry guard, never in here. */
 #include "agent.h"
 #include <fcntl.h>
@@ -68,6 +68,10 @@ void ht__solo_start(void)
     ht_store_release(&ht__mode, HT_MODE_MULTI);
     const char *off = ht__env("HEAPTRAIL_SOLO");
     if (off && off[0] == '0')
+        return;
+    /* under a seccomp filter (inherited: a container's, a service's) the
+     * switch's membarrier might be refused, even by killing */
+    if (ht__seccomp_filtered())
         return;
     if (ht__sys3(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) != 0 ||
         thread_count() != 1)

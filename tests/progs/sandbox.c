@@ -4,11 +4,14 @@
  * allocates, frees and leaks more (leak_after) and, with "fork", forks a
  * child that allocates and exits. The filter allows only the calls this
  * program makes itself, and kills on anything else ("kill") or fails it
- * with EPERM ("errno"); heaptrail must not make the program die or fail.
- *   sandbox prctl|syscall kill|errno [fork]
- *   sandbox inherit      a filter killing on socket and membarrier (calls
- *                        the agent makes at start-up), then exec of
- *                        "sandbox child": the new image starts under it
+ * with EPERM ("errno"); or ("mild") it kills only on ptrace and
+ * process_vm_readv, calls the agent does without under a filter.
+ * heaptrail must not make the program die or fail.
+ *   sandbox prctl|syscall kill|errno|mild [fork]
+ *   sandbox inherit      a filter killing on membarrier and refusing
+ *                        socket (calls the agent makes at start-up), then
+ *                        exec of "sandbox child": the new image starts
+ *                        under it
  * Prints "sandbox: done" (or "sandbox child: done"). */
 #include <linux/audit.h>
 #include <linux/filter.h>
@@ -53,7 +56,7 @@ int main(int argc, char **argv)
     if (argc > 1 && !strcmp(argv[1], "inherit")) {
         struct sock_filter f[] = {
             BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-            DENY(__NR_socket, SECCOMP_RET_KILL_PROCESS),
+            DENY(__NR_socket, SECCOMP_RET_ERRNO | 1),
             DENY(__NR_membarrier, SECCOMP_RET_KILL_PROCESS),
             BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
         };
@@ -67,9 +70,15 @@ int main(int argc, char **argv)
         return 1;
     }
     if (argc < 3) {
-        fprintf(stderr, "usage: sandbox prctl|syscall kill|errno [fork] | sandbox inherit\n");
+        fprintf(stderr, "usage: sandbox prctl|syscall kill|errno|mild [fork] | sandbox inherit\n");
         return 2;
     }
+    struct sock_filter mild[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        DENY(__NR_ptrace, SECCOMP_RET_KILL_PROCESS),
+        DENY(__NR_process_vm_readv, SECCOMP_RET_KILL_PROCESS),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
     unsigned act = !strcmp(argv[2], "kill") ? SECCOMP_RET_KILL_PROCESS : SECCOMP_RET_ERRNO | 1;
     int forks = argc > 3 && !strcmp(argv[3], "fork");
     struct sock_filter f[] = {
@@ -82,6 +91,8 @@ int main(int argc, char **argv)
         BPF_STMT(BPF_RET | BPF_K, act),
     };
     struct sock_fprog prog = { .len = sizeof f / sizeof f[0], .filter = f };
+    if (!strcmp(argv[2], "mild"))
+        prog = (struct sock_fprog){ .len = sizeof mild / sizeof mild[0], .filter = mild };
     leak_before();
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) {
         perror("no_new_privs");
