@@ -351,9 +351,8 @@ int ht__run_summary(const char *path, int when, int64_t seq, FILE *out)
     if (!now && lstat(path, &st) != 0 && errno == ENOENT) {
         fprintf(out, "heaptrail: no trace: ");
         put_clean(out, path);
-        fprintf(out, " was not written (a statically linked or setuid program ignores the agent, and "
-                     "it stays out of one started under a seccomp filter; or the directory is not "
-                     "writable)\n");
+        fprintf(out, " was not written (a statically linked or setuid program ignores the agent; "
+                     "or the directory is not writable)\n");
         return -1;
     }
     if (ht_trace_read(path, &t, err, sizeof err) != 0) {
