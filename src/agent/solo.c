@@ -80,6 +80,31 @@ void ht__solo_start(void)
     ht_store_release(&ht__solo_tid, ht__my_tid);
 }
 
+/* Takes solo mode away from thread `s` (0: nobody has it) for good, then
+ * waits until the process is in locked mode. The caller `me` fences the
+ * solo thread unless it is that thread (then it is here, not in a
+ * section). */
+static void end_solo(uint32_t s, uint32_t me)
+{
+    if (s != 0 &&
+        __atomic_compare_exchange_n(&ht__solo_tid, &s, 0, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
+        ht_store_relaxed(&ht__mode, HT_MODE_SWITCHING);
+        if (s != me) {
+            if (ht__sys3(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0) {
+                /* cannot fence the solo thread: wait long enough for any
+                 * section it may be in (sections are a few hundred ns) */
+                for (int i = 0; i < 100; i++)
+                    ht__sys0(SYS_sched_yield);
+            }
+            for (unsigned i = 0; ht_load_acquire(&ht__solo_busy); i++)
+                ht__backoff(i);
+        }
+        ht_store_release(&ht__mode, HT_MODE_MULTI);
+    }
+    for (unsigned i = 0; ht_load_acquire(&ht__mode) != HT_MODE_MULTI; i++)
+        ht__backoff(i);
+}
+
 int ht__solo_slow(void)
 {
     uint32_t me = ht__my_tid;
@@ -94,43 +119,13 @@ int ht__solo_slow(void)
         }
     }
     uint32_t s = ht_load_relaxed(&ht__solo_tid);
-    if (s != 0 && s != me &&
-        __atomic_compare_exchange_n(&ht__solo_tid, &s, 0, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
-        ht_store_relaxed(&ht__mode, HT_MODE_SWITCHING);
-        if (ht__sys3(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0) {
-            /* cannot fence the solo thread: wait long enough for any
-             * section it may be in (sections are a few hundred ns) */
-            for (int i = 0; i < 100; i++)
-                ht__sys0(SYS_sched_yield);
-        }
-        for (unsigned i = 0; ht_load_acquire(&ht__solo_busy); i++)
-            ht__backoff(i);
-        ht_store_release(&ht__mode, HT_MODE_MULTI);
-    }
-    for (unsigned i = 0; ht_load_acquire(&ht__mode) != HT_MODE_MULTI; i++)
-        ht__backoff(i);
+    end_solo(s != me ? s : 0, me);
     return ht__t_solo = 0;
 }
 
 /* Ends solo mode for good (the program is about to sandbox itself: a
- * later switch would need membarrier, which a seccomp filter may refuse).
- * From the solo thread itself no fence is needed: it is here, not in a
- * section. */
+ * later switch would need membarrier, which a seccomp filter may refuse). */
 void ht__solo_stop(void)
 {
-    uint32_t s = ht_load_relaxed(&ht__solo_tid);
-    if (s != 0 &&
-        __atomic_compare_exchange_n(&ht__solo_tid, &s, 0, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
-        ht_store_relaxed(&ht__mode, HT_MODE_SWITCHING);
-        if (s != ht__my_tid) {
-            if (ht__sys3(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0)
-                for (int i = 0; i < 100; i++)
-                    ht__sys0(SYS_sched_yield);
-            for (unsigned i = 0; ht_load_acquire(&ht__solo_busy); i++)
-                ht__backoff(i);
-        }
-        ht_store_release(&ht__mode, HT_MODE_MULTI);
-    }
-    for (unsigned i = 0; ht_load_acquire(&ht__mode) != HT_MODE_MULTI; i++)
-        ht__backoff(i);
+    end_solo(ht_load_relaxed(&ht__solo_tid), ht__my_tid);
 }
