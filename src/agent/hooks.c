@@ -1,7 +1,8 @@
 /* hooks.c -- the interposed allocator family: malloc, calloc, realloc,
  * reallocarray, free, memalign, posix_memalign, aligned_alloc, valloc,
  * pvalloc, malloc_usable_size; C++ operator new/delete in every variant;
- * anonymous mmap/munmap/mremap; _exit/_Exit (for the final snapshot).
+ * anonymous mmap/munmap/mremap; _exit/_Exit (for the final snapshot);
+ * prctl and syscall, for a seccomp filter about to go on (the end).
  *
  * Each hook calls the next definition (dlsym(RTLD_NEXT), so a malloc
  * replacement loaded after us keeps working) and then records: capture
