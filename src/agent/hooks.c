@@ -873,15 +873,24 @@ HT_API __attribute__((noreturn)) void _Exit(int status)
 
 /* ---- seccomp: the program sandboxes itself ----------------------------------
  * Once a seccomp filter is on, a system call the filter does not allow
- * kills the process (SIGSYS) or fails, and the agent cannot know which:
- * its exit snapshot (open, pwrite), the control thread's poll, a
- * membarrier would have killed a sandboxed program that runs fine alone.
- * So the ways libc offers to install one (prctl(PR_SET_SECCOMP) and
- * syscall(SYS_seccomp), which libseccomp uses) first let the agent write
- * its last snapshot and go quiet (ht__agent_sandbox). A filter installed
- * with a raw system call instruction (chromium's sandbox) is not seen. */
+ * kills the process (SIGSYS) or fails: the agent's exit snapshot (open,
+ * pwrite), the control thread's poll, a membarrier would kill a sandboxed
+ * program that runs fine alone. So the ways libc offers to install one
+ * (prctl(PR_SET_SECCOMP) and syscall(SYS_seccomp), which libseccomp uses)
+ * first hand the filter to ht__agent_sandbox, which runs it on the calls
+ * the agent may make later and, if it could refuse them, writes the last
+ * snapshot and goes quiet. A filter installed with a raw system call
+ * instruction (chromium's sandbox) is not seen. */
 
 HT_INTERNAL void ht__agent_sandbox(int strict, const void *prog);
+
+/* ht__agent_sandbox for the program's call, which sees errno unchanged */
+static HT_NOINLINE void before_filter(int strict, const void *prog)
+{
+    int e = errno;
+    ht__agent_sandbox(strict, prog);
+    errno = e;
+}
 
 #ifndef SECCOMP_SET_MODE_STRICT
 #define SECCOMP_SET_MODE_STRICT 0
@@ -911,7 +920,7 @@ HT_API int prctl(int option, ...)
     unsigned long c = va_arg(ap, unsigned long), d = va_arg(ap, unsigned long);
     va_end(ap);
     if (option == PR_SET_SECCOMP && !ht__guard)
-        ht__agent_sandbox(a == SECCOMP_MODE_STRICT, (const void *)b);
+        before_filter(a == SECCOMP_MODE_STRICT, (const void *)b);
     NEED(prctl);
     if (ht_unlikely(!real.prctl))
         return (int)raw_result(ht__syscall6(SYS_prctl, option, (long)a, (long)b, (long)c, (long)d, 0));
@@ -926,9 +935,9 @@ HT_API long syscall(long n, ...)
     long d = va_arg(ap, long), e = va_arg(ap, long), f = va_arg(ap, long);
     va_end(ap);
     if (n == SYS_seccomp && (a == SECCOMP_SET_MODE_FILTER || a == SECCOMP_SET_MODE_STRICT) && !ht__guard)
-        ht__agent_sandbox(a == SECCOMP_SET_MODE_STRICT, (const void *)c);
+        before_filter(a == SECCOMP_SET_MODE_STRICT, (const void *)c);
     else if (n == SYS_prctl && a == PR_SET_SECCOMP && !ht__guard)
-        ht__agent_sandbox(b == SECCOMP_MODE_STRICT, (const void *)c);
+        before_filter(b == SECCOMP_MODE_STRICT, (const void *)c);
     NEED(syscall);
     if (ht_unlikely(!real.syscall))
         return raw_result(ht__syscall6(n, a, b, c, d, e, f));
