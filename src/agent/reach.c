@@ -898,12 +898,19 @@ static void scan_read_phase(uintptr_t lo, uintptr_t hi, int phase)
 
 static void scan_read(uintptr_t lo, uintptr_t hi) { scan_read_phase(lo, hi, 1); }
 
-/* A root range: the pages ever touched (present or swapped out), as
- * /proc/self/pagemap tells; all of it if pagemap cannot be read. */
-static void scan_root_pages(uintptr_t lo, uintptr_t hi)
+/* [lo, hi) read (or, `direct`, scanned in place), less the pages never
+ * touched, neither present nor swapped out by /proc/self/pagemap: they
+ * read as zeros and hold no pointer, and reading them would fault in
+ * memory the program never used (xz -9's 674 MB of untouched dictionary
+ * took the exit's leak check 1.8 s and the process's peak RSS from 70 to
+ * 694 MB). All of it if pagemap cannot be read. */
+static void scan_touched(uintptr_t lo, uintptr_t hi, int phase, int direct)
 {
     if (S.pagemap_fd < 0 || hi - lo <= 16 * PAGE) {
-        scan_read(lo, hi);
+        if (direct)
+            scan_words((const uintptr_t *)lo, (hi - lo) / sizeof(uintptr_t), phase);
+        else
+            scan_read_phase(lo, hi, phase);
         return;
     }
     static uint64_t pm[512];
@@ -915,7 +922,11 @@ static void scan_root_pages(uintptr_t lo, uintptr_t hi)
         long k = ht__syscall6(SYS_pread64, S.pagemap_fd, (long)pm, (long)(npages * 8),
                               (long)(p / PAGE * 8), 0, 0);
         if (k != (long)(npages * 8)) {
-            scan_read(p > lo ? p : lo, hi);
+            uintptr_t a = p > lo ? p : lo;
+            if (direct)
+                scan_words((const uintptr_t *)a, (hi - a) / sizeof(uintptr_t), phase);
+            else
+                scan_read_phase(a, hi, phase);
             return;
         }
         for (size_t i = 0; i < npages;) {
@@ -931,13 +942,20 @@ static void scan_root_pages(uintptr_t lo, uintptr_t hi)
                 a = lo;
             if (e > hi)
                 e = hi;
-            if (a < e)
-                scan_read(a, e);
+            if (a < e) {
+                if (direct)
+                    scan_words((const uintptr_t *)a, (e - a) / sizeof(uintptr_t), phase);
+                else
+                    scan_read_phase(a, e, phase);
+            }
             i = j;
         }
         p += npages * PAGE;
     }
 }
+
+/* A root range: the pages ever touched. */
+static void scan_root_pages(uintptr_t lo, uintptr_t hi) { scan_touched(lo, hi, 1, 0); }
 
 /* A root range less the live blocks inside it. */
 static void scan_root(uintptr_t lo, uintptr_t hi)
@@ -1002,7 +1020,7 @@ static void drain(int phase)
                 S.last_map = m = map_of(x->addr);
             if (!m || !m->r || m->end < x->addr + x->size)
                 continue;       /* not where the table says: freed behind our back */
-            scan_words((const uintptr_t *)(uintptr_t)x->addr, x->size / sizeof(uintptr_t), phase);
+            scan_touched(x->addr, x->addr + (x->size & ~(uint64_t)7), phase, 1);
         }
         return;
     }
@@ -1016,7 +1034,7 @@ static void drain(int phase)
                 if (n)
                     break;      /* alone, in pieces */
                 S.top--;
-                scan_read_phase(x->addr, x->addr + len, phase);
+                scan_touched(x->addr, x->addr + len, phase, 0);
                 continue;
             }
             if (used + len > BUF_BYTES)

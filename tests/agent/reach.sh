@@ -103,4 +103,16 @@ expect_eq "leaky: the summary's unreachable line" \
 HEAPTRAIL_REACH=0 "$HT" run -o off.ht "$P/reach" >/dev/null 2>&1
 expect_eq "HEAPTRAIL_REACH=0: no reach record" "$(field reach "$("$DUMP" off.ht | grep '^snap ')")" 0
 
+# a 256 MiB block touched on two pages: the scan reads only the pages
+# ever touched (pagemap), finds the pointer deep inside, and leaves the
+# rest untouched (read, it would raise the run's peak RSS past 256 MiB)
+rss=$(python3 -c '
+import resource, subprocess, sys
+subprocess.run(sys.argv[1:], stdout=open("sparse.out", "w"), stderr=open("sparse.err", "w"))
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)' "$HT" run -o sparse.ht "$P/sparse")
+cat sparse.err
+expect_eq "sparse: reach status" "$(field reach "$("$DUMP" sparse.ht | grep '^snap ' | tail -n1)")" 1
+check_truths sparse.ht -1 "" sparse.out sparse 3
+[ "$rss" -lt 131072 ] && echo "ok: sparse: peak RSS $rss KiB" || fail "sparse: peak RSS $rss KiB (the untouched pages were read)"
+
 done_
