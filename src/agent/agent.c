@@ -59,7 +59,6 @@ static struct {
     int thread_up;
     int control_tid;            /* the control thread's, once it runs */
     int reach;                  /* compute reachability at exit */
-    int sandboxed;              /* a seccomp filter is (about to be) on: no more writing */
     int ctl_quit, ctl_gone;     /* the control thread asked to end; it has */
     void *ctl_stack;            /* the control thread's stack (CTL_STACK bytes) */
     struct sigaction old[32];
@@ -110,7 +109,7 @@ static int parse_seconds_ms(const char *s)
 
 static void final_snapshot(int reason)
 {
-    if (A.sandboxed)
+    if (ht_load_relaxed(&ht__sandboxed))
         return;                 /* its system calls may kill the program now */
     if ((int)ht__sys0(SYS_getpid) != A.pid)
         return;                 /* a vfork child sharing our memory */
@@ -148,8 +147,8 @@ void ht__agent_before_exec(void)
 
 void ht__agent_exec_failed(void)
 {
-    if (!A.started || A.sandboxed || ht__guard != 0 || (int)ht__sys0(SYS_getpid) != A.pid ||
-        !__atomic_load_n(&A.exit_done, __ATOMIC_ACQUIRE))
+    if (!A.started || ht_load_relaxed(&ht__sandboxed) || ht__guard != 0 ||
+        (int)ht__sys0(SYS_getpid) != A.pid || !__atomic_load_n(&A.exit_done, __ATOMIC_ACQUIRE))
         return;
     ht__writer_reopen();
     __atomic_store_n(&A.exit_done, 0, __ATOMIC_RELEASE);
@@ -163,7 +162,7 @@ void ht__agent_exit_now(void)
 
 __attribute__((destructor)) static void agent_stop(void)
 {
-    if (!A.started || A.sandboxed)
+    if (!A.started || ht_load_relaxed(&ht__sandboxed))
         return;
     /* JIT code announced since the control thread's last look, so frames
      * in it get their names (not from _exit: it may run in a handler) */
@@ -175,11 +174,9 @@ __attribute__((destructor)) static void agent_stop(void)
     final_snapshot(HT_SNAP_EXIT);
 }
 
-/* ---- seccomp ----------------------------------------------------------- */
+/* ---- seccomp: would this filter spare the agent? ------------------------ */
 
 static void stop_control(void);
-
-/* ---- seccomp filters: would this one spare the agent? ------------------- */
 
 /* The system calls the agent may make once a filter is on: writing its
  * trace (exit, ht_snapshot, the crash handler), the leak check at exit
@@ -293,13 +290,7 @@ static int copy_in(void *dst, const void *src, size_t n)
     int fd[2];
     if (ht__sys2(SYS_pipe2, fd, O_CLOEXEC | O_NONBLOCK) != 0)
         return 0;
-    int ok = 1;
-    for (size_t done = 0; ok && done < n;) {
-        size_t k = n - done < 4096 ? n - done : 4096;
-        ok = ht__sys3(SYS_write, fd[1], (const char *)src + done, k) == (long)k &&
-             ht__sys3(SYS_read, fd[0], (char *)dst + done, k) == (long)k;
-        done += k;
-    }
+    int ok = ht__pipe_copy(fd[0], fd[1], dst, (uintptr_t)src, n);
     ht__sys1(SYS_close, fd[0]);
     ht__sys1(SYS_close, fd[1]);
     return ok;
@@ -333,7 +324,6 @@ static int filter_spares_agent(const void *prog)
     return 1;
 }
 
-
 /* The program is about to install a seccomp filter (hooks.c's prctl and
  * syscall; `strict`: SECCOMP_MODE_STRICT, else `prog` is the filter).
  * A filter that fails or allows every call the agent may make changes
@@ -348,14 +338,15 @@ static int filter_spares_agent(const void *prog)
 void ht__agent_sandbox(int strict, const void *prog)
 {
     static ht_spinlock_t lock;
-    if (!A.started || A.sandboxed)
+    if (!A.started || ht_load_relaxed(&ht__sandboxed))
         return;
     int g = ht__guard;
     ht__guard = 2;
     ht__spin_lock(&lock);
     /* a filter already on (inherited, or an earlier one) might kill the
      * pipe the copy takes: then do not look */
-    if (A.sandboxed || (!strict && prog && !ht__seccomp_filtered() && filter_spares_agent(prog))) {
+    if (ht_load_relaxed(&ht__sandboxed) ||
+        (!strict && prog && !ht__seccomp_filtered() && filter_spares_agent(prog))) {
         ht__spin_unlock(&lock);
         ht__guard = g;
         return;
@@ -372,13 +363,9 @@ void ht__agent_sandbox(int strict, const void *prog)
     if (ht__writer_path())
         final_snapshot(HT_SNAP_SANDBOX);
     A.exit_done = 1;
-    A.sandboxed = 1;
-    ht_store_relaxed(&ht__sandboxed, 1);
+    ht_store_relaxed(&ht__sandboxed, 1);    /* no more writing */
     ht__spin_unlock(&lock);
 }
-
-/* Whether the agent went quiet for a seccomp filter. */
-int ht__agent_sandboxed(void) { return A.sandboxed; }
 
 static void crash_handler(int sig, siginfo_t *si, void *uc)
 {
@@ -701,7 +688,7 @@ static void fork_child(void)
     ht__reach_fork_child();
     ht__jitmaps_forget();
     ht__gdbjit_forget();
-    if (A.sandboxed)
+    if (ht_load_relaxed(&ht__sandboxed))
         return;                 /* under the parent's filter: no system calls of ours */
     ht__solo_start();           /* the child has one thread: the forking one */
     A.pid = (int)ht__sys0(SYS_getpid);
@@ -827,7 +814,7 @@ int ht__control_tid(void)
 
 HT_API int ht_snapshot(void)
 {
-    if (!A.started || A.sandboxed)
+    if (!A.started || ht_load_relaxed(&ht__sandboxed))
         return -1;
     int g = ht__guard;
     ht__guard = 2;
@@ -843,7 +830,8 @@ HT_API __attribute__((noinline)) long ht_leak_check(void)
      * stay roots */
     uintptr_t regs[6];
     uintptr_t sp = ht__callee_saved(regs);
-    if (!A.started || A.sandboxed || ht__guard || ht__agent.on != HT_ON_FULL || !A.reach)
+    if (!A.started || ht_load_relaxed(&ht__sandboxed) || ht__guard || ht__agent.on != HT_ON_FULL ||
+        !A.reach)
         return -1;
     /* waits for a check under way with the guard down: that check can
      * then pause this thread instead of giving up on it */

@@ -77,6 +77,10 @@ HT_INTERNAL int ht__jitmaps_poll(int force);
  * kill the process for a system call it does not expect): then memory is
  * read by write()ing it into a pipe. Reads /proc. */
 HT_INTERNAL int ht__seccomp_filtered(void);
+/* Copies n bytes of this process's memory at src into dst through the
+ * pipe (rd, wr), empty on entry: a bad address fails the write (EFAULT)
+ * instead of faulting. Returns 1 if all of it was copied (gdbjit.c). */
+HT_INTERNAL int ht__pipe_copy(int rd, int wr, void *dst, uintptr_t src, size_t n);
 /* A forked child forgets its parent's files. */
 HT_INTERNAL void ht__jitmaps_forget(void);
 /* gdbjit.c: registers JIT code announced through the GDB JIT interface

@@ -199,6 +199,23 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n)
 
 /* ---- reading the program's memory without faulting ---------------------- */
 
+int ht__pipe_copy(int rd, int wr, void *dst, uintptr_t src, size_t n)
+{
+    uint8_t *d = dst;
+    while (n) {
+        size_t k = n < 4096 ? n : 4096;     /* PIPE_BUF: all or nothing */
+        long w = ht__sys3(SYS_write, wr, src, k);
+        if (w > 0 && ht__sys3(SYS_read, rd, d, w) != w)
+            return 0;
+        if (w != (long)k)
+            return 0;               /* -EFAULT: not readable */
+        d += k;
+        src += k;
+        n -= k;
+    }
+    return 1;
+}
+
 static int pipe_peek(void *dst, uintptr_t src, size_t n)
 {
     if (G.pipe_rd < 0) {
@@ -208,19 +225,7 @@ static int pipe_peek(void *dst, uintptr_t src, size_t n)
         G.pipe_rd = fd[0];
         G.pipe_wr = fd[1];
     }
-    uint8_t *d = dst;
-    while (n) {
-        size_t k = n < 4096 ? n : 4096;     /* PIPE_BUF: all or nothing */
-        long w = ht__sys3(SYS_write, G.pipe_wr, src, k);
-        if (w > 0 && ht__sys3(SYS_read, G.pipe_rd, d, w) != w)
-            return 0;
-        if (w != (long)k)
-            return 0;               /* -EFAULT: not readable */
-        d += k;
-        src += k;
-        n -= k;
-    }
-    return 1;
+    return ht__pipe_copy(G.pipe_rd, G.pipe_wr, dst, src, n);
 }
 
 static void pipe_close(void)

@@ -18,9 +18,10 @@
  *
  * Threads that only read (a snapshot in the control thread or a signal
  * handler) are unaffected: they never took these locks. Enabled only if
- * membarrier works and the process has a single thread at start-up (or in
- * a fork child), and not under a seccomp filter. Async-signal-safe: a handler that interrupts a section
- * runs its hooks behind the re-entry guard, never in here. */
+ * membarrier works, the process has a single thread at start-up (or in a
+ * fork child) and no seccomp filter. Async-signal-safe: a handler that
+ * interrupts a section runs its hooks behind the re-entry guard, never in
+ * here. */
 #include "agent.h"
 #include <fcntl.h>
 #include <linux/membarrier.h>
