@@ -1,8 +1,8 @@
 #!/bin/sh
 # run.sh -- runs each test given (an executable or a .sh script), each
-# under a time limit, keeps its output in build/test-logs/, prints the tail
-# of every failure and ends with "N passed, N failed". Exit status 1 if
-# anything failed.
+# under a time limit, keeps its output in build/test-logs/, prints each
+# failure's failed checks (scripts' FAIL lines, programs' CHECK lines) and
+# its tail, and ends with "N passed, N failed". Exit status 1 if anything failed.
 cd "$(dirname "$0")/.." || exit 2
 logs=build/test-logs
 mkdir -p "$logs"
@@ -27,6 +27,9 @@ for t in "$@"; do
         failed="$failed $name"
         [ $rc -eq 124 ] && echo "(timed out after ${limit}s)" >>"$log"
         printf 'FAIL  %-40s %3ss  (exit %s, log: %s)\n' "$name" "$secs" "$rc" "$log"
+        # the failed checks first (a long log's tail may not reach them),
+        # then the tail
+        grep -E '^FAIL|: CHECK(_EQ)? failed' "$log" | head -n 5 | sed 's/^/      | /'
         tail -n 25 "$log" | sed 's/^/      | /'
     fi
 done

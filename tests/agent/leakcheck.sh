@@ -112,7 +112,8 @@ start_prog fk "$P/forker"
 check_loop fk 30
 finish_prog fk
 expect_eq "forker: children made" "$(awk '/^CHILDREN/ {print ($2 > 5)}' fk.out)" 1
-expect_eq "forker: no child took a second" "$(awk '/^CHILDREN/ {print ($4 < 1000)}' fk.out)" 1
+# (the bug made a child wait 10 s; a loaded machine may take a second)
+expect_eq "forker: no child took 5 s" "$(awk '/^CHILDREN/ {print ($4 < 5000)}' fk.out)" 1
 cat fk.out
 cd ..
 
@@ -124,10 +125,21 @@ cd ..
 # block, read from the copy.
 start_prog tk "$P/reach" ticking
 prog=$(pgrep -P "$runpid" | head -n1)
-fds=$(ls /proc/"$prog"/fd | wc -l)
+# the fewest open files in 5 looks 20 ms apart (the control thread opens
+# /proc/self/maps for a moment every 0.5 s; a file left open stays)
+open_files() {
+    least=
+    for _ in 1 2 3 4 5; do
+        k=$(ls /proc/"$prog"/fd | wc -l)
+        { [ -z "$least" ] || [ "$k" -lt "$least" ]; } && least=$k
+        sleep 0.02
+    done
+    echo "$least"
+}
+fds=$(open_files)
 check_loop tk 5
 # the child shares the program's file table: it must close what it opens
-expect_eq "ticking: the program's open files after the checks" "$(ls /proc/"$prog"/fd | wc -l)" "$fds"
+expect_eq "ticking: the program's open files after the checks" "$(open_files)" "$fds"
 finish_prog tk
 k=0
 while [ $k -lt 5 ]; do
