@@ -154,6 +154,22 @@ void ht__agent_exec_failed(void)
     __atomic_store_n(&A.exit_done, 0, __ATOMIC_RELEASE);
 }
 
+/* The program is about to give up rights (a set-id call, chroot: hooks.c):
+ * the trace file is opened (a forked child that has none yet creates it)
+ * while it still may, and written later through that descriptor. A daemon
+ * started as root drops to a user who cannot open the trace (0600, root's)
+ * or create one in its directory, or chroots away from it: its trace, or
+ * its workers', ended there. */
+void ht__agent_before_confine(void)
+{
+    if (!A.started || ht_load_relaxed(&ht__sandboxed) || ht__guard != 0 ||
+        (int)ht__sys0(SYS_getpid) != A.pid)
+        return;
+    ht__guard = 2;
+    ht__writer_create();
+    ht__guard = 0;
+}
+
 void ht__agent_exit_now(void)
 {
     if (A.started)

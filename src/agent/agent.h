@@ -304,6 +304,8 @@ HT_INTERNAL void ht__writer_init(void);
 HT_INTERNAL const char *ht__writer_path(void);
 /* After a failed exec: later snapshots go to a new file. */
 HT_INTERNAL void ht__writer_reopen(void);
+/* Creates the trace file now if it is not there yet. */
+HT_INTERNAL void ht__writer_create(void);
 /* Module scan hooks used around dlclose. */
 HT_INTERNAL void ht__modules_rescan(void);
 HT_INTERNAL void ht__writer_fork_prepare(void);

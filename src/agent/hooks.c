@@ -1,8 +1,10 @@
 /* hooks.c -- the interposed allocator family: malloc, calloc, realloc,
  * reallocarray, free, memalign, posix_memalign, aligned_alloc, valloc,
  * pvalloc, malloc_usable_size; C++ operator new/delete in every variant;
- * anonymous mmap/munmap/mremap; _exit/_Exit (for the final snapshot);
- * prctl and syscall, for a seccomp filter about to go on (the end).
+ * anonymous mmap/munmap/mremap; exec and _exit/_Exit (for the final
+ * snapshot); the set-id calls and chroot (the trace file is created
+ * first); prctl and syscall, for a seccomp filter about to go on (the
+ * end).
  *
  * Each hook calls the next definition (dlsym(RTLD_NEXT), so a malloc
  * replacement loaded after us keeps working) and then records: capture
@@ -22,10 +24,12 @@
 #include "../platform/linux-x86_64/unwind.h"
 #include <dlfcn.h>
 #include <errno.h>
+#include <grp.h>
 #include <link.h>
 #include <stdarg.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <unistd.h>
 
 HT_TLS int ht__guard;           /* 1: agent code running; 2: agent's own libc calls */
 static HT_TLS int t_resolving;
@@ -822,6 +826,55 @@ EXECL_LIKE(execl, execv, 0)
 EXECL_LIKE(execlp, execvp, 0)
 EXECL_LIKE(execle, execv, 1)
 
+/* ---- the program gives up rights ------------------------------------------
+ * A set-id call or chroot may leave the process unable to create a file
+ * in the trace's directory: a daemon started as root forks workers that
+ * drop to an unprivileged user or chroot. A forked child creates its
+ * trace at its first snapshot, so it creates it first
+ * (ht__agent_before_confine), and writes through the open file later.
+ * Each call through libc is seen, and the same calls through syscall(). */
+
+HT_INTERNAL void ht__agent_before_confine(void);
+
+static void before_confine(void)
+{
+    if (ht__guard)
+        return;
+    int e = errno;
+    ht__agent_before_confine();
+    errno = e;
+}
+
+#define CONFINE(sym, params, args) \
+    HT_API int sym params \
+    { \
+        static void *next; \
+        before_confine(); \
+        int (*f) params = (int (*) params)next_sym(&next, #sym); \
+        if (!f) { \
+            errno = ENOSYS; \
+            return -1; \
+        } \
+        return f args; \
+    }
+CONFINE(setuid, (uid_t u), (u))
+CONFINE(seteuid, (uid_t u), (u))
+CONFINE(setreuid, (uid_t r, uid_t e), (r, e))
+CONFINE(setresuid, (uid_t r, uid_t e, uid_t s), (r, e, s))
+CONFINE(setgid, (gid_t g), (g))
+CONFINE(setegid, (gid_t g), (g))
+CONFINE(setregid, (gid_t r, gid_t e), (r, e))
+CONFINE(setresgid, (gid_t r, gid_t e, gid_t s), (r, e, s))
+CONFINE(setgroups, (size_t n, const gid_t *list), (n, list))
+CONFINE(initgroups, (const char *user, gid_t g), (user, g))
+CONFINE(chroot, (const char *path), (path))
+
+static int confines(long n)
+{
+    return n == SYS_setuid || n == SYS_setreuid || n == SYS_setresuid || n == SYS_setgid ||
+           n == SYS_setregid || n == SYS_setresgid || n == SYS_setgroups || n == SYS_chroot;
+}
+
 /* ---- process exit -------------------------------------------------------- */
 
 HT_INTERNAL void ht__agent_exit_now(void);
@@ -938,6 +991,8 @@ HT_API long syscall(long n, ...)
         before_filter(a == SECCOMP_SET_MODE_STRICT, (const void *)c);
     else if (n == SYS_prctl && a == PR_SET_SECCOMP && !ht__guard)
         before_filter(b == SECCOMP_MODE_STRICT, (const void *)c);
+    else if (confines(n))
+        before_confine();
     NEED(syscall);
     if (ht_unlikely(!real.syscall))
         return raw_result(ht__syscall6(n, a, b, c, d, e, f));

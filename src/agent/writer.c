@@ -68,6 +68,7 @@ static struct {
     int create_failed;
     int finished;               /* END written: no more snapshots */
     uint64_t dev, ino;
+    int held_fd;                /* the file kept open (-1: opened per write) */
     uint64_t size;              /* bytes in the file (whole blocks) */
     uint32_t seq;
     uint32_t node_mark;         /* nodes [1, node_mark) staged or written */
@@ -181,18 +182,46 @@ static void rec_end(size_t at)
 
 /* ---- file I/O ---------------------------------------------------------- */
 
+/* Whether fd is open on our trace file. */
+static int is_ours(int fd)
+{
+    struct stat st;
+    return ht__sys2(SYS_fstat, fd, &st) == 0 && (uint64_t)st.st_dev == W.dev &&
+           (uint64_t)st.st_ino == W.ino && S_ISREG(st.st_mode);
+}
+
+/* The file, opened by its name for one write (the agent holds no
+ * descriptor of the program's table between writes), or the descriptor
+ * held since the program gave up rights (ht__writer_create). */
 static int open_checked(void)
 {
+    if (W.held_fd >= 0) {
+        if (is_ours(W.held_fd))
+            return W.held_fd;
+        W.held_fd = -1;         /* the program closed it: the number is its own now */
+    }
     int fd = (int)ht__sys3(SYS_open, W.path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0);
     if (fd < 0)
         return -1;
-    struct stat st;
-    if (ht__sys2(SYS_fstat, fd, &st) != 0 || (uint64_t)st.st_dev != W.dev ||
-        (uint64_t)st.st_ino != W.ino || !S_ISREG(st.st_mode)) {
+    if (!is_ours(fd)) {
         ht__sys1(SYS_close, fd);
         return -1;
     }
     return fd;
+}
+
+static void close_checked(int fd)
+{
+    if (fd != W.held_fd)
+        ht__sys1(SYS_close, fd);
+}
+
+/* Closes the held descriptor, if it is still ours. */
+static void drop_held(void)
+{
+    if (W.held_fd >= 0 && is_ours(W.held_fd))
+        ht__sys1(SYS_close, W.held_fd);
+    W.held_fd = -1;
 }
 
 static int write_all(int fd, const uint8_t *p, size_t n, uint64_t off)
@@ -228,7 +257,7 @@ static int append(const uint8_t *p, size_t n)
         ht__sys2(SYS_ftruncate, fd, W.size);
     else
         W.size += n;
-    ht__sys1(SYS_close, fd);
+    close_checked(fd);
     return rc;
 }
 
@@ -834,6 +863,7 @@ void ht__writer_init(void)
 {
     if (W.initialised)
         return;
+    W.held_fd = -1;
     W.raw = ht__map(RAW_CAP);
     W.out_cap = ZSTD_compressBound(RAW_CAP) + HT_BLOCK_HEADER_LEN;
     if (W.out_cap < RAW_CAP + HT_BLOCK_HEADER_LEN)
@@ -1015,6 +1045,7 @@ void ht__trace_finish(void)
         flush();
     }
     W.finished = 1;
+    drop_held();
     wunlock();
 }
 
@@ -1057,6 +1088,36 @@ void ht__writer_reopen(void)
     wunlock();
 }
 
+/* The lowest number the held descriptor takes: out of the way of a
+ * program that closes 0-2 and expects open() to give them back, and of
+ * the few files most programs have open */
+#define HELD_FD_MIN 200
+
+/* The program is about to give up rights (ht__agent_before_confine): the
+ * trace file is created now if it is not there yet (a forked child's is
+ * made at its first snapshot), and held open, since after a set-id call
+ * the file (0600, the old owner's) may no longer open, and after chroot
+ * its name no longer leads to it. */
+void ht__writer_create(void)
+{
+    if (!W.initialised || !wlock(HT_WCTX_NORMAL))
+        return;
+    if (!W.finished && ensure_file() == 0) {
+        flush();
+        struct rlimit rl;
+        int fd = W.held_fd < 0 ? open_checked() : -1;
+        if (fd >= 0) {
+            long min = HELD_FD_MIN;
+            if (ht__sys4(SYS_prlimit64, 0, RLIMIT_NOFILE, NULL, &rl) == 0 && rl.rlim_cur < 2 * HELD_FD_MIN)
+                min = (long)rl.rlim_cur / 2;
+            long h = ht__sys3(SYS_fcntl, fd, F_DUPFD_CLOEXEC, min);
+            ht__sys1(SYS_close, fd);
+            W.held_fd = h >= 0 ? (int)h : -1;
+        }
+    }
+    wunlock();
+}
+
 /* ---- fork -------------------------------------------------------------- */
 
 void ht__writer_fork_prepare(void) { wlock(HT_WCTX_NORMAL); }
@@ -1067,6 +1128,7 @@ void ht__writer_fork_child(void)
     /* a new process, a new trace (created at its first snapshot): every
      * node and module goes out again */
     forget_file();
+    drop_held();                /* the parent's trace */
     W.owner = 0;
     W.lock.v = 0;
 }

@@ -69,6 +69,39 @@ expect_eq "fork again: traces listed" "$(grep 'more trace' fork.err | sed 's/.*s
     "heaptrail.lifecycle.$child2.ht"
 rm -f heaptrail.lifecycle.*.ht
 
+# a child that gives up rights before its trace exists (a daemon's worker
+# dropping to an unprivileged user, or chrooting): the agent creates the
+# trace before the set-id call or chroot and writes through the descriptor
+# it keeps (before, the child's trace was lost: its exit could not create
+# a file in a root-owned directory, nor find it from inside the jail)
+if [ "$(id -u)" = 0 ]; then
+    mkdir jail
+    for m in dropuid chroot; do
+        run $m 0
+        child=$(sed -n 's/^CHILD //p' $m.out)
+        ct=heaptrail.lifecycle.$child.ht
+        expect_eq "$m: child leak" "$(leak_of "$ct" leak_child)" "444 2"
+        expect_eq "$m: child trace complete" "$(field complete "$("$DUMP" "$ct" | grep '^trace ')")" 1
+        grep -q "1 more trace from processes it started: $ct" $m.err && echo "ok: $m: child trace listed" ||
+            fail "$m: child trace not listed"
+        rm -f "$ct"
+    done
+    # the same in the traced process itself: its trace (0600, root's) no
+    # longer opened, and the exit snapshot was lost
+    run dropself 0
+    expect_eq "dropself: leak" "$(leak_of dropself.ht leak_child)" "444 2"
+    expect_eq "dropself: complete" "$(field complete "$("$DUMP" dropself.ht | grep '^trace ')")" 1
+    # the child then closes the descriptor the agent kept: the program is
+    # unchanged; the trace ends at the set-id call
+    run dropclose 0
+    child=$(sed -n 's/^CHILD //p' dropclose.out)
+    expect_eq "dropclose: child trace made, no snapshot" \
+        "$("$DUMP" "heaptrail.lifecycle.$child.ht" | grep -c '^snap ')" 0
+    rm -f heaptrail.lifecycle.*.ht
+else
+    echo "skipped: children giving up rights (needs root)"
+fi
+
 run forkstorm 0
 n=0
 for f in heaptrail.lifecycle.*.ht; do

@@ -3,6 +3,12 @@
  *   exit | _exit | segv | abort | kill   end that way ("kill": ht_snapshot(),
  *                                        one more leak, then SIGKILL)
  *   fork      leak_parent 1x111; a child leaks leak_child 2x222 and exits
+ *   dropuid | chroot | dropclose   as fork, but the child first gives up
+ *             rights: setgroups, setgid and setuid to nobody (65534);
+ *             chroot into ./jail through syscall(); or the first, then it
+ *             closes every descriptor from 3 up (needs root)
+ *   dropself  setgroups, setgid and setuid to nobody, then leak_child
+ *             2x222 and exit (needs root)
  *   forkstorm a thread allocates without pause while main forks 20 children
  *             that allocate and _exit: no deadlock
  *   exec      leak_parent 1x333, then fork+exec itself as "execchild"
@@ -31,6 +37,7 @@
  *   badfree     frees a pointer malloc never returned (glibc aborts) */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <grp.h>
 #include <link.h>
 #include <pthread.h>
 #include <signal.h>
@@ -167,6 +174,35 @@ int main(int argc, char **argv)
         waitpid(c, &st, 0);
         printf("CHILD %d\n", (int)c);
         return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+    }
+    if (!strcmp(mode, "dropuid") || !strcmp(mode, "chroot") || !strcmp(mode, "dropclose")) {
+        leak_parent(111);
+        pid_t c = fork();
+        if (c == 0) {
+            if (!strcmp(mode, "chroot")) {
+                if (syscall(SYS_chroot, "jail") != 0 || chdir("/") != 0)
+                    _exit(10);
+            } else if (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0) {
+                _exit(11);
+            }
+            if (!strcmp(mode, "dropclose"))
+                for (int fd = 3; fd < 1024; fd++)
+                    close(fd);
+            leak_child(222);
+            leak_child(222);
+            exit(0);
+        }
+        int st;
+        waitpid(c, &st, 0);
+        printf("CHILD %d\n", (int)c);
+        return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+    }
+    if (!strcmp(mode, "dropself")) {
+        if (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0)
+            return 11;
+        leak_child(222);
+        leak_child(222);
+        return 0;
     }
     if (!strcmp(mode, "forkstorm")) {
         pthread_t t;
