@@ -37,6 +37,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <linux/capability.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -61,6 +62,9 @@ static struct {
     int reach;                  /* compute reachability at exit */
     int ctl_quit, ctl_gone;     /* the control thread asked to end; it has */
     void *ctl_stack;            /* the control thread's stack (CTL_STACK bytes) */
+    ht_spinlock_t pause_lock;
+    int pauses;                 /* set-id calls under way (the thread is paused) */
+    int paused;                 /* the control thread was running before them */
     struct sigaction old[32];
     int hooked[32];
 } A = { .listen_fd = -1 };
@@ -104,6 +108,9 @@ static int parse_seconds_ms(const char *s)
         return 0;
     return (int)(ms + frac);
 }
+
+static void stop_control(int keep);
+static void start_control(void);
 
 /* ---- exit and crash ---------------------------------------------------- */
 
@@ -154,19 +161,70 @@ void ht__agent_exec_failed(void)
     __atomic_store_n(&A.exit_done, 0, __ATOMIC_RELEASE);
 }
 
+/* Whether thread tid has the calling thread's capabilities (0 if either
+ * cannot be read, or tid is 0). */
+static int same_caps(int tid)
+{
+    struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+    struct __user_cap_data_struct mine[2], its[2];
+    if (tid <= 0 || ht__sys2(SYS_capget, &h, mine) != 0)
+        return 0;
+    h.pid = tid;
+    h.version = _LINUX_CAPABILITY_VERSION_3;
+    if (ht__sys2(SYS_capget, &h, its) != 0)
+        return 0;
+    return __builtin_memcmp(mine, its, sizeof mine) == 0;
+}
+
 /* The program is about to give up rights (a set-id call, chroot: hooks.c):
  * the trace file is opened (a forked child that has none yet creates it)
  * while it still may, and written later through that descriptor. A daemon
  * started as root drops to a user who cannot open the trace (0600, root's)
  * or create one in its directory, or chroots away from it: its trace, or
  * its workers', ended there. */
-void ht__agent_before_confine(void)
+void ht__agent_before_confine(int setid)
 {
     if (!A.started || ht_load_relaxed(&ht__sandboxed) || ht__guard != 0 ||
         (int)ht__sys0(SYS_getpid) != A.pid)
         return;
     ht__guard = 2;
     ht__writer_create();
+    /* A set-id call through glibc changes every thread's credentials, the
+     * control thread's too; should one thread's change fail while another's
+     * succeeds, glibc aborts the process. Credentials and capabilities are
+     * per thread: setpriv keeps its capabilities across its setresuid with
+     * PR_SET_KEEPCAPS, set in its own thread, so the control thread lost
+     * them there, failed the setresgid after, and setpriv died of SIGABRT.
+     * So when the control thread's capabilities differ from the calling
+     * thread's (a set-id call then may fail in one and not the other), or
+     * the call changes the calling thread only (syscall()), the control
+     * thread ends before the call and is made anew after it by the calling
+     * thread, whose credentials it takes. Otherwise it follows the change
+     * as every thread does: a server that moves between users with seteuid
+     * at each request pays two capget calls, not a thread. */
+    if (setid) {
+        ht__spin_lock(&A.pause_lock);
+        if (A.pauses++ == 0) {
+            A.paused = A.thread_up && (setid == 2 || !same_caps(ht_load_acquire(&A.control_tid)));
+            if (A.paused)
+                stop_control(1);
+        }
+        ht__spin_unlock(&A.pause_lock);
+    }
+    ht__guard = 0;
+}
+
+void ht__agent_after_confine(int setid)
+{
+    if (!setid || !A.started || ht__guard != 0 || (int)ht__sys0(SYS_getpid) != A.pid)
+        return;
+    ht__guard = 2;
+    ht__spin_lock(&A.pause_lock);
+    if (A.pauses > 0 && --A.pauses == 0 && A.paused && !ht_load_relaxed(&ht__sandboxed)) {
+        A.paused = 0;
+        start_control();
+    }
+    ht__spin_unlock(&A.pause_lock);
     ht__guard = 0;
 }
 
@@ -191,8 +249,6 @@ __attribute__((destructor)) static void agent_stop(void)
 }
 
 /* ---- seccomp: would this filter spare the agent? ------------------------ */
-
-static void stop_control(void);
 
 /* The system calls the agent may make once a filter is on: writing its
  * trace (exit, ht_snapshot, the crash handler), the leak check at exit
@@ -367,7 +423,7 @@ void ht__agent_sandbox(int strict, const void *prog)
         ht__guard = g;
         return;
     }
-    stop_control();
+    stop_control(0);
     ht__solo_stop();
     for (size_t i = 0; i < HT_ARRAY_SIZE(crash_signals); i++) {
         int sig = crash_signals[i];
@@ -587,9 +643,11 @@ static void *control_main(void *arg)
 #define CTL_STACK (256u << 10)
 
 /* Ends the control thread and waits (at most 2 s) until it has: it looks
- * at least every JITMAPS_MS. Its socket is closed: `heaptrail snapshot`
- * then says the process does not answer. */
-static void stop_control(void)
+ * at least every JITMAPS_MS. Its socket is closed (`heaptrail snapshot`
+ * then says the process does not answer), unless `keep`: then the thread
+ * is waited for until it is gone from the kernel too (at most 100 ms
+ * more), so that a new one can take its stack. */
+static void stop_control(int keep)
 {
     if (!A.thread_up)
         return;
@@ -598,10 +656,21 @@ static void stop_control(void)
     for (int i = 0; i < 2000 && !ht_load_acquire(&A.ctl_gone); i++)
         nanosleep(&ms, NULL);
     A.thread_up = 0;
-    if (A.listen_fd >= 0 && ht_load_acquire(&A.ctl_gone)) {
-        close(A.listen_fd);
+    if (!ht_load_acquire(&A.ctl_gone))
+        return;
+    if (!keep) {
+        if (A.listen_fd >= 0)
+            close(A.listen_fd);
         A.listen_fd = -1;
+        return;
     }
+    int tid = ht_load_acquire(&A.control_tid), i = 0;
+    while (tid > 0 && ht__sys3(SYS_tgkill, A.pid, tid, 0) == 0 && i++ < 100)
+        nanosleep(&ms, NULL);
+    if (i > 100)
+        A.ctl_stack = NULL;     /* still running on it: left to it */
+    A.control_tid = 0;
+    A.ctl_quit = A.ctl_gone = 0;
 }
 
 static void start_control(void)
@@ -612,7 +681,7 @@ static void start_control(void)
         return;
     int g = ht__guard;
     ht__guard = 2;
-    if (A.control) {
+    if (A.control && A.listen_fd < 0) {
         int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (fd >= 0) {
             /* keep clear of the low descriptor numbers programs expect */
@@ -642,8 +711,8 @@ static void start_control(void)
     /* its stack is a mapping of ours, so a leak check it runs (reach.c)
      * never takes its frames, or the stale words in them, for the
      * program's roots; its lowest page is the guard */
-    void *stack = ht__map(CTL_STACK);
-    if (stack && mprotect(stack, 4096, PROT_NONE) == 0) {
+    void *stack = A.ctl_stack ? A.ctl_stack : ht__map(CTL_STACK);
+    if (stack && (stack == A.ctl_stack || mprotect(stack, 4096, PROT_NONE) == 0)) {
         pthread_attr_setstack(&at, stack, CTL_STACK);
         A.ctl_stack = stack;
     } else {
@@ -711,6 +780,8 @@ static void fork_child(void)
     A.exit_done = 0;
     A.control_tid = 0;          /* the parent's control thread is not ours */
     A.ctl_quit = A.ctl_gone = 0;
+    A.pause_lock.v = 0;
+    A.pauses = A.paused = 0;    /* a set-id call in another thread of the parent's */
     set_clocks();
     if (A.listen_fd >= 0) {
         close(A.listen_fd);     /* the parent's socket */

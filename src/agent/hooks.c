@@ -832,47 +832,61 @@ EXECL_LIKE(execle, execv, 1)
  * drop to an unprivileged user or chroot. A forked child creates its
  * trace at its first snapshot, so it creates it first
  * (ht__agent_before_confine), and writes through the open file later.
- * Each call through libc is seen, and the same calls through syscall(). */
+ * Each call through libc is seen (setid 1: glibc applies it to every
+ * thread), and the same calls through syscall() (2: the calling thread
+ * only; 0: chroot). A set-id call may also end the agent's control thread
+ * first and make it anew after (ht__agent_after_confine). */
 
-HT_INTERNAL void ht__agent_before_confine(void);
+HT_INTERNAL void ht__agent_before_confine(int setid);
+HT_INTERNAL void ht__agent_after_confine(int setid);
 
-static void before_confine(void)
+/* ht__agent_before_confine and _after_confine, errno kept for the program */
+static void around_confine(int after, int setid)
 {
     if (ht__guard)
         return;
     int e = errno;
-    ht__agent_before_confine();
+    if (after)
+        ht__agent_after_confine(setid);
+    else
+        ht__agent_before_confine(setid);
     errno = e;
 }
 
-#define CONFINE(sym, params, args) \
+#define CONFINE(sym, setid, params, args) \
     HT_API int sym params \
     { \
         static void *next; \
-        before_confine(); \
+        around_confine(0, setid); \
         int (*f) params = (int (*) params)next_sym(&next, #sym); \
-        if (!f) { \
+        int rc_ = -1; \
+        if (f) \
+            rc_ = f args; \
+        else \
             errno = ENOSYS; \
-            return -1; \
-        } \
-        return f args; \
+        around_confine(1, setid); \
+        return rc_; \
     }
-CONFINE(setuid, (uid_t u), (u))
-CONFINE(seteuid, (uid_t u), (u))
-CONFINE(setreuid, (uid_t r, uid_t e), (r, e))
-CONFINE(setresuid, (uid_t r, uid_t e, uid_t s), (r, e, s))
-CONFINE(setgid, (gid_t g), (g))
-CONFINE(setegid, (gid_t g), (g))
-CONFINE(setregid, (gid_t r, gid_t e), (r, e))
-CONFINE(setresgid, (gid_t r, gid_t e, gid_t s), (r, e, s))
-CONFINE(setgroups, (size_t n, const gid_t *list), (n, list))
-CONFINE(initgroups, (const char *user, gid_t g), (user, g))
-CONFINE(chroot, (const char *path), (path))
+CONFINE(setuid, 1, (uid_t u), (u))
+CONFINE(seteuid, 1, (uid_t u), (u))
+CONFINE(setreuid, 1, (uid_t r, uid_t e), (r, e))
+CONFINE(setresuid, 1, (uid_t r, uid_t e, uid_t s), (r, e, s))
+CONFINE(setgid, 1, (gid_t g), (g))
+CONFINE(setegid, 1, (gid_t g), (g))
+CONFINE(setregid, 1, (gid_t r, gid_t e), (r, e))
+CONFINE(setresgid, 1, (gid_t r, gid_t e, gid_t s), (r, e, s))
+CONFINE(setgroups, 1, (size_t n, const gid_t *list), (n, list))
+CONFINE(initgroups, 1, (const char *user, gid_t g), (user, g))
+CONFINE(chroot, 0, (const char *path), (path))
 
+/* 2: a set-id system call (it changes the calling thread only); 0: chroot;
+ * -1: neither */
 static int confines(long n)
 {
-    return n == SYS_setuid || n == SYS_setreuid || n == SYS_setresuid || n == SYS_setgid ||
-           n == SYS_setregid || n == SYS_setresgid || n == SYS_setgroups || n == SYS_chroot;
+    if (n == SYS_setuid || n == SYS_setreuid || n == SYS_setresuid || n == SYS_setgid ||
+        n == SYS_setregid || n == SYS_setresgid || n == SYS_setgroups)
+        return 2;
+    return n == SYS_chroot ? 0 : -1;
 }
 
 /* ---- process exit -------------------------------------------------------- */
@@ -991,10 +1005,16 @@ HT_API long syscall(long n, ...)
         before_filter(a == SECCOMP_SET_MODE_STRICT, (const void *)c);
     else if (n == SYS_prctl && a == PR_SET_SECCOMP && !ht__guard)
         before_filter(b == SECCOMP_MODE_STRICT, (const void *)c);
-    else if (confines(n))
-        before_confine();
+    int conf = confines(n);
+    if (conf >= 0)
+        around_confine(0, conf);
     NEED(syscall);
+    long r;
     if (ht_unlikely(!real.syscall))
-        return raw_result(ht__syscall6(n, a, b, c, d, e, f));
-    return real.syscall(n, a, b, c, d, e, f);
+        r = raw_result(ht__syscall6(n, a, b, c, d, e, f));
+    else
+        r = real.syscall(n, a, b, c, d, e, f);
+    if (conf >= 0)
+        around_confine(1, conf);
+    return r;
 }

@@ -91,6 +91,14 @@ if [ "$(id -u)" = 0 ]; then
     run dropself 0
     expect_eq "dropself: leak" "$(leak_of dropself.ht leak_child)" "444 2"
     expect_eq "dropself: complete" "$(field complete "$("$DUMP" dropself.ht | grep '^trace ')")" 1
+    # setpriv's way: capabilities kept across setresuid in the calling
+    # thread only, then setresgid; the agent's control thread, without
+    # them, failed its part of the setresgid and glibc aborted (134)
+    run keepcaps 0
+    expect_eq "keepcaps: leak" "$(leak_of keepcaps.ht leak_child)" "444 2"
+    # the control thread was made anew, by the calling thread, whose
+    # credentials it took
+    expect_eq "keepcaps: the control thread (count, uid)" "$(sed -n 's/^CONTROL //p' keepcaps.out)" "1 65534"
     # the child then closes the descriptor the agent kept: the program is
     # unchanged; the trace ends at the set-id call
     run dropclose 0

@@ -9,6 +9,12 @@
  *             closes every descriptor from 3 up (needs root)
  *   dropself  setgroups, setgid and setuid to nobody, then leak_child
  *             2x222 and exit (needs root)
+ *   keepcaps  as setpriv(1) does: PR_SET_KEEPCAPS, setresuid to nobody,
+ *             the capabilities made effective again (capset: this thread
+ *             only), then setresgid, which needs them; leak_child 2x222
+ *             (needs root). glibc applies a set-id call to every thread and
+ *             aborts if one thread's fails. Then prints "CONTROL N UID":
+ *             the threads named "heaptrail" and the last one's uid
  *   forkstorm a thread allocates without pause while main forks 20 children
  *             that allocate and _exit: no deadlock
  *   exec      leak_parent 1x333, then fork+exec itself as "execchild"
@@ -36,14 +42,17 @@
  *   doublefree  frees a block twice (glibc aborts: SIGABRT)
  *   badfree     frees a pointer malloc never returned (glibc aborts) */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <dlfcn.h>
 #include <grp.h>
+#include <linux/capability.h>
 #include <link.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -127,6 +136,51 @@ static int register_code(void)
     return ht_register_code(jit_area + 1024, 64, "child") ? 0 : 1;
 }
 
+/* Prints "CONTROL N UID": how many threads are named "heaptrail" (the
+ * agent's control thread; waits up to 1 s for one) and the real uid of
+ * the last. */
+static int count_control(long *uid_out);
+static void control_thread(void)
+{
+    long uid = -1;
+    int n = 0;
+    /* the thread names itself when it first runs */
+    for (int i = 0; i < 200 && (n = count_control(&uid)) == 0; i++)
+        usleep(5000);
+    printf("CONTROL %d %ld\n", n, uid);
+}
+
+static int count_control(long *uid_out)
+{
+    DIR *d = opendir("/proc/self/task");
+    int n = 0;
+    long uid = -1;
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        char path[300], line[128];
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        int ours = fgets(line, sizeof line, f) && !strcmp(line, "heaptrail\n");
+        fclose(f);
+        if (!ours)
+            continue;
+        n++;
+        snprintf(path, sizeof path, "/proc/self/task/%s/status", e->d_name);
+        if (!(f = fopen(path, "r")))
+            continue;
+        while (fgets(line, sizeof line, f))
+            if (!strncmp(line, "Uid:", 4))
+                uid = strtol(line + 4, NULL, 10);
+        fclose(f);
+    }
+    if (d)
+        closedir(d);
+    *uid_out = uid;
+    return n;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "exit";
@@ -202,6 +256,21 @@ int main(int argc, char **argv)
             return 11;
         leak_child(222);
         leak_child(222);
+        return 0;
+    }
+    if (!strcmp(mode, "keepcaps")) {
+        struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+        struct __user_cap_data_struct d[2];
+        if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) != 0 || setresuid(65534, 65534, 65534) != 0 ||
+            syscall(SYS_capget, &h, d) != 0)
+            return 11;
+        d[0].effective = d[0].permitted;
+        d[1].effective = d[1].permitted;
+        if (syscall(SYS_capset, &h, d) != 0 || setresgid(65534, 65534, 65534) != 0)
+            return 12;
+        leak_child(222);
+        leak_child(222);
+        control_thread();
         return 0;
     }
     if (!strcmp(mode, "forkstorm")) {
