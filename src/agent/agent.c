@@ -176,36 +176,43 @@ static int same_caps(int tid)
     return __builtin_memcmp(mine, its, sizeof mine) == 0;
 }
 
-/* The program is about to give up rights (a set-id call, chroot: hooks.c):
+/* The program is about to give up rights or change namespaces (hooks.c):
  * the trace file is opened (a forked child that has none yet creates it)
  * while it still may, and written later through that descriptor. A daemon
  * started as root drops to a user who cannot open the trace (0600, root's)
  * or create one in its directory, or chroots away from it: its trace, or
- * its workers', ended there. */
-void ht__agent_before_confine(int setid)
+ * its workers', ended there.
+ *
+ * The control thread is a thread of the program's. A set-id call through
+ * glibc changes every thread's credentials, the control thread's too;
+ * should one thread's change fail while another's succeeds, glibc aborts
+ * the process. Credentials and capabilities are per thread: setpriv keeps
+ * its capabilities across its setresuid with PR_SET_KEEPCAPS, set in its
+ * own thread, so the control thread lost them there, failed the setresgid
+ * after, and setpriv died of SIGABRT. And unshare(CLONE_NEWUSER) and
+ * setns refuse a process with more than one thread (EINVAL: `unshare -U`
+ * failed). So the control thread ends before the call, and the calling
+ * thread makes it anew after it (it takes that thread's credentials and
+ * namespaces), when:
+ * - the call needs the process alone (HT_CONFINE_ALONE);
+ * - the call changes the calling thread only (HT_CONFINE_SETID_THREAD);
+ * - it is a set-id call and the two threads' capabilities differ (then it
+ *   may fail in one and not the other).
+ * Otherwise the control thread follows the change as every thread does: a
+ * server that moves between users with seteuid at each request pays two
+ * capget calls, not a thread. */
+void ht__agent_before_confine(int kind)
 {
     if (!A.started || ht_load_relaxed(&ht__sandboxed) || ht__guard != 0 ||
         (int)ht__sys0(SYS_getpid) != A.pid)
         return;
     ht__guard = 2;
     ht__writer_create();
-    /* A set-id call through glibc changes every thread's credentials, the
-     * control thread's too; should one thread's change fail while another's
-     * succeeds, glibc aborts the process. Credentials and capabilities are
-     * per thread: setpriv keeps its capabilities across its setresuid with
-     * PR_SET_KEEPCAPS, set in its own thread, so the control thread lost
-     * them there, failed the setresgid after, and setpriv died of SIGABRT.
-     * So when the control thread's capabilities differ from the calling
-     * thread's (a set-id call then may fail in one and not the other), or
-     * the call changes the calling thread only (syscall()), the control
-     * thread ends before the call and is made anew after it by the calling
-     * thread, whose credentials it takes. Otherwise it follows the change
-     * as every thread does: a server that moves between users with seteuid
-     * at each request pays two capget calls, not a thread. */
-    if (setid) {
+    if (kind != HT_CONFINE_ROOT) {
         ht__spin_lock(&A.pause_lock);
         if (A.pauses++ == 0) {
-            A.paused = A.thread_up && (setid == 2 || !same_caps(ht_load_acquire(&A.control_tid)));
+            A.paused = A.thread_up && (kind != HT_CONFINE_SETID ||
+                                       !same_caps(ht_load_acquire(&A.control_tid)));
             if (A.paused)
                 stop_control(1);
         }
@@ -214,9 +221,10 @@ void ht__agent_before_confine(int setid)
     ht__guard = 0;
 }
 
-void ht__agent_after_confine(int setid)
+void ht__agent_after_confine(int kind)
 {
-    if (!setid || !A.started || ht__guard != 0 || (int)ht__sys0(SYS_getpid) != A.pid)
+    if (kind == HT_CONFINE_ROOT || !A.started || ht__guard != 0 ||
+        (int)ht__sys0(SYS_getpid) != A.pid)
         return;
     ht__guard = 2;
     ht__spin_lock(&A.pause_lock);

@@ -312,6 +312,19 @@ HT_INTERNAL void ht__writer_fork_prepare(void);
 HT_INTERNAL void ht__writer_fork_parent(void);
 HT_INTERNAL void ht__writer_fork_child(void);
 
+/* ---- calls that change the process's rights or namespaces -------------
+ * (hooks.c calls ht__agent_before_confine and _after_confine around them,
+ * agent.c) */
+enum {
+    HT_CONFINE_ROOT = 0,        /* chroot */
+    HT_CONFINE_SETID,           /* a set-id call through glibc: every thread */
+    HT_CONFINE_SETID_THREAD,    /* the same through syscall(): the caller only */
+    HT_CONFINE_ALONE,           /* needs a single-threaded process: unshare
+                                   (CLONE_NEWUSER...), setns */
+};
+HT_INTERNAL void ht__agent_before_confine(int kind);
+HT_INTERNAL void ht__agent_after_confine(int kind);
+
 /* ---- small helpers (agent.c) ------------------------------------------- */
 HT_INTERNAL size_t ht__strlen(const char *s);
 HT_INTERNAL size_t ht__fmt_u64(char *buf, uint64_t v);   /* decimal, no NUL */

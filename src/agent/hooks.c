@@ -2,9 +2,9 @@
  * reallocarray, free, memalign, posix_memalign, aligned_alloc, valloc,
  * pvalloc, malloc_usable_size; C++ operator new/delete in every variant;
  * anonymous mmap/munmap/mremap; exec and _exit/_Exit (for the final
- * snapshot); the set-id calls and chroot (the trace file is created
- * first); prctl and syscall, for a seccomp filter about to go on (the
- * end).
+ * snapshot); the set-id calls, chroot, unshare and setns (the trace file
+ * is opened first, the control thread kept out of the way); prctl and
+ * syscall, for a seccomp filter about to go on (the end).
  *
  * Each hook calls the next definition (dlsym(RTLD_NEXT), so a malloc
  * replacement loaded after us keeps working) and then records: capture
@@ -26,6 +26,7 @@
 #include <errno.h>
 #include <grp.h>
 #include <link.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -826,67 +827,75 @@ EXECL_LIKE(execl, execv, 0)
 EXECL_LIKE(execlp, execvp, 0)
 EXECL_LIKE(execle, execv, 1)
 
-/* ---- the program gives up rights ------------------------------------------
+/* ---- the program gives up rights or changes namespaces --------------------
  * A set-id call or chroot may leave the process unable to create a file
  * in the trace's directory: a daemon started as root forks workers that
  * drop to an unprivileged user or chroot. A forked child creates its
- * trace at its first snapshot, so it creates it first
- * (ht__agent_before_confine), and writes through the open file later.
- * Each call through libc is seen (setid 1: glibc applies it to every
- * thread), and the same calls through syscall() (2: the calling thread
- * only; 0: chroot). A set-id call may also end the agent's control thread
- * first and make it anew after (ht__agent_after_confine). */
-
-HT_INTERNAL void ht__agent_before_confine(int setid);
-HT_INTERNAL void ht__agent_after_confine(int setid);
+ * trace at its first snapshot, so it creates it first, and writes through
+ * the open file later; and the agent's control thread must not make such
+ * a call fail, or abort the program (ht__agent_before_confine). Each call
+ * through libc is seen, and the same calls through syscall(). */
 
 /* ht__agent_before_confine and _after_confine, errno kept for the program */
-static void around_confine(int after, int setid)
+static void around_confine(int after, int kind)
 {
-    if (ht__guard)
+    if (ht__guard || kind < 0)
         return;
     int e = errno;
     if (after)
-        ht__agent_after_confine(setid);
+        ht__agent_after_confine(kind);
     else
-        ht__agent_before_confine(setid);
+        ht__agent_before_confine(kind);
     errno = e;
 }
 
-#define CONFINE(sym, setid, params, args) \
+/* unshare: what the kernel refuses in a process with other threads (a new
+ * user namespace; CLONE_NEWUSER implies CLONE_THREAD); -1: none of it */
+static int unshare_kind(long flags)
+{
+    return flags & (CLONE_NEWUSER | CLONE_THREAD | CLONE_SIGHAND | CLONE_VM) ? HT_CONFINE_ALONE : -1;
+}
+
+#define CONFINE(sym, kind, params, args) \
     HT_API int sym params \
     { \
         static void *next; \
-        around_confine(0, setid); \
+        int k_ = (kind); \
+        around_confine(0, k_); \
         int (*f) params = (int (*) params)next_sym(&next, #sym); \
         int rc_ = -1; \
         if (f) \
             rc_ = f args; \
         else \
             errno = ENOSYS; \
-        around_confine(1, setid); \
+        around_confine(1, k_); \
         return rc_; \
     }
-CONFINE(setuid, 1, (uid_t u), (u))
-CONFINE(seteuid, 1, (uid_t u), (u))
-CONFINE(setreuid, 1, (uid_t r, uid_t e), (r, e))
-CONFINE(setresuid, 1, (uid_t r, uid_t e, uid_t s), (r, e, s))
-CONFINE(setgid, 1, (gid_t g), (g))
-CONFINE(setegid, 1, (gid_t g), (g))
-CONFINE(setregid, 1, (gid_t r, gid_t e), (r, e))
-CONFINE(setresgid, 1, (gid_t r, gid_t e, gid_t s), (r, e, s))
-CONFINE(setgroups, 1, (size_t n, const gid_t *list), (n, list))
-CONFINE(initgroups, 1, (const char *user, gid_t g), (user, g))
-CONFINE(chroot, 0, (const char *path), (path))
+CONFINE(setuid, HT_CONFINE_SETID, (uid_t u), (u))
+CONFINE(seteuid, HT_CONFINE_SETID, (uid_t u), (u))
+CONFINE(setreuid, HT_CONFINE_SETID, (uid_t r, uid_t e), (r, e))
+CONFINE(setresuid, HT_CONFINE_SETID, (uid_t r, uid_t e, uid_t s), (r, e, s))
+CONFINE(setgid, HT_CONFINE_SETID, (gid_t g), (g))
+CONFINE(setegid, HT_CONFINE_SETID, (gid_t g), (g))
+CONFINE(setregid, HT_CONFINE_SETID, (gid_t r, gid_t e), (r, e))
+CONFINE(setresgid, HT_CONFINE_SETID, (gid_t r, gid_t e, gid_t s), (r, e, s))
+CONFINE(setgroups, HT_CONFINE_SETID, (size_t n, const gid_t *list), (n, list))
+CONFINE(initgroups, HT_CONFINE_SETID, (const char *user, gid_t g), (user, g))
+CONFINE(chroot, HT_CONFINE_ROOT, (const char *path), (path))
+CONFINE(unshare, unshare_kind(flags), (int flags), (flags))
+CONFINE(setns, HT_CONFINE_ALONE, (int fd, int nstype), (fd, nstype))
 
-/* 2: a set-id system call (it changes the calling thread only); 0: chroot;
- * -1: neither */
-static int confines(long n)
+/* the kind of a system call made through syscall(), or -1 */
+static int confines(long n, long a)
 {
     if (n == SYS_setuid || n == SYS_setreuid || n == SYS_setresuid || n == SYS_setgid ||
         n == SYS_setregid || n == SYS_setresgid || n == SYS_setgroups)
-        return 2;
-    return n == SYS_chroot ? 0 : -1;
+        return HT_CONFINE_SETID_THREAD;
+    if (n == SYS_chroot)
+        return HT_CONFINE_ROOT;
+    if (n == SYS_unshare)
+        return unshare_kind(a);
+    return n == SYS_setns ? HT_CONFINE_ALONE : -1;
 }
 
 /* ---- process exit -------------------------------------------------------- */
@@ -1005,16 +1014,14 @@ HT_API long syscall(long n, ...)
         before_filter(a == SECCOMP_SET_MODE_STRICT, (const void *)c);
     else if (n == SYS_prctl && a == PR_SET_SECCOMP && !ht__guard)
         before_filter(b == SECCOMP_MODE_STRICT, (const void *)c);
-    int conf = confines(n);
-    if (conf >= 0)
-        around_confine(0, conf);
+    int conf = confines(n, a);
+    around_confine(0, conf);
     NEED(syscall);
     long r;
     if (ht_unlikely(!real.syscall))
         r = raw_result(ht__syscall6(n, a, b, c, d, e, f));
     else
         r = real.syscall(n, a, b, c, d, e, f);
-    if (conf >= 0)
-        around_confine(1, conf);
+    around_confine(1, conf);
     return r;
 }

@@ -15,6 +15,10 @@
  *             (needs root). glibc applies a set-id call to every thread and
  *             aborts if one thread's fails. Then prints "CONTROL N UID":
  *             the threads named "heaptrail" and the last one's uid
+ *   userns    unshare(CLONE_NEWUSER) through libc, then a child does it
+ *             through syscall(), each leaks leak_child 1x222 and prints
+ *             "USERNS rc" and CONTROL as keepcaps does; the kernel refuses
+ *             a process with more than one thread (EINVAL)
  *   forkstorm a thread allocates without pause while main forks 20 children
  *             that allocate and _exit: no deadlock
  *   exec      leak_parent 1x333, then fork+exec itself as "execchild"
@@ -48,6 +52,7 @@
 #include <linux/capability.h>
 #include <link.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -272,6 +277,24 @@ int main(int argc, char **argv)
         leak_child(222);
         control_thread();
         return 0;
+    }
+    if (!strcmp(mode, "userns")) {
+        pid_t c = fork();
+        if (c == 0) {
+            long rc = syscall(SYS_unshare, CLONE_NEWUSER);
+            printf("USERNS %ld\n", rc);
+            leak_child(222);
+            control_thread();
+            exit(0);
+        }
+        int st;
+        waitpid(c, &st, 0);
+        printf("CHILD %d\n", (int)c);
+        int rc = unshare(CLONE_NEWUSER);
+        printf("USERNS %d\n", rc);
+        leak_child(222);
+        control_thread();
+        return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
     }
     if (!strcmp(mode, "forkstorm")) {
         pthread_t t;
