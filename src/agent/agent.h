@@ -49,8 +49,16 @@ typedef struct ht_agent_s {
     uint64_t start_coarse_ns;   /* CLOCK_REALTIME_COARSE, the clock of file times */
     uint32_t foreign;           /* HT_FOREIGN bits (trace.h), from ht__foreign_allocator */
     const char *foreign_module; /* its module's path ("": the program) */
+    int acted;                  /* allocated or released since start-up or the fork */
 } ht_agent_t;
 HT_INTERNAL extern ht_agent_t ht__agent;
+/* Notes that the process allocated or released something (a store only
+ * the first time: the line stays shared) */
+static inline void ht__note_acted(void)
+{
+    if (ht_unlikely(!ht_load_relaxed(&ht__agent.acted)))
+        ht_store_relaxed(&ht__agent.acted, 1);
+}
 /* Start-up (not async-signal-safe): which allocator functions the program
  * binds to someone else's definition (HT_FOREIGN bits), and in *module the
  * first such definer's path ("": the program; NULL: unknown). */

@@ -207,6 +207,7 @@ static HT_ALWAYS_INLINE ht_site_t *site_of(void **frames, int nf, uint64_t hash,
 static HT_NOINLINE void record_alloc(void *p, size_t n, int kind, void **frames, int nf,
                                      uint64_t hash, uint32_t *memo)
 {
+    ht__note_acted();
     ht_site_t *s = site_of(frames, nf, hash, memo, kind);
     if (ht_unlikely(!s))
         return;
@@ -234,6 +235,7 @@ static HT_NOINLINE void record_free(void *p)
 {
     uint64_t size;
     uint32_t site;
+    ht__note_acted();
     int solo = ht__solo_enter();
     if (ht__live_remove((uintptr_t)p, &size, &site)) {
         ht__site_free(ht__site_by_index(site), size);
@@ -678,6 +680,7 @@ HT_API int munmap(void *a, size_t n)
         return 0;
     }
     ht__guard = 1;
+    ht__note_acted();
     ht__mmap_lock();
     int r = real.munmap(a, n);
     if (r == 0) {
@@ -709,6 +712,7 @@ HT_API void *mremap(void *old, size_t olen, size_t nlen, int flags, ...)
     void *frames[HT_MAX_FRAMES];
     uint64_t hash;
     ht__guard = 1;
+    ht__note_acted();
     int nf = ht_capture(1, ht__agent.max_frames, frames, &hash);
     uint32_t id = ht__stackdb_intern(frames, nf, hash);
     ht__mmap_lock();

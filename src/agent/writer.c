@@ -97,6 +97,9 @@ static struct {
      * none): serials wrap after 32767 registrations, so one serial can
      * name different code over a run, even two live ranges at once */
     uint64_t jit_seen[HT_JIT_SERIAL_MAX + 1];
+    uint32_t jit_seen_top;      /* serials [0, top) may be set: what a reset
+                                   clears (256 KiB in all: a forked child
+                                   touched every page of it) */
     uint32_t jit_pending[JIT_PENDING];  /* nodes in JIT code not yet registered */
     uint32_t njit_pending;
     uint32_t jn_node[NODE_BATCH];       /* untagged nodes of a batch named ... */
@@ -159,6 +162,12 @@ static void put_str(const char *s, size_t n)
 }
 
 static int flush(void);
+
+static void forget_jit_seen(void)
+{
+    __builtin_memset(W.jit_seen, 0, W.jit_seen_top * sizeof W.jit_seen[0]);
+    W.jit_seen_top = 0;
+}
 
 /* Starts a record: makes room, writes the type and a 3-byte length
  * placeholder. Returns the offset of the placeholder. */
@@ -305,7 +314,7 @@ static int flush(void)
         W.node_mark = W.node_mark_ok;
         for (uint32_t i = 0; i < W.nmods; i++)
             W.mods[i].staged = 0;
-        __builtin_memset(W.jit_seen, 0, sizeof W.jit_seen);  /* sent again if still there */
+        forget_jit_seen();      /* sent again if still there */
     }
     return rc;
 }
@@ -516,6 +525,8 @@ static unsigned note_jit(uint64_t frame)
     put_str(name, len < 1024 ? len : 1024);
     rec_end(at);
     W.jit_seen[serial] = key;
+    if (serial >= W.jit_seen_top)
+        W.jit_seen_top = serial + 1u;
     return serial;
 }
 
@@ -1072,7 +1083,7 @@ static void forget_file(void)
     W.raw_len = 0;
     for (uint32_t i = 0; i < W.nmods; i++)
         W.mods[i].written = W.mods[i].unload_written = W.mods[i].staged = 0;
-    __builtin_memset(W.jit_seen, 0, sizeof W.jit_seen);
+    forget_jit_seen();
     W.njit_pending = 0;
 }
 

@@ -60,6 +60,19 @@ expect_eq "fork: child leak" "$(leak_of "$ct" leak_child)" "444 2"
 expect_eq "fork: child inherits the parent's live block" "$(leak_of "$ct" leak_parent)" "111 1"
 expect_eq "fork: child trace pid" "$(field pid "$("$DUMP" "$ct" | grep '^trace ')")" "$child"
 grep -q "1 more trace from processes it started: $ct" fork.err && echo "ok: child trace listed" || fail "child trace not listed"
+# children that do nothing of their own (exit or _exit at once: a
+# daemon()'s middle child) write no trace, and make no leak check: their
+# heap is the parent's at the fork. One that only frees an inherited
+# block did something: its trace shows it.
+run forkidle 0
+set -- $(sed -n 's/^CHILDREN //p' forkidle.out)
+expect_eq "forkidle: no trace of the children that did nothing" \
+    "$(ls "heaptrail.lifecycle.$1.ht" "heaptrail.lifecycle.$2.ht" 2>/dev/null | wc -l)" 0
+expect_eq "forkidle: the child that freed the parent's block" "$(leak_of "heaptrail.lifecycle.$3.ht" leak_parent)" "0 0"
+expect_eq "forkidle: ... wrote a complete trace" \
+    "$(field complete "$("$DUMP" "heaptrail.lifecycle.$3.ht" | grep '^trace ')")" 1
+rm -f heaptrail.lifecycle.*.ht
+
 # at once again in the same directory: only this run's child is listed,
 # not the trace the run before left a moment ago
 mv fork.ht fork1.ht

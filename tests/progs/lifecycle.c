@@ -19,6 +19,9 @@
  *             through syscall(), each leaks leak_child 1x222 and prints
  *             "USERNS rc" and CONTROL as keepcaps does; the kernel refuses
  *             a process with more than one thread (EINVAL)
+ *   forkidle  leak_parent 1x111; a child that exits at once, then one that
+ *             _exits at once, then one that frees the parent's block and
+ *             exits; prints "CHILDREN pid pid pid"
  *   forkstorm a thread allocates without pause while main forks 20 children
  *             that allocate and _exit: no deadlock
  *   exec      leak_parent 1x333, then fork+exec itself as "execchild"
@@ -276,6 +279,24 @@ int main(int argc, char **argv)
         leak_child(222);
         leak_child(222);
         control_thread();
+        return 0;
+    }
+    if (!strcmp(mode, "forkidle")) {
+        leak_parent(111);
+        pid_t c[3];
+        for (int i = 0; i < 3; i++) {
+            if ((c[i] = fork()) == 0) {
+                if (i == 1)
+                    _exit(0);
+                if (i == 2)
+                    free(sink);
+                exit(0);
+            }
+            int st;
+            if (waitpid(c[i], &st, 0) != c[i] || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+                return 1;
+        }
+        printf("CHILDREN %d %d %d\n", (int)c[0], (int)c[1], (int)c[2]);
         return 0;
     }
     if (!strcmp(mode, "userns")) {
