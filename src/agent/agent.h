@@ -43,13 +43,14 @@ enum {
 };
 typedef struct ht_agent_s {
     int on;                     /* HT_ON_* */
+    int acted;                  /* allocated or released since start-up or the
+                                   fork (on's line: read by every hook) */
     int max_frames;
     uint64_t t0_ns;             /* CLOCK_MONOTONIC at start-up */
     uint64_t start_realtime_ns;
     uint64_t start_coarse_ns;   /* CLOCK_REALTIME_COARSE, the clock of file times */
     uint32_t foreign;           /* HT_FOREIGN bits (trace.h), from ht__foreign_allocator */
     const char *foreign_module; /* its module's path ("": the program) */
-    int acted;                  /* allocated or released since start-up or the fork */
 } ht_agent_t;
 HT_INTERNAL extern ht_agent_t ht__agent;
 /* Notes that the process allocated or released something (a store only
