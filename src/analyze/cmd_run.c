@@ -28,6 +28,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <dirent.h>
 #include <time.h>
 #include <unistd.h>
@@ -333,6 +334,71 @@ static void print_frame(FILE *out, const ht_trace_t *t, const want_t *w)
     } else {
         fprintf(out, "0x%llx\n", (unsigned long long)nd->addr);
     }
+}
+
+/* The program execvp would run for `name`, into found; 0 if found. */
+static int find_program(const char *name, char *found, size_t cap)
+{
+    if (strchr(name, '/')) {
+        snprintf(found, cap, "%s", name);
+        return 0;
+    }
+    const char *path = getenv("PATH");
+    if (!path || !*path)
+        path = "/usr/local/bin:/usr/bin:/bin";
+    for (const char *p = path;; p++) {
+        const char *e = strchr(p, ':');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        struct stat st;
+        if (n == 0)
+            snprintf(found, cap, "%s", name);
+        else
+            snprintf(found, cap, "%.*s/%s", (int)n, p, name);
+        if (stat(found, &st) == 0 && S_ISREG(st.st_mode) && access(found, X_OK) == 0)
+            return 0;
+        if (!e)
+            return -1;
+        p = e;
+    }
+}
+
+/* Why the loader cannot have preloaded the agent into the program at
+ * `file`, or NULL: a set-id bit or file capabilities that change this
+ * user's rights (secure execution: the loader ignores LD_PRELOAD), or no
+ * program interpreter (statically linked: no loader at all). */
+static const char *untraceable(const char *file)
+{
+    struct stat st;
+    if (stat(file, &st) != 0)
+        return NULL;
+    if ((st.st_mode & S_ISUID) && st.st_uid != geteuid())
+        return "is set-user-ID: the loader ignores LD_PRELOAD in it (secure execution); "
+               "trace a copy without the bit";
+    if ((st.st_mode & S_ISGID) && st.st_gid != getegid())
+        return "is set-group-ID: the loader ignores LD_PRELOAD in it (secure execution); "
+               "trace a copy without the bit";
+    if (getxattr(file, "security.capability", NULL, 0) > 0)
+        return "has file capabilities: the loader ignores LD_PRELOAD in it (secure execution); "
+               "trace a copy without them";
+    int fd = open(file, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    const char *why = NULL;
+    elf_version(EV_CURRENT);
+    Elf *e = elf_begin(fd, ELF_C_READ, NULL);
+    size_t n;
+    if (e && elf_kind(e) == ELF_K_ELF && elf_getphdrnum(e, &n) == 0) {
+        int interp = 0;
+        for (size_t i = 0; i < n && !interp; i++) {
+            GElf_Phdr ph;
+            interp = gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_INTERP;
+        }
+        if (!interp)
+            why = "is statically linked: no loader starts it, so nothing can be preloaded into it";
+    }
+    elf_end(e);
+    close(fd);
+    return why;
 }
 
 /* The summary of one snapshot (cmd.h): `heaptrail run`'s at the end of a
@@ -826,7 +892,15 @@ int ht_cmd_run(int argc, char **argv)
         fprintf(stderr, ")\n");
         memcpy(path, others.last, strlen(others.last) + 1);
     }
-    ht__run_summary(path, HT_SUMMARY_AT_EXIT, -1, stderr);
+    if (ht__run_summary(path, HT_SUMMARY_AT_EXIT, -1, stderr) != 0 && access(path, F_OK) != 0) {
+        char file[PATH_MAX];
+        const char *why = find_program(argv[i], file, sizeof file) == 0 ? untraceable(file) : NULL;
+        if (why) {
+            fprintf(stderr, "heaptrail: ");
+            put_clean(stderr, file);
+            fprintf(stderr, " %s\n", why);
+        }
+    }
     list_other_traces(&others, path);
     if (WIFEXITED(status))
         return WEXITSTATUS(status);

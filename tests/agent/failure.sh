@@ -1,7 +1,8 @@
 # failure.sh -- the tracker failing never changes the program: an
 # unwritable output, a full disk (RLIMIT_FSIZE: no SIGXFSZ, the file stays
 # readable), a name that exists; and a damaged or truncated trace is read
-# up to the damage with a clear message, never a crash.
+# up to the damage with a clear message, never a crash. A program the
+# loader will not preload into (static, set-group-ID) is named with why.
 . tests/agent/common.inc
 cd "$T"
 
@@ -18,6 +19,28 @@ grep -q '^heaptrail: no trace: ' u.err && echo "ok: says no trace" || fail "no '
 expect_eq "unwritable directory: exit status unchanged" "$rc" "$plain_rc"
 cmp -s plain.out s.out && echo "ok: output unchanged" || fail "output changed"
 grep -q '^heaptrail: no trace: ' s.err && echo "ok: says no trace" || fail "no 'no trace' message"
+
+# programs the loader will not preload into say why, by name: the
+# unwritable directory above gets no such line
+expect_eq "unwritable: no reason about the program" "$(grep -c '^heaptrail: .*leaks is ' s.err)" 0
+# ... statically linked (no loader)
+printf 'int main(void) { return 3; }\n' >static.c
+if cc -static -o static static.c 2>/dev/null; then
+    "$HT" run -o static.ht ./static 2>st.err; rc=$?
+    expect_eq "static: exit status" "$rc" 3
+    expect_eq "static: says why" "$(grep -c '^heaptrail: ./static is statically linked' st.err)" 1
+else
+    fail "cannot link statically (libc6-dev's libc.a)"
+fi
+# ... set-group-ID to a group not ours (secure execution: LD_PRELOAD ignored)
+if [ "$(id -u)" = 0 ]; then
+    cp "$P/leaks" sgid && chgrp nogroup sgid && chmod g+s sgid
+    "$HT" run -o sgid.ht ./sgid >/dev/null 2>sg.err; rc=$?
+    expect_eq "set-group-ID: exit status unchanged" "$rc" "$plain_rc"
+    expect_eq "set-group-ID: says why" "$(grep -c '^heaptrail: ./sgid is set-group-ID' sg.err)" 1
+else
+    echo "skipped: a set-group-ID program (needs root)"
+fi
 
 # a full disk: the agent never writes past RLIMIT_FSIZE (SIGXFSZ would kill)
 ( ulimit -f 1; exec "$HT" run -o full.ht "$P/leaks" >f.out 2>f.err ); rc=$?
