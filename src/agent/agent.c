@@ -507,6 +507,30 @@ static socklen_t control_addr(struct sockaddr_un *a, int pid)
     return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n);
 }
 
+/* The control socket, listening; -1 if it cannot be made. */
+static int open_control_socket(void)
+{
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    /* keep clear of the low descriptor numbers programs expect */
+    struct rlimit rl;
+    int lo = 512;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 1024)
+        lo = (int)(rl.rlim_cur / 2);
+    int hi = fcntl(fd, F_DUPFD_CLOEXEC, lo);
+    if (hi >= 0) {
+        close(fd);
+        fd = hi;
+    }
+    struct sockaddr_un a;
+    socklen_t al = control_addr(&a, A.pid);
+    if (bind(fd, (struct sockaddr *)&a, al) == 0 && listen(fd, 4) == 0)
+        return fd;
+    close(fd);
+    return -1;
+}
+
 /* Whether A.listen_fd is still our socket (the program may have closed it
  * and reused the number). */
 static int still_ours(void)
@@ -608,7 +632,7 @@ static void *control_main(void *arg)
     prctl(PR_SET_NAME, "heaptrail", 0, 0, 0);
     struct timespec next;
     clock_gettime(CLOCK_MONOTONIC, &next);
-    uint64_t busy_until = 0, gdb_next = 0;
+    uint64_t busy_until = 0, gdb_next = 0, reopen_next = 0;
     for (;;) {
         if (ht_load_acquire(&A.ctl_quit)) {
             ht_store_release(&A.ctl_gone, 1);
@@ -634,6 +658,13 @@ static void *control_main(void *arg)
             }
             if (left < timeout)
                 timeout = (int)left;
+        }
+        /* a program that closes every descriptor it did not open (a daemon
+         * starting up) closed the socket too: a new one, at most once a
+         * second (a program may keep closing) */
+        if (A.listen_fd < 0 && A.control && t >= reopen_next) {
+            A.listen_fd = open_control_socket();
+            reopen_next = t + 1000000000ull;
         }
         if (A.listen_fd < 0) {
             poll(NULL, 0, timeout);
@@ -697,28 +728,8 @@ static void start_control(void)
         return;
     int g = ht__guard;
     ht__guard = 2;
-    if (A.control && A.listen_fd < 0) {
-        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd >= 0) {
-            /* keep clear of the low descriptor numbers programs expect */
-            struct rlimit rl;
-            int lo = 512;
-            if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 1024)
-                lo = (int)(rl.rlim_cur / 2);
-            int hi = fcntl(fd, F_DUPFD_CLOEXEC, lo);
-            if (hi >= 0) {
-                close(fd);
-                fd = hi;
-            }
-            struct sockaddr_un a;
-            socklen_t al = control_addr(&a, A.pid);
-            if (bind(fd, (struct sockaddr *)&a, al) == 0 && listen(fd, 4) == 0) {
-                A.listen_fd = fd;
-            } else {
-                close(fd);
-            }
-        }
-    }
+    if (A.control && A.listen_fd < 0)
+        A.listen_fd = open_control_socket();
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);

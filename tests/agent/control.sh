@@ -28,6 +28,22 @@ expect_eq "wait: exit status" "$rc" 0
 expect_eq "wait: no system call interrupted" "$(sed -n 's/^EINTR=//p' w.out)" 0
 expect_eq "wait: snapshots (request, request, exit)" "$("$DUMP" w.ht | grep '^snap ' | sed 's/.*reason=\([0-9]*\).*/\1/' | tr '\n' ' ')" "1 1 0 "
 
+# a program that closes every descriptor it did not open (a daemon at
+# start-up) closed the control socket too: the agent makes a new one
+# (before, `heaptrail snapshot` found nobody listening for the rest of
+# the run)
+"$HT" run -o wc.ht "$C" waitclosed go3 >wc.out 2>wc.err &
+runner=$!
+for i in $(seq 100); do grep -q READY wc.out 2>/dev/null && break; sleep 0.1; done
+pid=$(sed -n 's/^READY //p' wc.out)
+# (the control thread looks every 20 ms: a few tries under load)
+for i in $(seq 20); do "$HT" snapshot "$pid" >wcsnap.out 2>&1 && break; sleep 0.1; done
+expect_eq "socket closed by the program: snapshot answered" "$(grep -c "snapshot 0 of process $pid" wcsnap.out)" 1
+touch go3
+wait $runner
+expect_eq "socket closed by the program: snapshots (request, exit)" \
+    "$("$DUMP" wc.ht | grep '^snap ' | sed 's/.*reason=\([0-9]*\).*/\1/' | tr '\n' ' ')" "1 0 "
+
 "$HT" snapshot 1 >n.out 2>&1; rc=$?
 expect_eq "snapshot of an untraced process fails" "$rc" 1
 grep -q "not traced" n.out && echo "ok: says not traced" || fail "untraced: $(cat n.out)"

@@ -4,6 +4,8 @@
  *              1x99 from leak_waiting, prints "READY pid", then sleeps in
  *              10 ms steps until FILE exists; prints "EINTR=n" (system
  *              calls interrupted: must stay 0 under the agent)
+ *   waitclosed FILE  as wait, after closing every descriptor from 3 up
+ *              (as daemons do at start-up: heaptrail's control socket too)
  *   signals    a SIGALRM every 100 us whose handler maps and unmaps a page
  *              (from sig_map) and every 50th time calls ht_snapshot(), while
  *              main allocates and frees 200,000 blocks (churn_site) and
@@ -60,6 +62,11 @@ static void *thread_main(void *arg)
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
+    if (!strcmp(mode, "waitclosed") && argc > 2) {
+        for (int fd = 3; fd < 4096; fd++)
+            close(fd);
+        mode = "wait";
+    }
     if (!strcmp(mode, "wait") && argc > 2) {
         signal(SIGUSR1, on_usr);
         signal(SIGRTMIN, on_usr);
