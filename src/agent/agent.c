@@ -112,6 +112,7 @@ static int parse_seconds_ms(const char *s)
 
 static void stop_control(int keep);
 static void start_control(void);
+static int is_crash_handler(const struct sigaction *sa);
 
 /* ---- exit and crash ---------------------------------------------------- */
 
@@ -443,8 +444,11 @@ void ht__agent_sandbox(int strict, const void *prog)
     ht__solo_stop();
     for (size_t i = 0; i < HT_ARRAY_SIZE(crash_signals); i++) {
         int sig = crash_signals[i];
-        if (A.hooked[sig] && sigaction(sig, &A.old[sig], NULL) == 0)
-            A.hooked[sig] = 0;
+        struct sigaction cur;
+        /* unless the program put its own there since */
+        if (A.hooked[sig] && sigaction(sig, NULL, &cur) == 0 && is_crash_handler(&cur))
+            sigaction(sig, &A.old[sig], NULL);
+        A.hooked[sig] = 0;
     }
     ht__guard = g;
     /* a forked child that wrote nothing yet writes nothing: no file */
@@ -455,10 +459,46 @@ void ht__agent_sandbox(int strict, const void *prog)
     ht__spin_unlock(&lock);
 }
 
+/* The crash snapshot runs on a stack of the agent's: the handler may run
+ * on a small alternate stack with little left (Rust's stack overflow
+ * handler has 8 KiB, then aborts: ours ran on what remained of it, overran
+ * it into its guard page and the process died of SIGSEGV instead of
+ * SIGABRT). One crash at a time takes it; a second thread's crash writes
+ * nothing anyway (final_snapshot runs once). */
+#define CRASH_STACK (128u << 10)
+static void *g_crash_stack;     /* its lowest page is the guard */
+static int g_crash_stack_taken;
+
+static void crash_snapshot(void *arg)
+{
+    (void)arg;
+    final_snapshot(HT_SNAP_CRASH);
+}
+
+/* Calls fn(arg) with the stack pointer at `top` (16-byte aligned), and
+ * comes back to this stack. */
+static HT_NOINLINE void call_on_stack(void (*fn)(void *), void *arg, void *top)
+{
+    __asm__ volatile("mov %%rsp, %%rbx\n\t"
+                     "mov %[top], %%rsp\n\t"
+                     "call *%[fn]\n\t"
+                     "mov %%rbx, %%rsp"
+                     : [fn] "+a"(fn), [top] "+S"(top), "+D"(arg)
+                     :
+                     : "rbx", "rcx", "rdx", "r8", "r9", "r10", "r11", "memory", "cc", "xmm0", "xmm1",
+                       "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11",
+                       "xmm12", "xmm13", "xmm14", "xmm15");
+}
+
 static void crash_handler(int sig, siginfo_t *si, void *uc)
 {
     int e = errno;
-    final_snapshot(HT_SNAP_CRASH);
+    if (g_crash_stack && !__atomic_exchange_n(&g_crash_stack_taken, 1, __ATOMIC_ACQ_REL)) {
+        call_on_stack(crash_snapshot, NULL, (char *)g_crash_stack + CRASH_STACK);
+        __atomic_store_n(&g_crash_stack_taken, 0, __ATOMIC_RELEASE);
+    } else if (!g_crash_stack) {
+        final_snapshot(HT_SNAP_CRASH);
+    }
     struct sigaction *old = sig < 32 ? &A.old[sig] : NULL;
     if (old)
         sigaction(sig, old, NULL);
@@ -475,8 +515,33 @@ static void crash_handler(int sig, siginfo_t *si, void *uc)
     errno = e;
 }
 
+static int is_crash_handler(const struct sigaction *sa)
+{
+    return (sa->sa_flags & SA_SIGINFO) && sa->sa_sigaction == crash_handler;
+}
+
+/* The program asked what a signal's disposition is (hooks.c's sigaction,
+ * `old` holding the answer): where that is the agent's crash handler, it
+ * hears what it would without heaptrail, the disposition found before
+ * (SIG_DFL). Rust's runtime installs its stack overflow handler (which
+ * says "thread 'main' has overflowed its stack" and aborts) only where it
+ * finds SIG_DFL: under heaptrail it found ours and installed none, and a
+ * stack overflow ended in a bare SIGSEGV (ours cannot run without an
+ * alternate stack). A program that installs a handler gets the truth in
+ * the same call (it may chain to ours). */
+void ht__agent_sigaction_query(int sig, struct sigaction *old)
+{
+    if (sig > 0 && sig < 32 && A.hooked[sig] && is_crash_handler(old))
+        *old = A.old[sig];
+}
+
 static void install_crash_handlers(void)
 {
+    g_crash_stack = ht__map(CRASH_STACK);
+    if (g_crash_stack && mprotect(g_crash_stack, 4096, PROT_NONE) != 0) {
+        ht__unmap(g_crash_stack, CRASH_STACK);
+        g_crash_stack = NULL;
+    }
     for (size_t i = 0; i < HT_ARRAY_SIZE(crash_signals); i++) {
         int sig = crash_signals[i];
         struct sigaction cur;

@@ -334,6 +334,10 @@ enum {
 HT_INTERNAL void ht__agent_before_confine(int kind);
 HT_INTERNAL void ht__agent_after_confine(int kind);
 
+/* hooks.c's sigaction, after the program queried a disposition (agent.c) */
+struct sigaction;
+HT_INTERNAL void ht__agent_sigaction_query(int sig, struct sigaction *old);
+
 /* ---- small helpers (agent.c) ------------------------------------------- */
 HT_INTERNAL size_t ht__strlen(const char *s);
 HT_INTERNAL size_t ht__fmt_u64(char *buf, uint64_t v);   /* decimal, no NUL */

@@ -3,8 +3,9 @@
  * pvalloc, malloc_usable_size; C++ operator new/delete in every variant;
  * anonymous mmap/munmap/mremap; exec and _exit/_Exit (for the final
  * snapshot); the set-id calls, chroot, unshare and setns (the trace file
- * is opened first, the control thread kept out of the way); prctl and
- * syscall, for a seccomp filter about to go on (the end).
+ * is opened first, the control thread kept out of the way); sigaction
+ * (queries do not see the agent's crash handler); prctl and syscall, for
+ * a seccomp filter about to go on (the end).
  *
  * Each hook calls the next definition (dlsym(RTLD_NEXT), so a malloc
  * replacement loaded after us keeps working) and then records: capture
@@ -27,6 +28,7 @@
 #include <grp.h>
 #include <link.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -56,6 +58,7 @@ static struct {
     void (*exit)(int);
     int (*prctl)(int, ...);
     long (*syscall)(long, ...);
+    int (*sigaction)(int, const struct sigaction *, struct sigaction *);
 } real;
 
 static ht_spinlock_t g_resolve_lock;
@@ -85,6 +88,7 @@ static HT_NOINLINE void resolve(void)
         R(exit, "exit");
         R(prctl, "prctl");
         R(syscall, "syscall");
+        R(sigaction, "sigaction");
 #undef R
         void (*f)(void *) = (void (*)(void *))dlsym(RTLD_NEXT, "free");
         ht_store_release(&real.free, f);
@@ -900,6 +904,24 @@ static int confines(long n, long a)
     if (n == SYS_unshare)
         return unshare_kind(a);
     return n == SYS_setns ? HT_CONFINE_ALONE : -1;
+}
+
+/* ---- signal dispositions ----------------------------------------------------
+ * A query of a crash signal's disposition (no new action) does not show
+ * the agent's crash handler: ht__agent_sigaction_query. Async-signal-safe
+ * (the next definition is found with the others, before main). */
+
+HT_API int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+    NEED(sigaction);
+    if (ht_unlikely(!real.sigaction)) {
+        errno = ENOSYS;
+        return -1;
+    }
+    int r = real.sigaction(sig, act, old);
+    if (r == 0 && !act && old && !ht__guard)
+        ht__agent_sigaction_query(sig, old);
+    return r;
 }
 
 /* ---- process exit -------------------------------------------------------- */

@@ -33,6 +33,19 @@ run abort 134
 expect_eq "abort: leak" "$(leak_of abort.ht leak_before_end)" "150 3"
 expect_eq "abort: crash snapshot" "$(field reason "$(last_snap abort.ht)")" 4
 
+# a stack overflow in a program that handles it as Rust's runtime does:
+# it installs its handler (on an alternate stack) only where it finds
+# SIG_DFL, and its handler aborts with little of that stack left. It must
+# find SIG_DFL (it found the agent's handler and installed none: a bare
+# SIGSEGV, 139), and the agent's SIGABRT handler must not run out of what
+# is left (it did: SIGSEGV in the guard page, 139, no crash snapshot)
+"$L" overflow >ovp.out 2>/dev/null; plain=$?
+run overflow "$plain"
+expect_eq "overflow: the plain program aborts" "$plain" 134
+expect_eq "overflow: the program's handler installed and ran" "$(tr '\n' ' ' <overflow.out)" "QUERY dfl=1 OVERFLOWED "
+expect_eq "overflow: leak" "$(leak_of overflow.ht leak_before_end)" "150 3"
+expect_eq "overflow: crash snapshot" "$(field reason "$(last_snap overflow.ht)")" 4
+
 # invalid frees: counted and passed to libc, which aborts exactly as without us
 for m in doublefree badfree; do
     "$L" $m >/dev/null 2>&1; plain=$?

@@ -2,6 +2,14 @@
  * first leaks 3 blocks of 50 bytes from leak_before_end.
  *   exit | _exit | segv | abort | kill   end that way ("kill": ht_snapshot(),
  *                                        one more leak, then SIGKILL)
+ *   overflow [LEAVE]  as Rust's runtime does: asks SIGSEGV's disposition
+ *             and, if SIG_DFL ("QUERY dfl=1"), installs a handler on an
+ *             alternate stack with a guard page below; then overflows the
+ *             stack. The handler says "OVERFLOWED", takes all of its stack
+ *             but the SIGABRT signal frame (AT_MINSIGSTKSZ) and LEAVE bytes
+ *             (1024), and aborts. (Here the agent's crash snapshot needs
+ *             2-4 KiB of stack: run on what is left it overran the guard,
+ *             139; with LEAVE 512-2048 the agent's own stack gives 134.)
  *   fork      leak_parent 1x111; a child leaks leak_child 2x222 and exits
  *   dropuid | chroot | dropclose   as fork, but the child first gives up
  *             rights: setgroups, setgid and setuid to nobody (65534);
@@ -56,6 +64,9 @@
 #include <link.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <alloca.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -147,6 +158,36 @@ static int register_code(void)
 /* Prints "CONTROL N UID": how many threads are named "heaptrail" (the
  * agent's control thread; waits up to 1 s for one) and the real uid of
  * the last. */
+static char *alt_stack;            /* 64 KiB, a guard page below (as Rust's) */
+static size_t alt_leave;
+
+/* Uses all of the alternate stack but what abort() and the SIGABRT
+ * signal frame need (AT_MINSIGSTKSZ) and alt_leave bytes more (Rust's
+ * handler takes most of its 8 KiB before it aborts), then aborts. */
+static void on_overflow(int sig)
+{
+    (void)sig;
+    static const char m[] = "OVERFLOWED\n";
+    (void)!write(1, m, sizeof m - 1);
+    char here;
+    size_t room = (size_t)((uintptr_t)&here - (uintptr_t)alt_stack);
+    size_t leave = (size_t)getauxval(AT_MINSIGSTKSZ) + alt_leave;
+    if (room > leave) {
+        volatile char *p = alloca(room - leave);
+        p[0] = 1;
+        p[room - leave - 1] = 1;
+    }
+    abort();
+}
+
+static volatile int depth_limit = 1 << 30;
+__attribute__((noinline)) static int deeper(int n)
+{
+    volatile char pad[512];
+    pad[0] = (char)n;
+    return n < depth_limit ? deeper(n + 1) + pad[0] : 0;
+}
+
 static int count_control(long *uid_out);
 static void control_thread(void)
 {
@@ -205,6 +246,28 @@ int main(int argc, char **argv)
         *(volatile int *)(uintptr_t)8 = 1;
     if (!strcmp(mode, "abort"))
         abort();
+    if (!strcmp(mode, "overflow")) {
+        struct sigaction cur;
+        sigaction(SIGSEGV, NULL, &cur);
+        int dfl = !(cur.sa_flags & SA_SIGINFO) && cur.sa_handler == SIG_DFL;
+        printf("QUERY dfl=%d\n", dfl);
+        fflush(stdout);
+        if (dfl) {
+            alt_leave = argc > 2 ? (size_t)atol(argv[2]) : 1024;
+            char *m = mmap(NULL, 4096 + (1 << 16), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            if (m == MAP_FAILED || mprotect(m, 4096, PROT_NONE) != 0)
+                return 5;
+            alt_stack = m + 4096;
+            stack_t ss = { .ss_sp = alt_stack, .ss_size = 1 << 16 };
+            struct sigaction sa;
+            memset(&sa, 0, sizeof sa);
+            sa.sa_handler = on_overflow;
+            sa.sa_flags = SA_ONSTACK;
+            if (sigaltstack(&ss, NULL) != 0 || sigaction(SIGSEGV, &sa, NULL) != 0)
+                return 5;
+        }
+        return deeper(0);
+    }
     if (!strcmp(mode, "kill")) {
         if (ht_snapshot() < 0)
             return 3;
