@@ -319,7 +319,7 @@ soak: deps-test
 	@$(MAKE) --no-print-directory all
 	@SOAK_RUNS=$(SOAK_RUNS) sh bench/soak.sh
 
-all-tests: all $(TEST_BIN) $(BUILD)/tests/progs/freeptr_nopie $(BUILD)/bench/allocbench $(BUILD)/bench/stackrec.so $(BUILD)/bench/livesim $(BUILD)/examples/leaky $(PROG_BIN) $(PROGXX_BIN) $(TESTLIB_BIN) $(TOOL_BIN) $(FUZZ_BIN) $(AGREE_LIB) \
+all-tests: all $(TEST_BIN) $(BUILD)/tests/progs/freeptr_nopie $(BUILD)/bench/allocbench $(BUILD)/bench/stackrec.so $(BUILD)/bench/livesim $(BUILD)/bench/forkexit $(BUILD)/examples/leaky $(PROG_BIN) $(PROGXX_BIN) $(TESTLIB_BIN) $(TOOL_BIN) $(FUZZ_BIN) $(AGREE_LIB) \
 	    $(ANALYZE_DEPS) windows-tests
 
 # ---- demo ----------------------------------------------------------------
@@ -380,6 +380,11 @@ $(BUILD)/bench/allocbench: $(WORKLOADS)/allocbench.c
 # stackrec.so (by hand: docs/BENCHMARKS.md, "Large live sets"); built with
 # the tests so they keep compiling
 $(BUILD)/bench/livesim: bench/livesim.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BENCH_CFLAGS) -o $@ $<
+# short-lived fork children (by hand: docs/BENCHMARKS.md, "Processes that
+# fork"); built with the tests
+$(BUILD)/bench/forkexit: bench/forkexit.c
 	@mkdir -p $(dir $@)
 	$(CC) $(BENCH_CFLAGS) -o $@ $<
 bench-stackdb: $(BUILD)/bench/stackrec.so $(BUILD)/bench/stackdb_bench $(BUILD)/bench/allocbench
