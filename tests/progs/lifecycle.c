@@ -188,6 +188,11 @@ __attribute__((noinline)) static int deeper(int n)
     return n < depth_limit ? deeper(n + 1) + pad[0] : 0;
 }
 
+static int drop_to_nobody(void)
+{
+    return setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0 ? -1 : 0;
+}
+
 static int count_control(long *uid_out);
 static void control_thread(void)
 {
@@ -287,27 +292,15 @@ int main(int argc, char **argv)
         free((void *)sink);
         return 0;
     }
-    if (!strcmp(mode, "fork")) {
-        leak_parent(111);
-        pid_t c = fork();
-        if (c == 0) {
-            leak_child(222);
-            leak_child(222);
-            exit(0);
-        }
-        int st;
-        waitpid(c, &st, 0);
-        printf("CHILD %d\n", (int)c);
-        return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
-    }
-    if (!strcmp(mode, "dropuid") || !strcmp(mode, "chroot") || !strcmp(mode, "dropclose")) {
+    if (!strcmp(mode, "fork") || !strcmp(mode, "dropuid") || !strcmp(mode, "chroot") ||
+        !strcmp(mode, "dropclose")) {
         leak_parent(111);
         pid_t c = fork();
         if (c == 0) {
             if (!strcmp(mode, "chroot")) {
                 if (syscall(SYS_chroot, "jail") != 0 || chdir("/") != 0)
                     _exit(10);
-            } else if (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0) {
+            } else if (strcmp(mode, "fork") != 0 && drop_to_nobody() != 0) {
                 _exit(11);
             }
             if (!strcmp(mode, "dropclose"))
@@ -323,7 +316,7 @@ int main(int argc, char **argv)
         return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
     }
     if (!strcmp(mode, "dropself")) {
-        if (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0)
+        if (drop_to_nobody() != 0)
             return 11;
         leak_child(222);
         leak_child(222);
