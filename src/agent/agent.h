@@ -232,11 +232,13 @@ HT_INTERNAL size_t ht__live_copy(ht_live_block_t *out, size_t max);
 /* Computes which live heap blocks no pointer in the program's memory leads
  * to, for the snapshot the caller writes next (ht__reach_result). How:
  * HT_SCAN_EXIT from the exiting thread; HT_SCAN_EXIT_INSIDE when the exit
- * interrupted agent code on this thread (nothing is computed); HT_SCAN_NOW
- * from the control thread, the program running on. The caller holds the
+ * interrupted agent code on this thread (nothing is computed);
+ * HT_SCAN_EXIT_YOUNG_CHILD at the exit of a fork child within a second of
+ * its fork (nothing is computed); HT_SCAN_NOW from the control thread, the
+ * program running on. The caller holds the
  * scan lock from before the computation until the snapshot is written.
  * Not async-signal-safe in general (reads /proc). */
-enum { HT_SCAN_EXIT, HT_SCAN_EXIT_INSIDE, HT_SCAN_NOW };
+enum { HT_SCAN_EXIT, HT_SCAN_EXIT_INSIDE, HT_SCAN_NOW, HT_SCAN_EXIT_YOUNG_CHILD };
 HT_INTERNAL void ht__reach_compute(int how);
 HT_INTERNAL long ht__reach_compute_call(uintptr_t lo, const uintptr_t *regs);
 HT_INTERNAL int ht__reach_trylock(void);    /* 0, or -1: a scan is under way */

@@ -1787,6 +1787,8 @@ void ht__reach_compute(int how)
     int status;
     if (how == HT_SCAN_EXIT_INSIDE) {
         status = HT_REACH_INSIDE;
+    } else if (how == HT_SCAN_EXIT_YOUNG_CHILD) {
+        status = HT_REACH_YOUNG_CHILD;
     } else if (ht_load_relaxed(&ht__drops.table_full) != 0) {
         status = HT_REACH_INCOMPLETE;
     } else {

@@ -346,6 +346,10 @@ const char *ht__reach_why(const ht_tsnapshot_t *s, char *buf, size_t len)
         snprintf(buf, len, snap_at_end(s) ? "the program exited from inside an allocator call (a signal handler)"
                                           : "the snapshot was asked for from inside an allocator call (a signal handler)");
         return buf;
+    case HT_REACH_YOUNG_CHILD:
+        snprintf(buf, len, "a forked child that ended within a second of its fork is not checked (the check "
+                           "would read its whole copy of the parent's heap)");
+        return buf;
     }
     snprintf(buf, len, "unknown reason %u", (unsigned)s->reach);
     return buf;
@@ -411,6 +415,7 @@ const char *ht__reach_name(int reach)
     case HT_REACH_INCOMPLETE: return "incomplete";
     case HT_REACH_INSIDE: return "inside_allocator";
     case HT_REACH_WOKE: return "sleepers_woke";
+    case HT_REACH_YOUNG_CHILD: return "young_fork_child";
     }
     return "unknown";
 }

@@ -362,7 +362,7 @@ static int rec_reach(rd_t *r, cur_t *c)
     uint64_t seq = get(c), status = get(c), threads = get(c), scanned = get(c), ns = get(c);
     uint64_t n = get(c);
     if (c->bad || !r->pending || seq != r->snap_seq || status == HT_REACH_NONE ||
-        status > HT_REACH_WOKE || n > (uint64_t)(c->end - c->p) / 5)
+        status > HT_REACH_YOUNG_CHILD || n > (uint64_t)(c->end - c->p) / 5)
         return -1;
     s->reach = (uint8_t)status;
     s->reach_threads = threads > UINT32_MAX ? UINT32_MAX : (uint32_t)threads;

@@ -64,7 +64,8 @@ enum {
     HT_REACH_NOMEM,             /* no memory for the scan */
     HT_REACH_INCOMPLETE,        /* the agent lost track of blocks or of its own mappings */
     HT_REACH_INSIDE,            /* exit came from inside an allocator call (a signal handler) */
-    HT_REACH_WOKE               /* threads asleep in a system call woke during every try */
+    HT_REACH_WOKE,              /* threads asleep in a system call woke during every try */
+    HT_REACH_YOUNG_CHILD        /* a fork child that ended within a second of its fork: not checked */
 };
 
 enum {

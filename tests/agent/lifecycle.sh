@@ -72,6 +72,12 @@ ct=heaptrail.lifecycle.$child.ht
 expect_eq "fork: child leak" "$(leak_of "$ct" leak_child)" "444 2"
 expect_eq "fork: child inherits the parent's live block" "$(leak_of "$ct" leak_parent)" "111 1"
 expect_eq "fork: child trace pid" "$(field pid "$("$DUMP" "$ct" | grep '^trace ')")" "$child"
+# a child that ends within a second of its fork gets no leak check at exit
+# (it would read its whole copy of the parent's heap), and says so
+expect_eq "fork: young child's exit not checked (reach 8)" "$(field reach "$(last_snap "$ct")")" 8
+"$HT" report "$ct" >ct-report.txt 2>&1
+expect_eq "fork: the report says why" \
+    "$(grep -c '^reachability not computed: a forked child that ended within a second of its fork is not checked' ct-report.txt)" 1
 grep -q "1 more trace from processes it started: $ct" fork.err && echo "ok: child trace listed" || fail "child trace not listed"
 # children that do nothing of their own (exit or _exit at once: a
 # daemon()'s middle child) write no trace, and make no leak check: their
@@ -85,6 +91,15 @@ expect_eq "forkidle: the child that freed the parent's block" "$(leak_of "heaptr
 expect_eq "forkidle: ... wrote a complete trace" \
     "$(field complete "$("$DUMP" "heaptrail.lifecycle.$3.ht" | grep '^trace ')")" 1
 rm -f heaptrail.lifecycle.*.ht
+
+# one that lived longer is checked: of its two blocks the first is lost
+# (the global `sink` holds the second)
+run forkold 0
+ct=heaptrail.lifecycle.$(sed -n 's/^CHILD //p' forkold.out).ht
+s=$(last_snap "$ct")
+expect_eq "forkold: checked (reach 1)" "$(field reach "$s")" 1
+expect_eq "forkold: the child's first block lost" "$("$DUMP" "$ct" --match leak_child --snapshot 0 | tr ' ' '\n' | sed -n 's/^lost_blocks=//p')" 1
+rm -f "$ct"
 
 # at once again in the same directory: only this run's child is listed,
 # not the trace the run before left a moment ago

@@ -244,6 +244,7 @@ static void test_model(void)
     CHECK(streq(ht__reach_why(&woke, line, sizeof line),
                 "4 other threads, asleep in system calls, woke during every try of the scan"));
     CHECK(streq(ht__reach_name(HT_REACH_WOKE), "sleepers_woke"));
+    CHECK(streq(ht__reach_name(HT_REACH_YOUNG_CHILD), "young_fork_child"));
 
     /* no REACH: nothing new */
     set_reach(&t, HT_REACH_NONE, 0);
@@ -544,13 +545,13 @@ static void test_bad_reach(void)
     CHECK_EQ(t.snaps[0].reach_threads, 2);
     ht_trace_free(&t);
     /* the newest status reads; one past it is damage */
-    CHECK_EQ(write_summary_trace(path, HT_REACH_WOKE, 3), 0);
+    CHECK_EQ(write_summary_trace(path, HT_REACH_YOUNG_CHILD, 3), 0);
     CHECK_EQ(ht_trace_read(path, &t, err, sizeof err), 0);
     CHECK_EQ(t.nsnaps, 1);
-    CHECK_EQ(t.snaps[0].reach, HT_REACH_WOKE);
+    CHECK_EQ(t.snaps[0].reach, HT_REACH_YOUNG_CHILD);
     CHECK_EQ(t.snaps[0].reach_threads, 3);
     ht_trace_free(&t);
-    CHECK_EQ(write_summary_trace(path, HT_REACH_WOKE + 1, 3), 0);
+    CHECK_EQ(write_summary_trace(path, HT_REACH_YOUNG_CHILD + 1, 3), 0);
     CHECK_EQ(ht_trace_read(path, &t, err, sizeof err), 0);
     CHECK_EQ(t.truncated, 1);
     CHECK_EQ(t.nsnaps, 0);

@@ -11,6 +11,7 @@
  *             2-4 KiB of stack: run on what is left it overran the guard,
  *             139; with LEAVE 512-2048 the agent's own stack gives 134.)
  *   fork      leak_parent 1x111; a child leaks leak_child 2x222 and exits
+ *   forkold   as fork, the child first sleeping 1.1 s
  *   dropuid | chroot | dropclose   as fork, but the child first gives up
  *             rights: setgroups, setgid and setuid to nobody (65534);
  *             chroot into ./jail through syscall(); or the first, then it
@@ -292,14 +293,16 @@ int main(int argc, char **argv)
         free((void *)sink);
         return 0;
     }
-    if (!strcmp(mode, "fork") || !strcmp(mode, "dropuid") || !strcmp(mode, "chroot") ||
-        !strcmp(mode, "dropclose")) {
+    if (!strcmp(mode, "fork") || !strcmp(mode, "forkold") || !strcmp(mode, "dropuid") ||
+        !strcmp(mode, "chroot") || !strcmp(mode, "dropclose")) {
         leak_parent(111);
         pid_t c = fork();
         if (c == 0) {
             if (!strcmp(mode, "chroot")) {
                 if (syscall(SYS_chroot, "jail") != 0 || chdir("/") != 0)
                     _exit(10);
+            } else if (!strcmp(mode, "forkold")) {
+                usleep(1100 * 1000);
             } else if (strcmp(mode, "fork") != 0 && drop_to_nobody() != 0) {
                 _exit(11);
             }
