@@ -70,7 +70,20 @@ static struct {
     int hooked[32];
 } A = { .listen_fd = -1 };
 
-static const int crash_signals[] = { SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL };
+/* The signals whose default ends the process, where the agent writes a
+ * last snapshot first: faults and abort (a crash), and those sent to end
+ * it (a service stopped with SIGTERM, Ctrl-C, a closed pipe): without a
+ * handler the process died with nothing written since its last snapshot
+ * (a fork child: no trace at all). */
+static const int crash_signals[] = { SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL,
+                                     SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGPIPE };
+
+/* Raised by a faulting instruction (si_code > 0), which re-executes on
+ * return and takes the default; any other arrival is sent again. */
+static int is_fault(int sig)
+{
+    return sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL;
+}
 
 static int ht__strcmp(const char *a, const char *b)
 {
@@ -479,8 +492,7 @@ static int g_crash_stack_taken;
 
 static void crash_snapshot(void *arg)
 {
-    (void)arg;
-    final_snapshot(HT_SNAP_CRASH);
+    final_snapshot((int)(intptr_t)arg);
 }
 
 /* Calls fn(arg) with the stack pointer at `top` (16-byte aligned), and
@@ -501,11 +513,12 @@ static HT_NOINLINE void call_on_stack(void (*fn)(void *), void *arg, void *top)
 static void crash_handler(int sig, siginfo_t *si, void *uc)
 {
     int e = errno;
+    int reason = is_fault(sig) || sig == SIGABRT ? HT_SNAP_CRASH : HT_SNAP_SIGNAL;
     if (g_crash_stack && !__atomic_exchange_n(&g_crash_stack_taken, 1, __ATOMIC_ACQ_REL)) {
-        call_on_stack(crash_snapshot, NULL, (char *)g_crash_stack + CRASH_STACK);
+        call_on_stack(crash_snapshot, (void *)(intptr_t)reason, (char *)g_crash_stack + CRASH_STACK);
         __atomic_store_n(&g_crash_stack_taken, 0, __ATOMIC_RELEASE);
     } else if (!g_crash_stack) {
-        final_snapshot(HT_SNAP_CRASH);
+        final_snapshot(reason);
     }
     struct sigaction *old = sig < 32 ? &A.old[sig] : NULL;
     if (old)
@@ -514,9 +527,10 @@ static void crash_handler(int sig, siginfo_t *si, void *uc)
         old->sa_sigaction(sig, si, uc);
     } else if (old && old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN) {
         old->sa_handler(sig);
-    } else if (si->si_code <= 0 || sig == SIGABRT) {
-        /* sent, not raised by a faulting instruction: send it again; it is
-         * delivered with the old disposition once we return */
+    } else if (si->si_code <= 0 || !is_fault(sig)) {
+        /* sent, not raised by a faulting instruction (a terminal's SIGINT
+         * comes with SI_KERNEL, > 0): send it again; it is delivered with
+         * the old disposition once we return */
         ht__sys3(SYS_tgkill, ht__sys0(SYS_getpid), ht__sys0(SYS_gettid), sig);
     }
     /* a fault re-executes the faulting instruction and takes the default */
@@ -529,7 +543,7 @@ static int is_crash_handler(const struct sigaction *sa)
 }
 
 /* The program asked what a signal's disposition is (hooks.c's sigaction,
- * `old` holding the answer): where that is the agent's crash handler, it
+ * `old` holding the answer): where that is the agent's handler, it
  * hears what it would without heaptrail, the disposition found before
  * (SIG_DFL). Rust's runtime installs its stack overflow handler (which
  * says "thread 'main' has overflowed its stack" and aborts) only where it

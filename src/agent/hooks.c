@@ -907,8 +907,9 @@ static int confines(long n, long a)
 }
 
 /* ---- signal dispositions ----------------------------------------------------
- * A query of a crash signal's disposition (no new action) does not show
- * the agent's crash handler: ht__agent_sigaction_query. Async-signal-safe
+ * A query of a signal's disposition (no new action) does not show the
+ * agent's handler for crashes and ending signals:
+ * ht__agent_sigaction_query. Async-signal-safe
  * (the next definition is found with the others, before main). */
 
 HT_API int sigaction(int sig, const struct sigaction *act, struct sigaction *old)

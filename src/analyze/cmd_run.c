@@ -543,6 +543,9 @@ int ht__run_summary(const char *path, int when, int64_t seq, FILE *out)
                 t.truncated ? " (damaged tail)" : " (the program was killed?)");
     else if (s->reason == HT_SNAP_CRASH)
         fprintf(out, "heaptrail: the program crashed; figures from the crash snapshot\n");
+    else if (s->reason == HT_SNAP_SIGNAL)
+        fprintf(out, "heaptrail: the program was ended by a signal (SIGTERM, SIGINT, SIGHUP, SIGQUIT or SIGPIPE); "
+                     "figures from the snapshot taken as it came\n");
     else if (s->reason == HT_SNAP_SANDBOX)
         fprintf(out, "heaptrail: the program sandboxed itself with seccomp at %.3f s; figures from just "
                      "before (inside the sandbox heaptrail writes nothing: a system call the filter refuses "

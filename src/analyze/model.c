@@ -289,7 +289,7 @@ const ht_tsnapshot_t *ht__snapshot_pick(const ht_trace_t *t, int64_t n)
  * live there leaked), not while it ran. */
 static int snap_at_end(const ht_tsnapshot_t *s)
 {
-    return s->reason == HT_SNAP_EXIT || s->reason == HT_SNAP_CRASH;
+    return s->reason == HT_SNAP_EXIT || s->reason == HT_SNAP_CRASH || s->reason == HT_SNAP_SIGNAL;
 }
 
 const char *ht__snap_reason(int reason)
@@ -302,6 +302,7 @@ const char *ht__snap_reason(int reason)
     case HT_SNAP_CRASH: return "crash";
     case HT_SNAP_EXEC: return "exec";
     case HT_SNAP_SANDBOX: return "sandbox";
+    case HT_SNAP_SIGNAL: return "signal";
     }
     return "unknown";
 }

@@ -75,8 +75,10 @@ enum {
     HT_SNAP_API,                /* ht_snapshot() */
     HT_SNAP_CRASH,              /* fatal signal, written by the crash handler */
     HT_SNAP_EXEC,               /* the process is replacing itself (execve) */
-    HT_SNAP_SANDBOX             /* the process is about to install a seccomp filter:
+    HT_SNAP_SANDBOX,            /* the process is about to install a seccomp filter:
                                    the agent writes nothing after this one */
+    HT_SNAP_SIGNAL,             /* ended by a signal left at its default (SIGTERM, SIGINT,
+                                   SIGHUP, SIGQUIT, SIGPIPE), written by the handler */
 };
 
 typedef struct ht_tsnapshot_s {

@@ -46,6 +46,32 @@ expect_eq "overflow: the program's handler installed and ran" "$(tr '\n' ' ' <ov
 expect_eq "overflow: leak" "$(leak_of overflow.ht leak_before_end)" "150 3"
 expect_eq "overflow: crash snapshot" "$(field reason "$(last_snap overflow.ht)")" 4
 
+# ended by a signal left at its default (a service stopped with SIGTERM,
+# Ctrl-C, a closed pipe): a last snapshot first (reason 7), then the same
+# end (before: nothing written since the start, "holds no snapshot")
+"$HT" run -o term.ht "$L" wait >term.out 2>term.err &
+runner=$!
+for i in $(seq 100); do grep -q READY term.out 2>/dev/null && break; sleep 0.05; done
+kill -TERM "$(pgrep -P $runner)"
+wait $runner; rc=$?
+expect_eq "SIGTERM: exit status" "$rc" 143
+expect_eq "SIGTERM: leak" "$(leak_of term.ht leak_before_end)" "150 3"
+expect_eq "SIGTERM: snapshot reason" "$(field reason "$(last_snap term.ht)")" 7
+expect_eq "SIGTERM: summary says why" "$(grep -c '^heaptrail: the program was ended by a signal' term.err)" 1
+{ "$HT" run -o pipe.ht "$L" pipe 2>pipe.err; echo $? >pipe.rc; } | head -c 1 >/dev/null
+expect_eq "SIGPIPE: exit status" "$(cat pipe.rc)" 141
+expect_eq "SIGPIPE: snapshot reason" "$(field reason "$(last_snap pipe.ht)")" 7
+# a signal the program was started with ignored stays ignored
+sh -c "trap '' TERM; exec \"$HT\" run -o ign.ht \"$L\" wait" >ign.out 2>ign.err &
+runner=$!
+for i in $(seq 100); do grep -q READY ign.out 2>/dev/null && break; sleep 0.05; done
+prog=$(pgrep -P $runner)
+kill -TERM "$prog"
+sleep 0.3
+expect_eq "SIGTERM ignored at start: still ignored" "$(kill -0 "$prog" 2>/dev/null && echo alive)" alive
+kill -KILL "$prog"
+wait $runner
+
 # invalid frees: counted and passed to libc, which aborts exactly as without us
 for m in doublefree badfree; do
     "$L" $m >/dev/null 2>&1; plain=$?

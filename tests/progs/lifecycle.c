@@ -2,6 +2,8 @@
  * first leaks 3 blocks of 50 bytes from leak_before_end.
  *   exit | _exit | segv | abort | kill   end that way ("kill": ht_snapshot(),
  *                                        one more leak, then SIGKILL)
+ *   wait      prints "READY", then waits for a signal (pause)
+ *   pipe      writes lines to standard output until it fails
  *   overflow [LEAVE]  as Rust's runtime does: asks SIGSEGV's disposition
  *             and, if SIG_DFL ("QUERY dfl=1"), installs a handler on an
  *             alternate stack with a guard page below; then overflows the
@@ -252,6 +254,17 @@ int main(int argc, char **argv)
         *(volatile int *)(uintptr_t)8 = 1;
     if (!strcmp(mode, "abort"))
         abort();
+    if (!strcmp(mode, "wait")) {
+        printf("READY\n");
+        fflush(stdout);
+        for (;;)
+            pause();
+    }
+    if (!strcmp(mode, "pipe")) {
+        while (puts("line") >= 0 && fflush(stdout) == 0)
+            ;
+        return 9;
+    }
     if (!strcmp(mode, "overflow")) {
         struct sigaction cur;
         sigaction(SIGSEGV, NULL, &cur);
