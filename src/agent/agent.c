@@ -148,6 +148,15 @@ static void final_snapshot(int reason)
         !ht__writer_path())
         return;
     int g = ht__guard;
+    /* a signal that ends the process (SIGTERM...) waits until the trace
+     * is written: a pool worker terminated as it exited was cut off after
+     * the file's header (in a handler every signal is blocked already) */
+    sigset_t ending, old_mask;
+    sigemptyset(&ending);
+    for (size_t i = 0; i < HT_ARRAY_SIZE(crash_signals); i++)
+        if (!is_fault(crash_signals[i]) && crash_signals[i] != SIGABRT)
+            sigaddset(&ending, crash_signals[i]);
+    ht__sys4(SYS_rt_sigprocmask, SIG_BLOCK, &ending, &old_mask, 8);
     /* after a leak check under way, if any (reach.c): waiting with the
      * guard down lets that check pause this thread instead of giving up
      * on it; it then finds the exit begun and writes nothing */
@@ -167,6 +176,7 @@ static void final_snapshot(int reason)
         ht__snapshot_write(reason, HT_WCTX_CRASH, NULL);
     }
     ht__trace_finish();
+    ht__sys4(SYS_rt_sigprocmask, SIG_SETMASK, &old_mask, NULL, 8);
     ht__guard = g;
 }
 
