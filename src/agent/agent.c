@@ -132,6 +132,11 @@ static int is_crash_handler(const struct sigaction *sa);
 
 /* ---- exit and crash ---------------------------------------------------- */
 
+/* The thread writing the last snapshot (0: none): an ending signal that
+ * another thread takes waits for it before it ends the process */
+static int g_exit_writer;
+static void final_snapshot_write(int reason);
+
 static void final_snapshot(int reason)
 {
     if (ht_load_relaxed(&ht__sandboxed))
@@ -140,6 +145,13 @@ static void final_snapshot(int reason)
         return;                 /* a vfork child sharing our memory */
     if (__atomic_exchange_n(&A.exit_done, 1, __ATOMIC_ACQ_REL))
         return;
+    ht_store_release(&g_exit_writer, ht__gettid());
+    final_snapshot_write(reason);
+    ht_store_release(&g_exit_writer, 0);
+}
+
+static void final_snapshot_write(int reason)
+{
     /* a forked child that never allocated nor released anything and has
      * no trace yet: its heap is its parent's at the fork, which the
      * parent's trace holds. No trace, no leak check (a shell's subshells:
@@ -530,6 +542,14 @@ static void crash_handler(int sig, siginfo_t *si, void *uc)
     } else if (!g_crash_stack) {
         final_snapshot(reason);
     }
+    /* another thread is writing the last snapshot (the program is
+     * exiting, or crashed there): the signal ends the process only once
+     * it is written, at most 10 s later (asleep, this thread is read as
+     * it stands by a leak check) */
+    int me = ht__gettid(), w;
+    struct timespec ms = { 0, 1000000 };
+    for (int i = 0; i < 10000 && (w = ht_load_acquire(&g_exit_writer)) != 0 && w != me; i++)
+        ht__sys2(SYS_nanosleep, &ms, NULL);
     struct sigaction *old = sig < 32 ? &A.old[sig] : NULL;
     if (old)
         sigaction(sig, old, NULL);

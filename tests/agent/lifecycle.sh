@@ -61,6 +61,15 @@ expect_eq "SIGTERM: summary says why" "$(grep -c '^heaptrail: the program was en
 { "$HT" run -o pipe.ht "$L" pipe 2>pipe.err; echo $? >pipe.rc; } | head -c 1 >/dev/null
 expect_eq "SIGPIPE: exit status" "$(cat pipe.rc)" 141
 expect_eq "SIGPIPE: snapshot reason" "$(field reason "$(last_snap pipe.ht)")" 7
+# ... and one that comes while the exit writes its snapshot (300,000
+# blocks: its leak check alone takes longer than the 5 ms) waits for it:
+# the trace is complete (before, it was cut off mid-write). The process
+# then ends by whichever comes first, its exit or the signal (without
+# heaptrail the exit is over before the signal comes: 0)
+"$HT" run -o termexit.ht "$L" termexit >/dev/null 2>&1; rc=$?
+expect_eq "SIGTERM during the exit: ends by its exit or the signal" "$(echo "$rc" | grep -cx '0\|143')" 1
+expect_eq "SIGTERM during the exit: trace complete" "$(field complete "$("$DUMP" termexit.ht | grep '^trace ')")" 1
+expect_eq "SIGTERM during the exit: the exit snapshot" "$(field reason "$(last_snap termexit.ht)")" 0
 # a signal the program was started with ignored stays ignored
 sh -c "trap '' TERM; exec \"$HT\" run -o ign.ht \"$L\" wait" >ign.out 2>ign.err &
 runner=$!

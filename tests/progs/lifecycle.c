@@ -4,6 +4,8 @@
  *                                        one more leak, then SIGKILL)
  *   wait      prints "READY", then waits for a signal (pause)
  *   pipe      writes lines to standard output until it fails
+ *   termexit  300,000 live blocks (a long exit snapshot), then exit(0)
+ *             while another thread sends the process SIGTERM 5 ms later
  *   overflow [LEAVE]  as Rust's runtime does: asks SIGSEGV's disposition
  *             and, if SIG_DFL ("QUERY dfl=1"), installs a handler on an
  *             alternate stack with a guard page below; then overflows the
@@ -191,6 +193,18 @@ __attribute__((noinline)) static int deeper(int n)
     return n < depth_limit ? deeper(n + 1) + pad[0] : 0;
 }
 
+static volatile int term_armed;
+static void *term_later(void *arg)
+{
+    (void)arg;
+    term_armed = 1;
+    usleep(5000);
+    kill(getpid(), SIGTERM);
+    for (;;)
+        pause();
+    return NULL;
+}
+
 static int drop_to_nobody(void)
 {
     return setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0 ? -1 : 0;
@@ -259,6 +273,15 @@ int main(int argc, char **argv)
         fflush(stdout);
         for (;;)
             pause();
+    }
+    if (!strcmp(mode, "termexit")) {
+        for (int i = 0; i < 300000; i++)
+            leak_child(64);
+        pthread_t t;
+        pthread_create(&t, NULL, term_later, NULL);
+        while (!term_armed)
+            usleep(100);
+        exit(0);
     }
     if (!strcmp(mode, "pipe")) {
         while (puts("line") >= 0 && fflush(stdout) == 0)
