@@ -57,8 +57,7 @@ static void *table_alloc(size_t bytes)
     ht__spin_lock(&g_arena_lock);
     if (!g_arena) {
         /* an eighth of heaptrail's address-space allowance at most */
-        uint64_t a = ht__reserve_allowance() / 8;
-        g_arena_size = a < ARENA_SIZE ? (size_t)a & ~(size_t)4095 : ARENA_SIZE;
+        g_arena_size = (size_t)ht__reserve_share(8, ARENA_SIZE) & ~(size_t)4095;
         g_arena = g_arena_size ? ht__reserve(g_arena_size) : NULL;
     }
     if (g_arena && g_arena_used + bytes <= g_arena_size) {

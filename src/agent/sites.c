@@ -46,8 +46,8 @@ static HT_NOINLINE int sites_init(void)
         site_index_t *a = ht__reserve(sizeof(site_index_t));
         site_index_t *b = ht__reserve(sizeof(site_index_t));
         /* a quarter of heaptrail's address-space allowance at most */
-        uint64_t fit = ht__reserve_allowance() / 4 / sizeof(ht_site_t);
-        g_max_sites = fit < 4096 ? 4096 : fit < MAX_SITES ? (uint32_t)fit : MAX_SITES;
+        uint64_t fit = ht__reserve_share(4, (uint64_t)MAX_SITES * sizeof(ht_site_t)) / sizeof(ht_site_t);
+        g_max_sites = fit < 4096 ? 4096 : (uint32_t)fit;
         ht_site_t *s = ht__reserve((size_t)g_max_sites * sizeof(ht_site_t));
         if (a && b && s) {
             g_index[0] = a;

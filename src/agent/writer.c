@@ -880,9 +880,9 @@ void ht__writer_init(void)
     if (W.out_cap < RAW_CAP + HT_BLOCK_HEADER_LEN)
         W.out_cap = RAW_CAP + HT_BLOCK_HEADER_LEN;
     W.out = ht__map(W.out_cap);
-    uint64_t a = ht__reserve_allowance() / 16;
-    W.max_mods = a / sizeof(module_t) < MAX_MODULES ? (uint32_t)(a / sizeof(module_t)) : MAX_MODULES;
-    W.paths_cap = a < PATHS_CAP ? (uint32_t)a : PATHS_CAP;
+    /* a sixteenth of heaptrail's address-space allowance at most, each */
+    W.max_mods = (uint32_t)(ht__reserve_share(16, (uint64_t)MAX_MODULES * sizeof(module_t)) / sizeof(module_t));
+    W.paths_cap = (uint32_t)ht__reserve_share(16, PATHS_CAP);
     if (W.max_mods < 1024)
         W.max_mods = 1024;
     if (W.paths_cap < (256u << 10))

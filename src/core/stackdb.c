@@ -558,11 +558,7 @@ static void teardown(void)
 /* The budget when HEAPTRAIL_STACKDB_MAX does not say: DEFAULT_MAX, or
  * under an address-space limit an eighth of heaptrail's allowance (the
  * reservations come to about 3.7 times the budget: half the allowance). */
-static uint64_t default_budget(void)
-{
-    uint64_t b = ht__reserve_allowance() / 8;
-    return b < DEFAULT_MAX ? b : DEFAULT_MAX;
-}
+static uint64_t default_budget(void) { return ht__reserve_share(8, DEFAULT_MAX); }
 
 /* Reserves the address space the budget can ever need and sets up the
  * first tables. Under the lock. Returns the new state: 1 ready, 2 unusable

@@ -59,6 +59,13 @@ HT_INTERNAL void *ht__reserve(size_t size);
  * sized for the default budgets (3 GB) left a limited program none: under
  * `ulimit -v 2000000` sqlite3 ran with its tracker recording nothing. */
 HT_INTERNAL uint64_t ht__reserve_allowance(void);
+/* A table's share of it: the allowance divided by `parts`, at most `most`
+ * bytes (what the table reserves without a limit). */
+static inline uint64_t ht__reserve_share(unsigned parts, uint64_t most)
+{
+    uint64_t a = ht__reserve_allowance() / parts;
+    return a < most ? a : most;
+}
 /* Makes [p, p + size) of a ht__reserve'd range readable and writable
  * (zero-filled when first committed). Returns 0, or -1 when the system
  * refuses (Windows: commit limit reached). */
