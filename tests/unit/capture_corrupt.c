@@ -14,6 +14,7 @@
  *  - a stack captured again whole (replayed from the thread's trail) with
  *    a return address or a saved rbp changed in between: seen, and the
  *    replayed frames and hash equal the walked ones;
+ *  - a frame whose CFA is the end of its stack, and a saved rbp past it;
  *  - contract edges: max <= 0, skip beyond the stack, NULL hash.
  * And the CFI parser on mutated copies of a real .eh_frame: never a fault,
  * and the unmutated copy gives the same rows as the original. */
@@ -22,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 #include <ucontext.h>
 #include "heaptrail.h"
 #include "check.h"
@@ -614,6 +616,54 @@ static void test_junk_stacks(void)
     fprintf(stderr, "junk stacks: longest walk %d frames\n", max_seen);
 }
 
+/* A frame whose CFA is the very end of its stack, and whose saved rbp
+ * then points past it: the next step's CFA must be checked against the
+ * stack's end although sp already stands on it (sp + 8 beyond the end
+ * wrapped the check's subtraction, and the walk read the guard page). */
+static uintptr_t g_ra_cwr;      /* the return address in call_with_rbp */
+static uintptr_t g_ra_fp;       /* the return address in fp_mid */
+
+static void capture_cwr(void)
+{
+    void *f[4];
+    if (ht_capture(0, 4, f, NULL) >= 2)
+        g_ra_cwr = (uintptr_t)f[1];
+}
+
+static void test_stack_end(void)
+{
+    long pg = sysconf(_SC_PAGESIZE);
+    unsigned char *m = mmap(NULL, (size_t)pg * 3, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(m != MAP_FAILED);
+    CHECK(mprotect(m + 2 * pg, (size_t)pg, PROT_NONE) == 0);
+    uintptr_t end = (uintptr_t)(m + 2 * pg);
+    call_with_rbp(capture_cwr, (uintptr_t)__builtin_frame_address(0));
+    fp_mid();                   /* fp_leaf's capture: frames[1] is in fp_mid */
+    g_ra_fp = (uintptr_t)g_frames[1];
+    CHECK(g_ra_cwr != 0 && g_ra_fp != 0);
+    /* capture_on_junk runs at top; call_on_stack's CFI sends the walk to
+     * top + 8 for its caller's return address (g_ra_cwr), whose CFA is
+     * sp + 32 with rbp saved at CFA - 16: rbp = end - 16 there, and the
+     * return address g_ra_fp (CFA = rbp + 16 = end). At end - 8 another
+     * g_ra_fp, at end - 16 an rbp inside the guard page. */
+    uintptr_t *w = (uintptr_t *)(end - 256);
+    uintptr_t top = (uintptr_t)w;
+    for (int i = 0; i < 32; i++)
+        w[i] = 0;
+    w[1] = g_ra_cwr;                             /* at top + 8 */
+    uintptr_t cfa1 = top + 16 + 32;
+    ((uintptr_t *)cfa1)[-2] = end - 16;          /* rbp */
+    ((uintptr_t *)cfa1)[-1] = g_ra_fp;           /* return address */
+    ((uintptr_t *)end)[-1] = g_ra_fp;
+    ((uintptr_t *)end)[-2] = end + 64;           /* inside the guard page */
+    for (int it = 0; it < 4; it++) {             /* cold tables, then fast steps */
+        call_on_stack(capture_on_junk, top);
+        CHECK(g_n >= 4 && g_n <= 6);
+        CHECK((uintptr_t)g_frames[g_n - 1] == g_ra_fp);
+    }
+    munmap(m, (size_t)pg * 3);
+}
+
 static void test_contract_edges(void)
 {
     void *f[8];
@@ -718,6 +768,7 @@ int main(void)
     test_replay_unread_rbp();
     test_capture_memo();
     test_junk_stacks();
+    test_stack_end();
     test_contract_edges();
     test_cfi_mutations();
     return check_done();

@@ -972,8 +972,12 @@ static HT_ALWAYS_INLINE int fast_step(const uint64_t *fast, uint64_t gentag, uin
     }
     /* cfa in [sp + 8, hi]: the RA slot is in the stack, and the rbp slot
      * too, since it is at most 128 bytes below the CFA and the walk may
-     * read down to sp - 128 */
-    if (ht_unlikely(cfa - (*sp + 8) > hi - (*sp + 8)))
+     * read down to sp - 128. Two comparisons: as one unsigned one, cfa -
+     * (sp + 8) > hi - (sp + 8), it let any cfa through once a frame's CFA
+     * had been the stack's very end (sp + 8 > hi wrapped), and the next
+     * step read wherever a saved rbp pointed (capture_corrupt's
+     * stack_end) */
+    if (ht_unlikely(cfa < *sp + 8 || cfa > hi))
         return FS_STOP;
     uintptr_t ra = *(const uintptr_t *)(cfa - 8), sval = *(const uintptr_t *)slot;
     if (reload)
