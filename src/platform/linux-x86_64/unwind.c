@@ -637,8 +637,11 @@ static int step_compact(walk_t *w, rule_t ru, uintptr_t *pc, uintptr_t *sp, uint
  * that never repeat (each capture down another path) they buy nothing: a
  * recorded walk whose joins verified fewer frames than it recorded (or
  * fewer than two) is useless, and after TRAIL_USELESS useless walks in a
- * row the thread records and joins only every TRAIL_REST + 1 walks, until
- * one pays again. (Counting only "fewer than two" and joining on every
+ * row the thread records and joins only every TRAIL_REST + 1 walks, then
+ * every 32nd, 64th, ... 256th while they stay useless, until one pays
+ * again (a recorded walk costs several resting ones: on varied stacks
+ * the 1 in 16 had cost a capture as much as its resting walk's frames at
+ * depth 10). (Counting only "fewer than two" and joining on every
  * walk cost varied stacks 16-18 ns a frame against 5-7 without trails:
  * the harness's outer frames always verified, and every frame probed
  * the join table.)
@@ -655,6 +658,7 @@ _Static_assert(HT_ARRAY_SIZE(g_rinv) >= TRAIL_CAP, "R^-x for every trail index")
 _Static_assert((TRAIL_ADOPT_EVERY & (TRAIL_ADOPT_EVERY - 1)) == 0, "a power of two");
 #define TRAIL_USELESS 4
 #define TRAIL_REST 15
+#define TRAIL_REST_MAX 255      /* 15, 31, ... while recorded walks stay useless */
 #define JOIN_BITS 9
 
 /* TF_END: a terminal state whose step found no caller (FS_STOP): the
@@ -696,6 +700,7 @@ typedef struct trail_s {
     uint32_t clock;
     int useless;                /* useless recorded walks in a row (see above) */
     int rest;                   /* walks left that do not record */
+    int rest_len;               /* the next rest's length (see above) */
     thead_t h[TRAILS + 1];      /* b[x]'s header is h[x] */
     uint16_t join[1 << JOIN_BITS]; /* (sp >> 3) & mask -> buffer << 8 | position */
     jcache_t jc[1 << JC_BITS];  /* registry lookups (walk_t.jc) */
@@ -766,6 +771,7 @@ static HT_NOINLINE trail_t *trail_new(void)
     tr->spare = TRAILS;
     tr->useless = 0;
     tr->rest = 0;
+    tr->rest_len = TRAIL_REST;
     if (pthread_setspecific(g_trail_key, tr) != 0) {
         ht__unmap(tr, sizeof(trail_t));
         return NULL;
@@ -1213,9 +1219,12 @@ static HT_NOINLINE void trail_update(wstate_t *st)
         return;                 /* recorded nothing (resting) */
     if (st->gain >= 2 && st->gain >= st->ri) {
         tr->useless = 0;
+        tr->rest_len = TRAIL_REST;
     } else if (++tr->useless >= TRAIL_USELESS) {
         tr->useless = TRAIL_USELESS - 1;    /* one more miss rests again */
-        tr->rest = TRAIL_REST;
+        tr->rest = tr->rest_len;
+        if (tr->rest_len < TRAIL_REST_MAX)
+            tr->rest_len = 2 * tr->rest_len + 1;
     }
     tbuf_t *R = &tr->b[tr->spare];
     thead_t *RH = &tr->h[tr->spare];
@@ -1263,29 +1272,129 @@ static HT_NOINLINE void trail_update(wstate_t *st)
     }
 }
 
-/* The walk's loop for a walk that neither records nor joins (its thread
- * rests: stacks have not been repeating), fast steps only: without the
- * trail's work its state stays in registers (in walk()'s loop the sum,
- * the join table and the flags live in memory: ~58 instructions a frame
- * against ~30). Stores the frame of each state it reaches; returns 1 when
- * the walk is over (max frames, the stack's end), 0 at a state whose step
- * it cannot take (that state's frame stored). Inlined: as a call, with
- * walk()'s pc, sp, rbp, count and sum passed by address, replayed stacks
- * took 1.6x as long (125-135 against 75-85 ns at depth 100, in replay()'s
- * stack loads; a layout effect we could not pin down). */
-static HT_ALWAYS_INLINE int plain_walk(const uint64_t *fast, uint64_t gentag, uintptr_t hi, uintptr_t *pcp,
-                                  uintptr_t *spp, uintptr_t *bpp, int *np, uint64_t *sump, void **frames,
-                                  int max)
+/* A resting walk's state, in and out of rest_steps. */
+typedef struct {
+    uintptr_t pc, sp, bp;
+    uint64_t sum;
+    int n;
+} pstate_t;
+
+/* ht_hash_mix with the 128-bit product taken by one mul: in rest_steps gcc
+ * stored __uint128_t's halves to the stack and read them back. */
+static HT_ALWAYS_INLINE uint64_t mix_mul(uint64_t f)
 {
-    uintptr_t pc = *pcp, sp = *spp, bp = *bpp, sval;
-    uint64_t sum = *sump, e;
-    int n = *np, over;
+    uint64_t lo = f + HT_HASH_K1, hi;
+    __asm__("mulq %3" : "=a"(lo), "=d"(hi) : "0"(lo), "r"((uint64_t)HT_HASH_K2) : "cc");
+    return lo ^ hi;
+}
+
+/* plain_walk's loop, over frames below POW_N: stores frames at f until
+ * end, with R^n from pw. Returns where it stopped (f), and why in *why:
+ * -1 end reached (that state's frame stored, its step not taken), 0 a
+ * step it cannot take, 1 the stack's end.
+ *
+ * A function of its own, written so that its state fits in registers.
+ * As plain_walk's body inlined into walk(), whose other loops keep much
+ * alive, gcc kept pc, rbp, the frame count and the stack bound in memory:
+ * 51 instructions a frame-pointer frame by callgrind, and the spilled rbp
+ * on the chain of loads a walk is. Here 26: the frame and R^n are two
+ * cursors that move together, and the fast word's tag is checked with
+ * one xor. A varied frame-pointer stack (capture_bench's shape, TSC
+ * ticks a capture at depth 10 / 30 / 100) went from 125 / 260 / 670 to
+ * 90 / 186 / 420 with the rests below that grow. */
+static HT_NOINLINE void **rest_steps(const uint64_t *fast, uint64_t gtag, uintptr_t hi, pstate_t *ps, void **f,
+                                     void **end, const uint64_t *pw, int *why)
+{
+    uintptr_t pc = ps->pc, sp = ps->sp, bp = ps->bp;
+    uint64_t sum = ps->sum;
+    int r;
     for (;;) {
-        frames[n] = (void *)pc;
-        sum += ht_hash_mix(pc) * pow_at((uint64_t)n);
-        if (++n >= max) {
-            over = 1;
+        *f++ = (void *)pc;
+        sum += mix_mul(pc) * *pw++;
+        if (ht_unlikely(f >= end)) {
+            r = -1;
             break;
+        }
+        /* x: the word's rule bits when its tag is this pc's. The CFA is
+         * computed from e itself: from x it waited for one more xor, a
+         * cycle a frame on the chain of dependent loads that code without
+         * frame pointers walks (varied depth-10 stacks took 291 TSC ticks
+         * a capture against 275) */
+        uint64_t e = fast[pc & ((1u << FAST_BITS) - 1)];
+        uint64_t x = e ^ ((pc >> FAST_BITS) << FAST_TAGSHIFT) ^ gtag;
+        uintptr_t cfa;
+        if (ht_likely(x == FAST_FPSTD)) {
+            /* a frame-pointer frame: its loads wait for rbp only, the rule
+             * load's check runs beside them (as fast_step) */
+            cfa = bp + 16;
+            if (ht_unlikely(cfa < sp + 8 || cfa > hi)) {
+                r = 1;
+                break;
+            }
+            pc = *(const uintptr_t *)(cfa - 8);
+            bp = *(const uintptr_t *)(cfa - 16);
+        } else if (ht_likely(x < (1u << FAST_TAGSHIFT) && (x & 1))) {
+            cfa = ((e & 2) ? bp : sp) + (e & 0xfff8);
+            if (ht_unlikely(cfa < sp + 8 || cfa > hi)) {
+                r = 1;
+                break;
+            }
+            uintptr_t sval = *(const uintptr_t *)(cfa - 8 - ((e >> 13) & 0x78));
+            pc = *(const uintptr_t *)(cfa - 8);
+            if (e & 4)
+                bp = sval;
+        } else {
+            r = x == FAST_END;
+            break;
+        }
+        if (ht_unlikely(!pc)) {
+            r = 1;
+            sp = cfa;
+            break;
+        }
+        sp = cfa;
+    }
+    ps->pc = pc, ps->sp = sp, ps->bp = bp, ps->sum = sum;
+    *why = r;
+    return f;
+}
+
+/* The walk's loop for a walk that neither records nor joins (its thread
+ * rests: stacks have not been repeating), fast steps only. Stores the
+ * frame of each state it reaches; returns 1 when the walk is over (max
+ * frames, the stack's end), 0 at a state whose step it cannot take (that
+ * state's frame stored, pc, sp and rbp unchanged). Frames below POW_N go
+ * through rest_steps, the rest through fast_step. Inlined into walk():
+ * as a call of its own, python3's captures under the capture test agent
+ * took 5-7% longer (and before rest_steps, replayed stacks 1.6x as long,
+ * a layout effect we could not pin down). */
+static HT_ALWAYS_INLINE int plain_walk(const uint64_t *fast, uint64_t gentag, uintptr_t hi, pstate_t *ps,
+                                  void **frames, int max)
+{
+    int lim = max < POW_N ? max : POW_N, pending = 0;
+    if (ps->n < lim) {
+        int why;
+        void **f = rest_steps(fast, gentag << FAST_TAGSHIFT, hi, ps, frames + ps->n, frames + lim,
+                              g_pow + ps->n, &why);
+        ps->n = (int)(f - frames);
+        if (why >= 0)
+            return why;
+        if (ps->n >= max)
+            return 1;
+        pending = 1;            /* the last state's frame stored, its step not taken */
+    }
+    /* POW_N frames stored, more wanted */
+    uintptr_t pc = ps->pc, sp = ps->sp, bp = ps->bp, sval;
+    uint64_t sum = ps->sum, e;
+    int n = ps->n, over;
+    for (;; pending = 0) {
+        if (!pending) {
+            frames[n] = (void *)pc;
+            sum += ht_hash_mix(pc) * pow_at((uint64_t)n);
+            if (++n >= max) {
+                over = 1;
+                break;
+            }
         }
         int fs = fast_step(fast, gentag, hi, &pc, &sp, &bp, &e, &sval);
         if (ht_likely(fs == FS_OK)) {
@@ -1297,7 +1406,7 @@ static HT_ALWAYS_INLINE int plain_walk(const uint64_t *fast, uint64_t gentag, ui
         over = fs == FS_STOP;
         break;
     }
-    *pcp = pc, *spp = sp, *bpp = bp, *np = n, *sump = sum;
+    ps->n = n, ps->sum = sum, ps->pc = pc, ps->sp = sp, ps->bp = bp;
     return over;
 }
 
@@ -1413,7 +1522,10 @@ static HT_NOINLINE int walk(uintptr_t pc, uintptr_t sp, uintptr_t bp, const ht_r
     for (int steps = 0; steps < MAX_STEPS; steps++) {
         uintptr_t opc, osp, obp;    /* the state before a step */
         if (!join && !st.rec && fast && !st.exact) {
-            if (plain_walk(fast, gentag, hi, &pc, &sp, &bp, &n, &sum, frames, max))
+            pstate_t ps = { pc, sp, bp, sum, n };
+            int over = plain_walk(fast, gentag, hi, &ps, frames, max);
+            pc = ps.pc, sp = ps.sp, bp = ps.bp, sum = ps.sum, n = ps.n;
+            if (over)
                 goto done;
             last = n - 1;
             opc = pc, osp = sp, obp = bp;
