@@ -1297,9 +1297,8 @@ static HT_ALWAYS_INLINE uint64_t mix_mul(uint64_t f)
  * As plain_walk's body inlined into walk(), whose other loops keep much
  * alive, gcc kept pc, rbp, the frame count and the stack bound in memory:
  * 51 instructions a frame-pointer frame by callgrind, and the spilled rbp
- * on the chain of loads a walk is. Here 26: the frame and R^n are two
- * cursors that move together, and the fast word's tag is checked with
- * one xor. A varied frame-pointer stack (capture_bench's shape, TSC
+ * on the chain of loads a walk is. Here 29: the frame and R^n are read
+ * with one index, and the fast word's tag is checked with one xor. A varied frame-pointer stack (capture_bench's shape, TSC
  * ticks a capture at depth 10 / 30 / 100) went from 125 / 260 / 670 to
  * 90 / 186 / 420 with the rests below that grow. */
 static HT_NOINLINE void **rest_steps(const uint64_t *fast, uint64_t gtag, uintptr_t hi, pstate_t *ps, void **f,
@@ -1308,10 +1307,13 @@ static HT_NOINLINE void **rest_steps(const uint64_t *fast, uint64_t gtag, uintpt
     uintptr_t pc = ps->pc, sp = ps->sp, bp = ps->bp;
     uint64_t sum = ps->sum;
     int r;
+    /* one index for both cursors, counting up to 0 */
+    long i = f - end;
+    f = end, pw += -i;
     for (;;) {
-        *f++ = (void *)pc;
-        sum += mix_mul(pc) * *pw++;
-        if (ht_unlikely(f >= end)) {
+        f[i] = (void *)pc;
+        sum += mix_mul(pc) * pw[i];
+        if (ht_unlikely(++i >= 0)) {
             r = -1;
             break;
         }
@@ -1356,7 +1358,7 @@ static HT_NOINLINE void **rest_steps(const uint64_t *fast, uint64_t gtag, uintpt
     }
     ps->pc = pc, ps->sp = sp, ps->bp = bp, ps->sum = sum;
     *why = r;
-    return f;
+    return f + i;
 }
 
 /* The walk's loop for a walk that neither records nor joins (its thread
@@ -1629,7 +1631,10 @@ static HT_NOINLINE int walk(uintptr_t pc, uintptr_t sp, uintptr_t bp, const ht_r
     }
 done:
     if (st.tr) {
-        trail_update(&st);
+        if (st.ri || st.spec_rec || st.spec_j >= 0)
+            trail_update(&st);
+        else
+            ++st.tr->clock;     /* all trail_update does for a walk that kept nothing */
         trail_release();
     }
 out:
