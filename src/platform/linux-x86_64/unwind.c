@@ -701,6 +701,7 @@ typedef struct trail_s {
     int useless;                /* useless recorded walks in a row (see above) */
     int rest;                   /* walks left that do not record */
     int rest_len;               /* the next rest's length (see above) */
+    int mixed;                  /* resting walks: rest_steps_mixed (plain_walk) */
     thead_t h[TRAILS + 1];      /* b[x]'s header is h[x] */
     uint16_t join[1 << JOIN_BITS]; /* (sp >> 3) & mask -> buffer << 8 | position */
     jcache_t jc[1 << JC_BITS];  /* registry lookups (walk_t.jc) */
@@ -772,6 +773,7 @@ static HT_NOINLINE trail_t *trail_new(void)
     tr->useless = 0;
     tr->rest = 0;
     tr->rest_len = TRAIL_REST;
+    tr->mixed = 0;
     if (pthread_setspecific(g_trail_key, tr) != 0) {
         ht__unmap(tr, sizeof(trail_t));
         return NULL;
@@ -1272,11 +1274,13 @@ static HT_NOINLINE void trail_update(wstate_t *st)
     }
 }
 
-/* A resting walk's state, in and out of rest_steps. */
+/* A resting walk's state, in and out of rest_steps; fp and steps count
+ * its frame-pointer frames among the steps rest_steps took. */
 typedef struct {
     uintptr_t pc, sp, bp;
     uint64_t sum;
     int n;
+    int fp, steps;
 } pstate_t;
 
 /* ht_hash_mix with the 128-bit product taken by one mul: in rest_steps gcc
@@ -1298,18 +1302,31 @@ static HT_ALWAYS_INLINE uint64_t mix_mul(uint64_t f)
  * alive, gcc kept pc, rbp, the frame count and the stack bound in memory:
  * 51 instructions a frame-pointer frame by callgrind, and the spilled rbp
  * on the chain of loads a walk is. Here 29: the frame and R^n are read
- * with one index, and the fast word's tag is checked with one xor. A varied frame-pointer stack (capture_bench's shape, TSC
- * ticks a capture at depth 10 / 30 / 100) went from 125 / 260 / 670 to
- * 90 / 186 / 420 with the rests below that grow. */
-static HT_NOINLINE void **rest_steps(const uint64_t *fast, uint64_t gtag, uintptr_t hi, pstate_t *ps, void **f,
-                                     void **end, const uint64_t *pw, int *why)
+ * with one index, and the fast word's tag is checked with one xor. A
+ * varied frame-pointer stack (capture_bench's shape, TSC ticks a capture
+ * at depth 10 / 30 / 100) went from 125 / 260 / 670 to 90 / 186 / 420
+ * with the rests below that grow.
+ *
+ * Two versions. `fpfirst` takes a frame-pointer frame by a branch of its
+ * own, so the CPU runs ahead on rbp while the rule load that confirms it
+ * is in flight: about one dependent load a frame. Where frame-pointer
+ * frames come mixed with others at random (code without frame pointers
+ * has them wherever a function uses alloca or a VLA), that branch
+ * mispredicts, and the other version, which computes every CFA from the
+ * rule, is faster: capture_bench's varied stacks without frame pointers
+ * (one frame in four on rbp), 230 / 545 / 1430 -> 159 / 327 / 960 ticks,
+ * while with frame pointers the branch makes 84 / 368 of 150 / 1144.
+ * plain_walk chooses by the thread's last resting walk (tr NULL: no
+ * trail, this walk is nested in a signal handler's). */
+static HT_ALWAYS_INLINE void **rest_body(const uint64_t *fast, uint64_t gtag, uintptr_t hi, pstate_t *ps,
+                                        void **f, void **end, const uint64_t *pw, int *why, const int fpfirst)
 {
     uintptr_t pc = ps->pc, sp = ps->sp, bp = ps->bp;
     uint64_t sum = ps->sum;
-    int r;
+    int r, other = 0, fp = 0;
     /* one index for both cursors, counting up to 0 */
-    long i = f - end;
-    f = end, pw += -i;
+    long i = f - end, i0;
+    f = end, pw += -i, i0 = i;
     for (;;) {
         f[i] = (void *)pc;
         sum += mix_mul(pc) * pw[i];
@@ -1325,7 +1342,7 @@ static HT_NOINLINE void **rest_steps(const uint64_t *fast, uint64_t gtag, uintpt
         uint64_t e = fast[pc & ((1u << FAST_BITS) - 1)];
         uint64_t x = e ^ ((pc >> FAST_BITS) << FAST_TAGSHIFT) ^ gtag;
         uintptr_t cfa;
-        if (ht_likely(x == FAST_FPSTD)) {
+        if (fpfirst && ht_likely(x == FAST_FPSTD)) {
             /* a frame-pointer frame: its loads wait for rbp only, the rule
              * load's check runs beside them (as fast_step) */
             cfa = bp + 16;
@@ -1336,6 +1353,10 @@ static HT_NOINLINE void **rest_steps(const uint64_t *fast, uint64_t gtag, uintpt
             pc = *(const uintptr_t *)(cfa - 8);
             bp = *(const uintptr_t *)(cfa - 16);
         } else if (ht_likely(x < (1u << FAST_TAGSHIFT) && (x & 1))) {
+            if (fpfirst)
+                other++;
+            else
+                fp += x == FAST_FPSTD;
             cfa = ((e & 2) ? bp : sp) + (e & 0xfff8);
             if (ht_unlikely(cfa < sp + 8 || cfa > hi)) {
                 r = 1;
@@ -1357,8 +1378,22 @@ static HT_NOINLINE void **rest_steps(const uint64_t *fast, uint64_t gtag, uintpt
         sp = cfa;
     }
     ps->pc = pc, ps->sp = sp, ps->bp = bp, ps->sum = sum;
+    ps->steps = (int)(i - i0);
+    ps->fp = fpfirst ? ps->steps - other : fp;
     *why = r;
     return f + i;
+}
+
+static HT_NOINLINE void **rest_steps_fp(const uint64_t *fast, uint64_t gtag, uintptr_t hi, pstate_t *ps,
+                                        void **f, void **end, const uint64_t *pw, int *why)
+{
+    return rest_body(fast, gtag, hi, ps, f, end, pw, why, 1);
+}
+
+static HT_NOINLINE void **rest_steps_mixed(const uint64_t *fast, uint64_t gtag, uintptr_t hi, pstate_t *ps,
+                                           void **f, void **end, const uint64_t *pw, int *why)
+{
+    return rest_body(fast, gtag, hi, ps, f, end, pw, why, 0);
 }
 
 /* The walk's loop for a walk that neither records nor joins (its thread
@@ -1371,13 +1406,17 @@ static HT_NOINLINE void **rest_steps(const uint64_t *fast, uint64_t gtag, uintpt
  * took 5-7% longer (and before rest_steps, replayed stacks 1.6x as long,
  * a layout effect we could not pin down). */
 static HT_ALWAYS_INLINE int plain_walk(const uint64_t *fast, uint64_t gentag, uintptr_t hi, pstate_t *ps,
-                                  void **frames, int max)
+                                  void **frames, int max, trail_t *tr)
 {
     int lim = max < POW_N ? max : POW_N, pending = 0;
     if (ps->n < lim) {
         int why;
-        void **f = rest_steps(fast, gentag << FAST_TAGSHIFT, hi, ps, frames + ps->n, frames + lim,
-                              g_pow + ps->n, &why);
+        void **f = (tr && tr->mixed ? rest_steps_mixed : rest_steps_fp)(fast, gentag << FAST_TAGSHIFT, hi, ps,
+                                                                        frames + ps->n, frames + lim,
+                                                                        g_pow + ps->n, &why);
+        /* frame-pointer frames first while 3 of 4 frames are */
+        if (tr && ps->steps >= 8)
+            tr->mixed = ps->fp * 4 < ps->steps * 3;
         ps->n = (int)(f - frames);
         if (why >= 0)
             return why;
@@ -1524,8 +1563,8 @@ static HT_NOINLINE int walk(uintptr_t pc, uintptr_t sp, uintptr_t bp, const ht_r
     for (int steps = 0; steps < MAX_STEPS; steps++) {
         uintptr_t opc, osp, obp;    /* the state before a step */
         if (!join && !st.rec && fast && !st.exact) {
-            pstate_t ps = { pc, sp, bp, sum, n };
-            int over = plain_walk(fast, gentag, hi, &ps, frames, max);
+            pstate_t ps = { pc, sp, bp, sum, n, 0, 0 };
+            int over = plain_walk(fast, gentag, hi, &ps, frames, max, tr);
             pc = ps.pc, sp = ps.sp, bp = ps.bp, sum = ps.sum, n = ps.n;
             if (over)
                 goto done;
