@@ -10,7 +10,10 @@
  *             counter), so caches keyed by the previous stack cannot help.
  * Compiled twice by `make bench` (with and without frame pointers). Prints
  * one line per (method, shape, depth): median ns per call and per frame
- * over several rounds, and the frame count each method reached.
+ * over several rounds, and the frame count each method reached. The varied
+ * shape's ns are the run's time less the same run without captures (its
+ * random calls mispredict, and vary); its last column times each capture
+ * alone, in TSC ticks around the call (median of the rounds' means).
  *
  * Then the floor of any table-driven walk (bench_floor), and the hash: ns
  * per frame for ht_stack_hash, a sum of addresses, a bytewise crc32 and
@@ -30,6 +33,7 @@
 #include <time.h>
 #include <unwind.h>
 #include <nmmintrin.h>
+#include <x86intrin.h>
 #include "heaptrail.h"
 
 #define MAXF 256
@@ -38,7 +42,8 @@ static const char *method_name[M_COUNT] = { "ht_capture", "frame-pointer walk", 
                                             "glibc backtrace()", "libgcc _Unwind_Backtrace" };
 
 static int g_method, g_iters, g_frames;
-static double g_ns;
+static double g_ns, g_ticks;
+static unsigned long long g_tsum;   /* TSC ticks inside the varied shape's captures */
 static volatile long sink;
 
 static double now_ns(void)
@@ -172,7 +177,9 @@ __attribute__((noinline)) static void step(void)
         return;
     }
     void *f[MAXF];
+    unsigned long long t0 = __rdtsc();
     g_frames = capture(f);
+    g_tsum += __rdtsc() - t0;
     __asm__ volatile("" ::"r"(f) : "memory");
 }
 
@@ -200,6 +207,7 @@ static double median_of(double *t, int n)
 static void run_varied(int depth)
 {
     uint64_t x = 88172645463325252ul;
+    g_tsum = 0;
     double t0 = now_ns();
     for (int i = 0; i < g_iters; i++) {
         g_path = xorshift(&x);
@@ -208,6 +216,7 @@ static void run_varied(int depth)
     }
     /* subtract the cost of the calls themselves */
     g_ns = (now_ns() - t0) / g_iters;
+    g_ticks = (double)g_tsum / g_iters;
 }
 
 /* ---- hashes ------------------------------------------------------------ */
@@ -381,15 +390,15 @@ int main(int argc, char **argv)
         return 1;
     }
     const int depths[] = { 10, 30, 100 };
-    printf("%-26s %-9s %6s %7s %10s %9s %9s\n", "method", "shape", "depth", "frames", "ns/call", "ns/frame",
-           "min/frame");
+    printf("%-26s %-9s %6s %7s %10s %9s %9s %9s\n", "method", "shape", "depth", "frames", "ns/call", "ns/frame",
+           "min/frame", "ticks");
     for (int shape = 0; shape < 2; shape++) {
         for (int di = 0; di < 3; di++) {
             for (int m = 0; m < M_COUNT; m++) {
                 g_method = m;
                 int slow = m == M_BACKTRACE || m == M_UNWIND;
                 g_iters = slow ? 2000 : 50000;
-                double t[MAX_ROUNDS];
+                double t[MAX_ROUNDS], tk[MAX_ROUNDS];
                 int frames = 0;
                 for (int r = 0; r < rounds; r++) {
                     if (shape == 0)
@@ -397,6 +406,7 @@ int main(int argc, char **argv)
                     else
                         run_varied(depths[di]);
                     t[r] = g_ns;
+                    tk[r] = g_ticks;
                     frames = g_frames;
                 }
                 if (shape == 1) {
@@ -414,8 +424,12 @@ int main(int argc, char **argv)
                         t[r] -= chain_ns;
                 }
                 double med = median_of(t, rounds);
-                printf("%-26s %-9s %6d %7d %10.1f %9.2f %9.2f\n", method_name[m], shape ? "varied" : "repeated",
+                printf("%-26s %-9s %6d %7d %10.1f %9.2f %9.2f", method_name[m], shape ? "varied" : "repeated",
                        depths[di], frames, med, frames ? med / frames : 0.0, frames ? t[0] / frames : 0.0);
+                if (shape == 1)
+                    printf(" %9.1f\n", median_of(tk, rounds));
+                else
+                    printf(" %9s\n", "-");
                 fflush(stdout);
             }
         }

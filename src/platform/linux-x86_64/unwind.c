@@ -1303,9 +1303,9 @@ static HT_ALWAYS_INLINE uint64_t mix_mul(uint64_t f)
  * 51 instructions a frame-pointer frame by callgrind, and the spilled rbp
  * on the chain of loads a walk is. Here 29: the frame and R^n are read
  * with one index, and the fast word's tag is checked with one xor. A
- * varied frame-pointer stack (capture_bench's shape, TSC ticks a capture
- * at depth 10 / 30 / 100) went from 125 / 260 / 670 to 90 / 186 / 420
- * with the rests below that grow.
+ * varied frame-pointer stack (capture_bench's ticks column: TSC ticks a
+ * capture at depth 10 / 30 / 100) went from 125 / 260 / 670 to 90 / 186
+ * / 420 with the rests below that grow.
  *
  * Two versions. `fpfirst` takes a frame-pointer frame by a branch of its
  * own, so the CPU runs ahead on rbp while the rule load that confirms it
