@@ -1540,6 +1540,20 @@ static HT_NOINLINE int walk(uintptr_t pc, uintptr_t sp, uintptr_t bp, const ht_r
         st.w.jc = tr->jc;
         st.w.tc = tr->tc;
     }
+    /* a resting walk that needs no slow step ends here, before the set-up
+     * of everything a recording walk keeps */
+    int resumed = 0;
+    if (tr && !st.rec && st.fast && !st.exact) {
+        pstate_t ps = { pc, sp, bp, sum, n, 0, 0 };
+        int over = plain_walk(st.fast, st.gentag, st.w.hi, &ps, frames, max, tr);
+        pc = ps.pc, sp = ps.sp, bp = ps.bp, sum = ps.sum, n = ps.n;
+        if (over) {
+            ++tr->clock;        /* all trail_update does for a walk that kept nothing */
+            trail_release();
+            goto out;
+        }
+        resumed = 1;            /* its slow step below */
+    }
     st.tr = tr;
     st.R = tr ? &tr->b[tr->spare] : NULL;
     st.ri = 0;
@@ -1563,9 +1577,13 @@ static HT_NOINLINE int walk(uintptr_t pc, uintptr_t sp, uintptr_t bp, const ht_r
     for (int steps = 0; steps < MAX_STEPS; steps++) {
         uintptr_t opc, osp, obp;    /* the state before a step */
         if (!join && !st.rec && fast && !st.exact) {
-            pstate_t ps = { pc, sp, bp, sum, n, 0, 0 };
-            int over = plain_walk(fast, gentag, hi, &ps, frames, max, tr);
-            pc = ps.pc, sp = ps.sp, bp = ps.bp, sum = ps.sum, n = ps.n;
+            int over = 0;
+            if (!resumed) {
+                pstate_t ps = { pc, sp, bp, sum, n, 0, 0 };
+                over = plain_walk(fast, gentag, hi, &ps, frames, max, tr);
+                pc = ps.pc, sp = ps.sp, bp = ps.bp, sum = ps.sum, n = ps.n;
+            }
+            resumed = 0;
             if (over)
                 goto done;
             last = n - 1;
