@@ -89,7 +89,7 @@ v_exe = $(if $(filter nopie,$(word 3,$(subst -, ,$1))),-fno-pie -no-pie,)
 $(BUILD)/tests/libchain_%.so: tests/capture/chainlib.c tests/capture/chain.h
 	@mkdir -p $(dir $@)
 	$(call v_cc,$*) $(call v_opt,$*) -fPIC -shared -Wall -Werror -Iinclude -o $@ $<
-$(BUILD)/tests/capture_%: tests/capture/chain.c tests/capture/shapes.inc tests/capture/chain.h tests/check.h $(BUILD)/tests/libchain_%.so $(LIB)
+$(BUILD)/tests/capture_%: tests/capture/chain.c tests/capture/shapes.inc tests/capture/varied.inc tests/capture/chain.h tests/check.h $(BUILD)/tests/libchain_%.so $(LIB)
 	$(call v_cc,$*) $(call v_opt,$*) $(call v_exe,$*) -Wall -Werror -Wno-unused-parameter -Iinclude -Itests -pthread -o $@ $< \
 	    -L$(BUILD)/tests -lchain_$* -L$(BUILD) -lheaptrail -lunwind -Wl,-rpath,'$$ORIGIN:$$ORIGIN/..'
 
@@ -345,7 +345,7 @@ bench: deps-bench
 	@$(MAKE) --no-print-directory bench-capture bench-stackdb bench-agent bench-analyzer bench-windows
 
 CAPTURE_BENCH := $(BUILD)/bench/capture_bench_nofp $(BUILD)/bench/capture_bench_fp
-$(BUILD)/bench/capture_bench_%: bench/capture_bench.c $(LIB)
+$(BUILD)/bench/capture_bench_%: bench/capture_bench.c tests/capture/varied.inc $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g -Wall -Werror $(if $(filter fp,$*),-fno-omit-frame-pointer,-fomit-frame-pointer) -Iinclude \
 	    -o $@ $< -L$(BUILD) -lheaptrail -lunwind -ldl -Wl,-rpath,'$$ORIGIN/..'

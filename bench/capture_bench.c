@@ -135,53 +135,16 @@ __attribute__((noinline)) static void chain(int d)
 
 /* ---- varied shape: four frame layouts per level ---------------------- */
 
-static unsigned long g_path;
-static int g_depth_left;
-static void step(void);
-
-__attribute__((noinline)) static void va(void)
-{
-    volatile long a[2] = { 1, 2 };
-    step();
-    sink += a[1];
-}
-__attribute__((noinline)) static void vb(void)
-{
-    volatile char big[300];
-    big[0] = 1;
-    step();
-    sink += big[0];
-}
-__attribute__((noinline)) static void vc(void)
-{
-    long x = sink, y = sink * 3, z = sink ^ 7;
-    step();
-    sink += x + y + z;
-}
-__attribute__((noinline)) static void vd(void)
-{
-    volatile char *p = __builtin_alloca(16 + (sink & 15));
-    p[0] = 1;
-    step();
-    sink += p[0];
-}
-
-static void (*const varied_fn[4])(void) = { va, vb, vc, vd };
-
-__attribute__((noinline)) static void step(void)
-{
-    if (g_depth_left-- > 0) {
-        unsigned k = (unsigned)(g_path & 3);
-        g_path = (g_path >> 2) | (g_path << 62);
-        varied_fn[k]();
-        return;
-    }
-    void *f[MAXF];
-    unsigned long long t0 = __rdtsc();
-    g_frames = capture(f);
-    g_tsum += __rdtsc() - t0;
-    __asm__ volatile("" ::"r"(f) : "memory");
-}
+/* the capture at the innermost level, timed alone too (g_tsum) */
+#define VARIED_LEAF()                                                                \
+    do {                                                                             \
+        void *f[MAXF];                                                               \
+        unsigned long long t0 = __rdtsc();                                           \
+        g_frames = capture(f);                                                       \
+        g_tsum += __rdtsc() - t0;                                                    \
+        __asm__ volatile("" ::"r"(f) : "memory");                                    \
+    } while (0)
+#include "../tests/capture/varied.inc"
 
 #define MAX_ROUNDS 16
 
@@ -210,9 +173,7 @@ static void run_varied(int depth)
     g_tsum = 0;
     double t0 = now_ns();
     for (int i = 0; i < g_iters; i++) {
-        g_path = xorshift(&x);
-        g_depth_left = depth;
-        step();
+        varied(xorshift(&x), depth);
     }
     /* subtract the cost of the calls themselves */
     g_ns = (now_ns() - t0) / g_iters;

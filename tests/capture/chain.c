@@ -206,48 +206,12 @@ static void run_async(void)
  * its walks rest (unwind.c's plain_walk). The tall stacks that follow
  * are walked resting too: with plain_walk's step past POW_N frames
  * broken (a frame stored twice), every variant of this test failed. */
-static __thread unsigned long v_path;
-static __thread int v_left;
-static void v_step(void);
+#define VARIED_LEAF() check_point("varied")
+#include "capture/varied.inc"
 
-__attribute__((noinline)) static void v_a(void)
+static unsigned long path_of(unsigned long seed)
 {
-    volatile long a[2] = { 1, 2 };
-    v_step();
-    sink += (int)a[1];
-}
-__attribute__((noinline)) static void v_b(void)
-{
-    volatile char big[300];
-    big[0] = 1;
-    v_step();
-    sink += big[0];
-}
-__attribute__((noinline)) static void v_c(void)
-{
-    long x = sink, y = sink * 3, z = sink ^ 7;
-    v_step();
-    sink += (int)(x + y + z);
-}
-__attribute__((noinline)) static void v_d(void)
-{
-    volatile char *p = __builtin_alloca(16 + (sink & 15));
-    p[0] = 1;
-    v_step();
-    sink += p[0];
-}
-
-static void (*const v_fn[4])(void) = { v_a, v_b, v_c, v_d };
-
-__attribute__((noinline)) static void v_step(void)
-{
-    if (v_left-- > 0) {
-        unsigned k = (unsigned)(v_path & 3);
-        v_path = (v_path >> 2) | (v_path << 62);
-        v_fn[k]();
-        return;
-    }
-    check_point("varied");
+    return seed * 0x9e3779b97f4a7c15ul + 1;
 }
 
 /* recursion no optimiser turns into a loop (deep() becomes one at -O2) */
@@ -262,12 +226,6 @@ __attribute__((noinline)) static int tall(int d)
     return r + 1;
 }
 
-static void varied(unsigned long seed, int depth)
-{
-    v_path = seed * 0x9e3779b97f4a7c15ul + 1;
-    v_left = depth;
-    v_step();
-}
 
 /* ---- driver ----------------------------------------------------------- */
 
@@ -281,10 +239,10 @@ static void run_chains(int rounds)
         through_lib(i % 3);
         deep(40 + i % 3);
         for (int k = 0; k < 8; k++)
-            varied((unsigned long)i * 8 + k, 10 + (i + k) % 25);
+            varied(path_of((unsigned long)i * 8 + k), 10 + (i + k) % 25);
         if (i % 25 == 0)
             for (int k = 0; k < 4; k++) {
-                varied((unsigned long)i + 1000 + k, 20);    /* rest, then */
+                varied(path_of((unsigned long)i + 1000 + k), 20);    /* rest, then */
                 tall(1100 + k);     /* past POW_N (1024 frames) */
             }
     }
