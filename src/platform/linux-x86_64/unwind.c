@@ -1302,7 +1302,10 @@ static HT_ALWAYS_INLINE uint64_t mix_mul(uint64_t f)
  * alive, gcc kept pc, rbp, the frame count and the stack bound in memory:
  * 51 instructions a frame-pointer frame by callgrind, and the spilled rbp
  * on the chain of loads a walk is. Here 29: the frame and R^n are read
- * with one index, and the fast word's tag is checked with one xor. A
+ * with one index, and the fast word's tag is checked with one xor. (It
+ * repeats fast_step's arithmetic: written as calls of fast_step, with a
+ * flag for the frame-pointer branch, it spilled the table, the tag and
+ * the stack bound again, 40 instructions a frame.) A
  * varied frame-pointer stack (capture_bench's ticks column: TSC ticks a
  * capture at depth 10 / 30 / 100) went from 125 / 260 / 670 to 90 / 186
  * / 420 with the rests below that grow.
@@ -1405,29 +1408,30 @@ static HT_NOINLINE void **rest_steps_mixed(const uint64_t *fast, uint64_t gtag, 
  * as a call of its own, python3's captures under the capture test agent
  * took 5-7% longer (and before rest_steps, replayed stacks 1.6x as long,
  * a layout effect we could not pin down). */
-static HT_ALWAYS_INLINE int plain_walk(const uint64_t *fast, uint64_t gentag, uintptr_t hi, pstate_t *ps,
-                                  void **frames, int max, trail_t *tr)
+static HT_ALWAYS_INLINE int plain_walk(const uint64_t *fast, uint64_t gentag, uintptr_t hi, uintptr_t *pcp,
+                                       uintptr_t *spp, uintptr_t *bpp, int *np, uint64_t *sump, void **frames,
+                                       int max, trail_t *tr)
 {
-    int lim = max < POW_N ? max : POW_N, pending = 0;
-    if (ps->n < lim) {
+    uintptr_t pc = *pcp, sp = *spp, bp = *bpp, sval;
+    uint64_t sum = *sump, e;
+    int n = *np, over, lim = max < POW_N ? max : POW_N, pending = 0;
+    if (n < lim) {
         int why;
-        void **f = (tr && tr->mixed ? rest_steps_mixed : rest_steps_fp)(fast, gentag << FAST_TAGSHIFT, hi, ps,
-                                                                        frames + ps->n, frames + lim,
-                                                                        g_pow + ps->n, &why);
+        pstate_t ps = { pc, sp, bp, sum, n, 0, 0 };
+        void **f = (tr && tr->mixed ? rest_steps_mixed : rest_steps_fp)(fast, gentag << FAST_TAGSHIFT, hi, &ps,
+                                                                        frames + n, frames + lim, g_pow + n,
+                                                                        &why);
         /* frame-pointer frames first while 3 of 4 frames are */
-        if (tr && ps->steps >= 8)
-            tr->mixed = ps->fp * 4 < ps->steps * 3;
-        ps->n = (int)(f - frames);
-        if (why >= 0)
-            return why;
-        if (ps->n >= max)
-            return 1;
+        if (tr && ps.steps >= 8)
+            tr->mixed = ps.fp * 4 < ps.steps * 3;
+        pc = ps.pc, sp = ps.sp, bp = ps.bp, sum = ps.sum, n = (int)(f - frames);
+        if (why >= 0 || n >= max) {
+            over = why >= 0 ? why : 1;
+            goto out;
+        }
         pending = 1;            /* the last state's frame stored, its step not taken */
     }
     /* POW_N frames stored, more wanted */
-    uintptr_t pc = ps->pc, sp = ps->sp, bp = ps->bp, sval;
-    uint64_t sum = ps->sum, e;
-    int n = ps->n, over;
     for (;; pending = 0) {
         if (!pending) {
             frames[n] = (void *)pc;
@@ -1447,7 +1451,8 @@ static HT_ALWAYS_INLINE int plain_walk(const uint64_t *fast, uint64_t gentag, ui
         over = fs == FS_STOP;
         break;
     }
-    ps->n = n, ps->sum = sum, ps->pc = pc, ps->sp = sp, ps->bp = bp;
+out:
+    *pcp = pc, *spp = sp, *bpp = bp, *np = n, *sump = sum;
     return over;
 }
 
@@ -1544,10 +1549,7 @@ static HT_NOINLINE int walk(uintptr_t pc, uintptr_t sp, uintptr_t bp, const ht_r
      * of everything a recording walk keeps */
     int resumed = 0;
     if (tr && !st.rec && st.fast && !st.exact) {
-        pstate_t ps = { pc, sp, bp, sum, n, 0, 0 };
-        int over = plain_walk(st.fast, st.gentag, st.w.hi, &ps, frames, max, tr);
-        pc = ps.pc, sp = ps.sp, bp = ps.bp, sum = ps.sum, n = ps.n;
-        if (over) {
+        if (plain_walk(st.fast, st.gentag, st.w.hi, &pc, &sp, &bp, &n, &sum, frames, max, tr)) {
             ++tr->clock;        /* all trail_update does for a walk that kept nothing */
             trail_release();
             goto out;
@@ -1577,12 +1579,7 @@ static HT_NOINLINE int walk(uintptr_t pc, uintptr_t sp, uintptr_t bp, const ht_r
     for (int steps = 0; steps < MAX_STEPS; steps++) {
         uintptr_t opc, osp, obp;    /* the state before a step */
         if (!join && !st.rec && fast && !st.exact) {
-            int over = 0;
-            if (!resumed) {
-                pstate_t ps = { pc, sp, bp, sum, n, 0, 0 };
-                over = plain_walk(fast, gentag, hi, &ps, frames, max, tr);
-                pc = ps.pc, sp = ps.sp, bp = ps.bp, sum = ps.sum, n = ps.n;
-            }
+            int over = !resumed && plain_walk(fast, gentag, hi, &pc, &sp, &bp, &n, &sum, frames, max, tr);
             resumed = 0;
             if (over)
                 goto done;
