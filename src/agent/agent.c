@@ -85,6 +85,12 @@ static int is_fault(int sig)
     return sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL;
 }
 
+/* A crash (a fault or abort), not a signal sent to end the process */
+static int is_crash(int sig)
+{
+    return is_fault(sig) || sig == SIGABRT;
+}
+
 static int ht__strcmp(const char *a, const char *b)
 {
     while (*a && *a == *b)
@@ -166,7 +172,7 @@ static void final_snapshot_write(int reason)
     sigset_t ending, old_mask;
     sigemptyset(&ending);
     for (size_t i = 0; i < HT_ARRAY_SIZE(crash_signals); i++)
-        if (!is_fault(crash_signals[i]) && crash_signals[i] != SIGABRT)
+        if (!is_crash(crash_signals[i]))
             sigaddset(&ending, crash_signals[i]);
     ht__sys4(SYS_rt_sigprocmask, SIG_BLOCK, &ending, &old_mask, 8);
     /* after a leak check under way, if any (reach.c): waiting with the
@@ -535,7 +541,7 @@ static HT_NOINLINE void call_on_stack(void (*fn)(void *), void *arg, void *top)
 static void crash_handler(int sig, siginfo_t *si, void *uc)
 {
     int e = errno;
-    int reason = is_fault(sig) || sig == SIGABRT ? HT_SNAP_CRASH : HT_SNAP_SIGNAL;
+    int reason = is_crash(sig) ? HT_SNAP_CRASH : HT_SNAP_SIGNAL;
     if (g_crash_stack && !__atomic_exchange_n(&g_crash_stack_taken, 1, __ATOMIC_ACQ_REL)) {
         call_on_stack(crash_snapshot, (void *)(intptr_t)reason, (char *)g_crash_stack + CRASH_STACK);
         __atomic_store_n(&g_crash_stack_taken, 0, __ATOMIC_RELEASE);

@@ -160,9 +160,6 @@ static int register_code(void)
     return ht_register_code(jit_area + 1024, 64, "child") ? 0 : 1;
 }
 
-/* Prints "CONTROL N UID": how many threads are named "heaptrail" (the
- * agent's control thread; waits up to 1 s for one) and the real uid of
- * the last. */
 static char *alt_stack;            /* 64 KiB, a guard page below (as Rust's) */
 static size_t alt_leave;
 
@@ -210,6 +207,9 @@ static int drop_to_nobody(void)
     return setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0 ? -1 : 0;
 }
 
+/* Prints "CONTROL N UID": how many threads are named "heaptrail" (the
+ * agent's control thread; waits up to 1 s for one) and the real uid of
+ * the last. */
 static int count_control(long *uid_out);
 static void control_thread(void)
 {
