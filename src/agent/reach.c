@@ -94,6 +94,7 @@ static struct {
     int pid;
     int mode;                   /* 1 process_vm_readv, 2 a pipe, 3 /proc/self/mem */
     int pipe[2], pagemap_fd, mem_fd;
+    int parent_pagemap_fd;      /* a scan child: its parent's, for shared mappings */
     uint64_t scanned;
     uint32_t leader;
     size_t tid_off;             /* of struct pthread's thread id (find_tid_off) */
@@ -898,15 +899,34 @@ static void scan_read_phase(uintptr_t lo, uintptr_t hi, int phase)
 
 static void scan_read(uintptr_t lo, uintptr_t hi) { scan_read_phase(lo, hi, 1); }
 
+static const map_t *map_of(uintptr_t a);
+
 /* [lo, hi) read (or, `direct`, scanned in place), less the pages never
  * touched, neither present nor swapped out by /proc/self/pagemap: they
  * read as zeros and hold no pointer, and reading them would fault in
  * memory the program never used (xz -9's 674 MB of untouched dictionary
  * took the exit's leak check 1.8 s and the process's peak RSS from 70 to
- * 694 MB). All of it if pagemap cannot be read. */
+ * 694 MB). All of it if pagemap cannot be read. [lo, hi) lies in one
+ * mapping.
+ *
+ * A scan child reads its own page table, a copy of its parent's made by
+ * the fork (a private mapping never written gets no entries: it holds
+ * only its file's bytes), except for a shared mapping: a fork does not
+ * copy those entries, and there (memory the parent goes on changing,
+ * copy or not) it reads the parent's. The parent's for everything was wrong: a block
+ * the parent moved or freed after the fork was unmapped there, and the
+ * copy of it was skipped as untouched -- a growing array's 490-968
+ * children called lost in 15 checks of 20 (tests/progs/regrow mmap), and
+ * python3's json lists now and then in the soak. */
 static void scan_touched(uintptr_t lo, uintptr_t hi, int phase, int direct)
 {
-    if (S.pagemap_fd < 0 || hi - lo <= 16 * PAGE) {
+    int fd = S.pagemap_fd;
+    if (S.parent_pagemap_fd >= 0 && hi - lo > 16 * PAGE) {
+        const map_t *m = map_of(lo);
+        if (m && m->shared)
+            fd = S.parent_pagemap_fd;
+    }
+    if (fd < 0 || hi - lo <= 16 * PAGE) {
         if (direct)
             scan_words((const uintptr_t *)lo, (hi - lo) / sizeof(uintptr_t), phase);
         else
@@ -919,7 +939,7 @@ static void scan_touched(uintptr_t lo, uintptr_t hi, int phase, int direct)
         size_t npages = (hi - p + PAGE - 1) / PAGE;
         if (npages > 512)
             npages = 512;
-        long k = ht__syscall6(SYS_pread64, S.pagemap_fd, (long)pm, (long)(npages * 8),
+        long k = ht__syscall6(SYS_pread64, fd, (long)pm, (long)(npages * 8),
                               (long)(p / PAGE * 8), 0, 0);
         if (k != (long)(npages * 8)) {
             uintptr_t a = p > lo ? p : lo;
@@ -1320,7 +1340,7 @@ static HT_NOINLINE int scan(uintptr_t sp)
         S.lo = S.b[0].addr;
         S.span = hi - S.lo;
     }
-    if (S.pagemap_fd < 0)       /* a scan child has its parent's */
+    if (S.pagemap_fd < 0 && !g_scan_tid)       /* a scan child has opened its own */
         S.pagemap_fd = sys_open("/proc/self/pagemap");
 
     /* heaptrail's own memory: its mappings (noted after the scan's own
@@ -1649,7 +1669,7 @@ static int attempt_forked(int now, int *woke)
     int why = stop_all();
     if (why != HT_REACH_NONE)
         return why;
-    S.pagemap_fd = sys_open("/proc/self/pagemap");      /* the parent's page table */
+    S.pagemap_fd = sys_open("/proc/self/pagemap");      /* this process's page table (a child: for shared mappings) */
     for (int round = 1;; round++) {
         uint32_t nsites = ht__site_count();
         size_t bytes = (sizeof(shared_result_t) + (size_t)nsites * sizeof(ht_reach_site_t) + PAGE - 1) &
@@ -1694,6 +1714,10 @@ static int attempt_forked(int now, int *woke)
             g_scan_tid = tid;
             S.pid = (int)ht__sys0(SYS_getpid);
             S.direct = 1;
+            /* its own page table, its parent's for shared mappings
+             * (scan_touched); without its own, every page is read */
+            S.parent_pagemap_fd = S.pagemap_fd;
+            S.pagemap_fd = sys_open("/proc/self/pagemap");
             /* roots through /proc/self/mem: process_vm_readv pins what it
              * reads, and a pin of a page shared with the parent copies it
              * (the whole of the roots, 200 MB read in 289 ms instead of 28);
@@ -1712,6 +1736,8 @@ static int attempt_forked(int now, int *woke)
             }
             if (S.mem_fd >= 0)
                 sys_close(S.mem_fd);
+            if (S.pagemap_fd >= 0)
+                sys_close(S.pagemap_fd);
             res->status = st;       /* -1: not all of it was copied, scan in place */
             res->scanned = S.scanned;
             if (st == HT_REACH_DONE && R.nsites <= nsites) {
@@ -1799,7 +1825,7 @@ void ht__reach_compute(int how)
          * before it gives up: up to three attempts too */
         for (int k = 0;; k++) {
             __builtin_memset(&S, 0, sizeof S);
-            S.pipe[0] = S.pipe[1] = S.pagemap_fd = S.mem_fd = -1;
+            S.pipe[0] = S.pipe[1] = S.pagemap_fd = S.mem_fd = S.parent_pagemap_fd = -1;
             S.pid = (int)ht__sys0(SYS_getpid);
             forget_threads();
             if (R.sites)

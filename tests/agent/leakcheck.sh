@@ -87,22 +87,30 @@ check_truths lc.ht 1 EXIT lc.out exit 13
 
 # leak checks while the program is inside realloc most of the time
 # (tests/progs/regrow): the array being moved holds the only pointers to
-# 1000 blocks; no check may call any of them lost
-start_prog rg "$P/regrow"
-check_loop rg 20
-finish_prog rg
-expect_eq "regrow: the array moved all along" "$(sed -n 's/^MOVES \([0-9]*\)$/\1/p' rg.out | awk '{print ($1 > 10)}')" 1
-n=$("$DUMP" rg.ht | grep -c '^snap ')
-expect_eq "regrow: snapshots" "$n" 21
-k=0
-bad=0
-while [ $k -lt 20 ]; do
-    m=$("$DUMP" rg.ht --match regrow_child --snapshot $k)
-    [ "$(field live_blocks "$m") $(field lost_blocks "$m") $(field ilost_blocks "$m")" = "1000 0 0" ] || bad=$((bad + 1))
-    k=$((k + 1))
-done
-expect_eq "regrow: checks that called a held block lost" "$bad" 0
-expect_eq "regrow: computed every time" "$("$DUMP" rg.ht | grep '^snap ' | grep -vc ' reach=1 ')" 0
+# 1000 blocks; no check may call any of them lost. Then the same with
+# arrays glibc maps apart, the old one unmapped as the program moves it
+# (mode mmap): a forked scan reads its own copy of the array, and once
+# read the parent's page table instead, which by then said "never
+# touched" there (15 checks of 20 called 490-968 children lost).
+regrow_checks() {
+    start_prog "$1" "$P/regrow" $2
+    check_loop "$1" 20
+    finish_prog "$1"
+    expect_eq "regrow $2: the array moved all along" "$(sed -n 's/^MOVES \([0-9]*\)$/\1/p' "$1.out" | awk '{print ($1 > 10)}')" 1
+    n=$("$DUMP" "$1.ht" | grep -c '^snap ')
+    expect_eq "regrow $2: snapshots" "$n" 21
+    k=0
+    bad=0
+    while [ $k -lt 20 ]; do
+        m=$("$DUMP" "$1.ht" --match regrow_child --snapshot $k)
+        [ "$(field live_blocks "$m") $(field lost_blocks "$m") $(field ilost_blocks "$m")" = "1000 0 0" ] || bad=$((bad + 1))
+        k=$((k + 1))
+    done
+    expect_eq "regrow $2: checks that called a held block lost" "$bad" 0
+    expect_eq "regrow $2: computed every time" "$("$DUMP" "$1.ht" | grep '^snap ' | grep -vc ' reach=1 ')" 0
+}
+regrow_checks rg heap
+regrow_checks rgm mmap
 
 # leak checks while the program forks (tests/progs/forker): a child
 # forked while the scan lock was held does not inherit it (its exit, which
