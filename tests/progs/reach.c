@@ -77,6 +77,7 @@ void *held[5];
 struct node *list_head;
 char *interior;
 void **region;                        /* the program's own anonymous mapping */
+void **shared_region;                 /* ... and a shared one */
 __thread void *tls_ptr;               /* static TLS of the main thread */
 struct node *arena_holder;            /* a block a thread allocated */
 volatile uintptr_t hidden;            /* a pointer no scan can see */
@@ -161,12 +162,20 @@ NOINLINE static void held_tls(void)
     note("held_tls", 1, 0, 0);
 }
 
-/* held from an anonymous mapping the program made */
+/* held from anonymous mappings the program made: a private one, and a
+ * shared one of 1 MiB whose only touched page is 600 KiB in (a scan
+ * skips the pages never touched, and a forked scan's child must not take
+ * the shared mapping's for untouched: a fork does not copy its page
+ * table entries) */
 NOINLINE static void held_mmap(void)
 {
     region = mmap(NULL, 1 << 16, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     region[100] = malloc(88);
-    note("held_mmap", 2, 0, 0);       /* the region itself and the block */
+    shared_region = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (region == MAP_FAILED || shared_region == MAP_FAILED)
+        abort();
+    shared_region[600 << 7] = malloc(56);
+    note("held_mmap", 4, 0, 0);       /* the regions themselves and the blocks */
 }
 
 /* the pointer is stored xor-ed */
