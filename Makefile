@@ -314,10 +314,11 @@ fuzz: deps-test
 
 # leak checks back to back on the reference workloads (bench/soak.sh)
 SOAK_RUNS ?= 3
+SOAK_BUSY ?= 0
 .PHONY: soak
 soak: deps-test
 	@$(MAKE) --no-print-directory all
-	@SOAK_RUNS=$(SOAK_RUNS) sh bench/soak.sh
+	@SOAK_RUNS=$(SOAK_RUNS) SOAK_BUSY=$(SOAK_BUSY) sh bench/soak.sh
 
 all-tests: all $(TEST_BIN) $(BUILD)/tests/progs/freeptr_nopie $(BUILD)/bench/allocbench $(BUILD)/bench/stackrec.so $(BUILD)/bench/livesim $(BUILD)/bench/forkexit $(BUILD)/examples/leaky $(PROG_BIN) $(PROGXX_BIN) $(TESTLIB_BIN) $(TOOL_BIN) $(FUZZ_BIN) $(AGREE_LIB) \
 	    $(ANALYZE_DEPS) windows-tests
