@@ -1026,7 +1026,14 @@ static const map_t *map_of(uintptr_t a)
  * blocks are read in place; with a thread only asleep in a system call,
  * it may wake, free a block and unmap its memory while we read: then
  * they are read with read_mem, up to BATCH blocks a call (a wrong result
- * is caught by its context-switch count, a fault could not be). */
+ * is caught by its context-switch count, a fault could not be).
+ *
+ * A block may span several mappings: a program that mprotects part of a
+ * block it allocated (a guard page at the start of a stack or buffer
+ * taken from malloc) splits the heap's mapping there. Its readable parts
+ * are scanned, each in place or read; a part no mapping covers ends the
+ * block (freed behind our back). Until the fifteenth session such a
+ * block was skipped whole, and what only it held was called lost. */
 #define BATCH 512
 static void drain(int phase)
 {
@@ -1035,12 +1042,17 @@ static void drain(int phase)
             ht_live_block_t *x = &S.b[S.stack[--S.top]];
             if (x->size < sizeof(uintptr_t))
                 continue;
+            uintptr_t a = x->addr, end = x->addr + (x->size & ~(uint64_t)7);
             const map_t *m = S.last_map;
-            if (!m || x->addr < m->start || x->addr >= m->end)
-                S.last_map = m = map_of(x->addr);
-            if (!m || !m->r || m->end < x->addr + x->size)
-                continue;       /* not where the table says: freed behind our back */
-            scan_touched(x->addr, x->addr + (x->size & ~(uint64_t)7), phase, 1);
+            if (!m || a < m->start || a >= m->end)
+                S.last_map = m = map_of(a);
+            while (m && m->start <= a && a < end) {
+                uintptr_t e = m->end < end ? m->end : end;
+                if (m->r)
+                    scan_touched(a, e, phase, 1);
+                a = e;
+                m = m + 1 < S.maps + S.nmaps ? m + 1 : NULL;
+            }
         }
         return;
     }
@@ -1090,6 +1102,12 @@ static void drain(int phase)
         for (size_t i = 0; i < n; i++)
             if (ok_bytes[i])
                 scan_words((const uintptr_t *)l[i].iov_base, ok_bytes[i] / sizeof(uintptr_t), phase);
+        /* a block not read whole: the rest page by page, past the pages
+         * that cannot be read (through S.buf: the batch is done with it) */
+        for (size_t i = 0; i < n; i++)
+            if (ok_bytes[i] < r[i].iov_len)
+                scan_read_phase((uintptr_t)r[i].iov_base + ok_bytes[i],
+                                (uintptr_t)r[i].iov_base + r[i].iov_len, phase);
     }
 }
 /* ---- the process's mappings ---------------------------------------------- */

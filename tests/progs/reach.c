@@ -78,6 +78,7 @@ struct node *list_head;
 char *interior;
 void **region;                        /* the program's own anonymous mapping */
 void **shared_region;                 /* ... and a shared one */
+void **guarded;                       /* a heap buffer with a guard page */
 __thread void *tls_ptr;               /* static TLS of the main thread */
 struct node *arena_holder;            /* a block a thread allocated */
 volatile uintptr_t hidden;            /* a pointer no scan can see */
@@ -176,6 +177,17 @@ NOINLINE static void held_mmap(void)
         abort();
     shared_region[600 << 7] = malloc(56);
     note("held_mmap", 4, 0, 0);       /* the regions themselves and the blocks */
+}
+
+/* held only from a heap buffer whose first page the program made a
+ * guard page (mprotect PROT_NONE, as for a stack taken from malloc): the
+ * buffer spans two mappings, and its readable part must be scanned */
+NOINLINE static void held_guarded(void)
+{
+    if (posix_memalign((void **)&guarded, 4096, 3 * 4096) != 0 || mprotect(guarded, 4096, PROT_NONE) != 0)
+        abort();
+    guarded[2 * 512 + 1] = malloc(40);  /* in its third page */
+    note("held_guarded", 2, 0, 0);
 }
 
 /* the pointer is stored xor-ed */
@@ -579,6 +591,7 @@ int main(int argc, char **argv)
     held_interior();
     held_tls();
     held_mmap();
+    held_guarded();
     lost_hidden();
     lost_freed_holder();
     pthread_t t;
