@@ -263,6 +263,8 @@ static HT_ALWAYS_INLINE uintptr_t ht__callee_saved(uintptr_t *regs)
 /* exit, _exit, _Exit: the hook's stack pointer and the callee-saved
  * registers (ht__callee_saved). */
 HT_INTERNAL void ht__reach_note_exit(uintptr_t lo, const uintptr_t *regs);
+/* An epoll descriptor the program made (its registrations are roots). */
+HT_INTERNAL void ht__reach_note_epoll(int fd);
 /* For the writer: the status (HT_REACH_*, 0 when none was computed) and
  * header; per site record number, the lost counts (0: none). pos: the
  * writer notes each site's position in the snapshot's list. */

@@ -57,6 +57,8 @@ static struct {
     void (*Exit_)(int);
     void (*exit)(int);
     int (*prctl)(int, ...);
+    int (*epoll_create)(int);
+    int (*epoll_create1)(int);
     long (*syscall)(long, ...);
     int (*sigaction)(int, const struct sigaction *, struct sigaction *);
 } real;
@@ -87,6 +89,8 @@ static HT_NOINLINE void resolve(void)
         R(Exit_, "_Exit");
         R(exit, "exit");
         R(prctl, "prctl");
+        R(epoll_create, "epoll_create");
+        R(epoll_create1, "epoll_create1");
         R(syscall, "syscall");
         R(sigaction, "sigaction");
 #undef R
@@ -1030,6 +1034,29 @@ HT_API int prctl(int option, ...)
     return real.prctl(option, a, b, c, d);
 }
 
+/* epoll descriptors, noted for the leak check: the kernel keeps each
+ * registration's data word, which may be the only pointer to a block
+ * (reach.c, scan_epoll_roots) */
+HT_API int epoll_create1(int flags)
+{
+    NEED(epoll_create1);
+    int fd = real.epoll_create1 ? real.epoll_create1(flags)
+                                : (int)raw_result(ht__syscall6(SYS_epoll_create1, flags, 0, 0, 0, 0, 0));
+    if (fd >= 0)
+        ht__reach_note_epoll(fd);
+    return fd;
+}
+
+HT_API int epoll_create(int size)
+{
+    NEED(epoll_create);
+    int fd = real.epoll_create ? real.epoll_create(size)
+                               : (int)raw_result(ht__syscall6(SYS_epoll_create, size, 0, 0, 0, 0, 0));
+    if (fd >= 0)
+        ht__reach_note_epoll(fd);
+    return fd;
+}
+
 HT_API long syscall(long n, ...)
 {
     va_list ap;
@@ -1050,5 +1077,7 @@ HT_API long syscall(long n, ...)
     else
         r = real.syscall(n, a, b, c, d, e, f);
     around_confine(1, conf);
+    if ((n == SYS_epoll_create1 || n == SYS_epoll_create) && r >= 0)
+        ht__reach_note_epoll((int)r);
     return r;
 }

@@ -6,7 +6,7 @@
  * (live blocks, directly lost, indirectly lost). No stdio before the
  * blocks are made (so libc's own buffers do not mix in), printf at the end.
  *
- *   reach [exit|thread-running|thread-busy|thread-vector|thread-futex|thread-timedwait|thread-masked|thread-spinning|in-handler|seccomp|exit-thread|exit-rbx|leakcheck|api|ticking|restless|restless-masked|dontfork]
+ *   reach [exit|thread-running|thread-busy|thread-vector|thread-futex|thread-timedwait|thread-masked|thread-spinning|in-handler|seccomp|exit-thread|exit-rbx|epoll-many|leakcheck|api|ticking|restless|restless-masked|dontfork]
  * exit: as above, ending with exit() from a function whose frame holds a
  * pointer; thread-running: a second thread is still there at exit, asleep
  * in a read() of a pipe, holding a block's only pointer in its frame (its
@@ -25,7 +25,8 @@
  * exit, under a filter that kills the process on process_vm_readv;
  * exit-thread: as exit, but a second thread calls exit while main waits
  * in pthread_join; exit-rbx: as exit, the only pointer to a block in rbx
- * at the exit call;
+ * at the exit call; epoll-many: as exit, with 70 more epoll descriptors
+ * open (past the agent's list of them);
  * leakcheck: a leak check on demand while the program runs (`heaptrail
  * snapshot --leaks`): the blocks above, plus one whose only pointer is
  * the buffer argument of a read() a thread sleeps in, and one whose only
@@ -60,6 +61,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -188,6 +190,21 @@ NOINLINE static void held_guarded(void)
         abort();
     guarded[2 * 512 + 1] = malloc(40);  /* in its third page */
     note("held_guarded", 2, 0, 0);
+}
+
+/* held only by the kernel: the data word of an epoll registration (an
+ * event loop's connection state) */
+NOINLINE static void held_epoll(void)
+{
+    int ep = epoll_create1(EPOLL_CLOEXEC), p[2];
+    if (ep < 0 || pipe(p) != 0)
+        abort();
+    struct epoll_event ev = { .events = EPOLLIN };
+    ev.data.ptr = malloc(48);
+    if (epoll_ctl(ep, EPOLL_CTL_ADD, p[0], &ev) != 0)
+        abort();
+    *(void *volatile *)&ev.data.ptr = NULL;
+    note("held_epoll", 1, 0, 0);
 }
 
 /* the pointer is stored xor-ed */
@@ -592,6 +609,7 @@ int main(int argc, char **argv)
     held_tls();
     held_mmap();
     held_guarded();
+    held_epoll();
     lost_hidden();
     lost_freed_holder();
     pthread_t t;
@@ -654,6 +672,13 @@ int main(int argc, char **argv)
          * still a root */
         pthread_create(&t, NULL, exiting_main, NULL);
         pthread_join(t, NULL);
+    }
+    if (!strcmp(mode, "epoll-many")) {
+        /* more epoll descriptors than the agent notes one by one: the
+         * scan looks through every descriptor for them instead */
+        for (int i = 0; i < 70; i++)
+            if (epoll_create1(EPOLL_CLOEXEC) < 0)
+                abort();
     }
     if (!strcmp(mode, "in-handler")) {
         report();
