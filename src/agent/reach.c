@@ -1390,6 +1390,44 @@ static void scan_epoll_roots(void)
     sys_close(dir);
 }
 
+/* The process whose scan this is: this one, or a scan child's parent
+ * (attempt_forked). */
+static int g_scan_pid;
+
+/* POSIX timers' sigevent values: timer_create hands the kernel a value
+ * (sigev_value.sival_ptr, often a pointer to the timer's context) that it
+ * keeps and delivers with each expiry, and glibc's SIGEV_THREAD timers
+ * pass their own heap record so. /proc/PID/timers shows each one
+ * ("signal: 10/00005610f2d662a0"): each value is a root. A fork does not
+ * copy timers: a scan child reads its parent's. */
+static void scan_timer_roots(void)
+{
+    char path[48] = "/proc/self/timers";
+    if (g_scan_pid) {
+        size_t n = 6;
+        put_dec(path, &n, g_scan_pid);
+        __builtin_memcpy(path + n, "/timers", 8);
+    }
+    char *text;
+    size_t cap;
+    long len = read_file(path, &text, &cap);    /* a zero byte follows */
+    if (len <= 0)
+        return;
+    for (long i = 0; i + 7 < len; i++) {
+        if (__builtin_memcmp(text + i, "signal:", 7) != 0)
+            continue;
+        const char *p = text + i + 7;
+        while (*p && *p != '/' && *p != '\n')
+            p++;
+        if (*p != '/')
+            continue;
+        p++;
+        uintptr_t v = hex(&p);
+        scan_words(&v, 1, 1);
+    }
+    ht__unmap(text, cap);
+}
+
 /* ---- the scan ------------------------------------------------------------ */
 
 static int own_cmp_sort(void)
@@ -1528,6 +1566,7 @@ static HT_NOINLINE int scan(uintptr_t sp)
     ht__boot_range(&blo, &bhi);
     scan_root((blo + 7) & ~(uintptr_t)7, bhi);
     scan_epoll_roots();
+    scan_timer_roots();
     drain(1);
 
     /* phase 2: cliques of lost blocks */
@@ -1856,6 +1895,7 @@ static int attempt_forked(int now, int *woke)
                 for (;;)
                     ht__sys1(SYS_exit_group, 0);
             g_scan_tid = tid;
+            g_scan_pid = ppid;
             S.pid = (int)ht__sys0(SYS_getpid);
             S.direct = 1;
             /* its own page table, its parent's for shared mappings

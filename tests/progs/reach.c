@@ -207,6 +207,19 @@ NOINLINE static void held_epoll(void)
     note("held_epoll", 1, 0, 0);
 }
 
+/* held only by the kernel: a POSIX timer's sigevent value (the timer's
+ * context), never armed */
+NOINLINE static void held_timer(void)
+{
+    timer_t t;
+    struct sigevent se = { .sigev_notify = SIGEV_SIGNAL, .sigev_signo = SIGUSR2 };
+    se.sigev_value.sival_ptr = malloc(24);
+    if (timer_create(CLOCK_MONOTONIC, &se, &t) != 0)
+        abort();
+    *(void *volatile *)&se.sigev_value.sival_ptr = NULL;
+    note("held_timer", 1, 0, 0);
+}
+
 /* the pointer is stored xor-ed */
 NOINLINE static void lost_hidden(void)
 {
@@ -610,6 +623,7 @@ int main(int argc, char **argv)
     held_mmap();
     held_guarded();
     held_epoll();
+    held_timer();
     lost_hidden();
     lost_freed_holder();
     pthread_t t;
