@@ -882,6 +882,7 @@ static HT_TLS int t_fork_locked;
 
 static void fork_prepare(void)
 {
+    ht__reach_fork_prepare();
     t_fork_locked = !ht__guard;     /* inside our own code (a signal handler): don't wait */
     if (!t_fork_locked)
         return;

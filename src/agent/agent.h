@@ -244,6 +244,7 @@ HT_INTERNAL long ht__reach_compute_call(uintptr_t lo, const uintptr_t *regs);
 HT_INTERNAL int ht__reach_trylock(void);    /* 0, or -1: a scan is under way */
 HT_INTERNAL int ht__reach_lock(void);       /* waits (bounded); 0 or -1 */
 HT_INTERNAL void ht__reach_unlock(void);
+HT_INTERNAL void ht__reach_fork_prepare(void);
 HT_INTERNAL void ht__reach_fork_child(void);
 /* The callee-saved registers (rbx, rbp, r12-r15) into regs[6], as they
  * are where this is inlined, and the stack pointer there: a pointer the
@@ -265,6 +266,8 @@ static HT_ALWAYS_INLINE uintptr_t ht__callee_saved(uintptr_t *regs)
 HT_INTERNAL void ht__reach_note_exit(uintptr_t lo, const uintptr_t *regs);
 /* An epoll descriptor the program made (its registrations are roots). */
 HT_INTERNAL void ht__reach_note_epoll(int fd);
+/* Thread tid's alternate signal stack is now at sp (0: none). */
+HT_INTERNAL void ht__reach_note_altstack(int tid, uintptr_t sp);
 /* For the writer: the status (HT_REACH_*, 0 when none was computed) and
  * header; per site record number, the lost counts (0: none). pos: the
  * writer notes each site's position in the snapshot's list. */

@@ -59,6 +59,7 @@ static struct {
     int (*prctl)(int, ...);
     int (*epoll_create)(int);
     int (*epoll_create1)(int);
+    int (*sigaltstack)(const stack_t *, stack_t *);
     long (*syscall)(long, ...);
     int (*sigaction)(int, const struct sigaction *, struct sigaction *);
 } real;
@@ -91,6 +92,7 @@ static HT_NOINLINE void resolve(void)
         R(prctl, "prctl");
         R(epoll_create, "epoll_create");
         R(epoll_create1, "epoll_create1");
+        R(sigaltstack, "sigaltstack");
         R(syscall, "syscall");
         R(sigaction, "sigaction");
 #undef R
@@ -1055,6 +1057,18 @@ HT_API int epoll_create(int size)
     if (fd >= 0)
         ht__reach_note_epoll(fd);
     return fd;
+}
+
+/* alternate signal stacks, noted for the leak check: the kernel keeps
+ * the stack's base, which may be the only pointer to a block */
+HT_API int sigaltstack(const stack_t *ss, stack_t *old)
+{
+    NEED(sigaltstack);
+    int r = real.sigaltstack ? real.sigaltstack(ss, old)
+                             : (int)raw_result(ht__syscall6(SYS_sigaltstack, (long)ss, (long)old, 0, 0, 0, 0));
+    if (r == 0 && ss)
+        ht__reach_note_altstack(ht__gettid(), (ss->ss_flags & SS_DISABLE) ? 0 : (uintptr_t)ss->ss_sp);
+    return r;
 }
 
 HT_API long syscall(long n, ...)

@@ -1394,6 +1394,56 @@ static void scan_epoll_roots(void)
  * (attempt_forked). */
 static int g_scan_pid;
 
+/* Alternate signal stacks: the kernel keeps each thread's base, and a
+ * program that took one from malloc (for a crash handler) and kept no
+ * pointer of its own holds the block only there. The sigaltstack hook
+ * notes them per thread; the bases of threads still alive are roots (a
+ * thread that has exited no longer holds its stack: its block, unless
+ * the program freed it, is lost). Up to ALT_MAX threads with one. */
+#define ALT_MAX 256
+static struct {
+    int tid;
+    uintptr_t sp;
+} g_alt[ALT_MAX];
+
+void ht__reach_note_altstack(int tid, uintptr_t sp)
+{
+    for (int i = 0; i < ALT_MAX; i++) {
+        int t = ht_load_acquire(&g_alt[i].tid);
+        if (t == tid) {
+            ht_store_release(&g_alt[i].sp, sp);
+            return;
+        }
+    }
+    if (!sp)
+        return;
+    /* a free slot; failing that, one of a thread that has exited */
+    long pid = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < ALT_MAX; i++) {
+            int expect = ht_load_relaxed(&g_alt[i].tid);
+            if (expect != 0 && (pass == 0 || ht__sys3(SYS_tgkill, pid, expect, 0) == 0))
+                continue;
+            if (__atomic_compare_exchange_n(&g_alt[i].tid, &expect, tid, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+                ht_store_release(&g_alt[i].sp, sp);
+                return;
+            }
+        }
+        pid = ht__sys0(SYS_getpid);
+    }
+}
+
+static void scan_altstack_roots(void)
+{
+    int pid = g_scan_pid ? g_scan_pid : S.pid;
+    for (int i = 0; i < ALT_MAX; i++) {
+        int tid = ht_load_acquire(&g_alt[i].tid);
+        uintptr_t sp = ht_load_acquire(&g_alt[i].sp);
+        if (tid && sp && ht__sys3(SYS_tgkill, pid, tid, 0) == 0)
+            scan_words(&sp, 1, 1);
+    }
+}
+
 /* POSIX timers' sigevent values: timer_create hands the kernel a value
  * (sigev_value.sival_ptr, often a pointer to the timer's context) that it
  * keeps and delivers with each expiry, and glibc's SIGEV_THREAD timers
@@ -1567,6 +1617,7 @@ static HT_NOINLINE int scan(uintptr_t sp)
     scan_root((blo + 7) & ~(uintptr_t)7, bhi);
     scan_epoll_roots();
     scan_timer_roots();
+    scan_altstack_roots();
     drain(1);
 
     /* phase 2: cliques of lost blocks */
@@ -1724,11 +1775,27 @@ void ht__reach_unlock(void) { __atomic_store_n(&g_busy, 0, __ATOMIC_RELEASE); }
 
 /* A fork while the control thread scanned: the child has neither that
  * thread nor its scan (else its exit would wait 10 s for the lock). */
+/* The thread that forks: in the child, its alternate signal stack (a
+ * fork keeps the forking thread's) is the child's thread's. */
+static int g_fork_tid;
+
+void ht__reach_fork_prepare(void) { g_fork_tid = ht_load_relaxed(&ht__sandboxed) ? 0 : ht__gettid(); }
+
 void ht__reach_fork_child(void)
 {
     g_busy = 0;
     g_stopping = 0;
     g_nt = 0;
+    /* (sandboxed: no system call of ours, and no scan either) */
+    int me = g_fork_tid ? ht__gettid() : 0;
+    for (int i = 0; i < ALT_MAX; i++) {
+        if (g_alt[i].tid == g_fork_tid && g_fork_tid) {
+            g_alt[i].tid = me;
+        } else {
+            g_alt[i].tid = 0;
+            g_alt[i].sp = 0;
+        }
+    }
 }
 
 /* For ht_leak_check: the same as at exit, on the calling thread, its

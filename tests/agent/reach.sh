@@ -1,8 +1,8 @@
 # reach.sh -- reachability at exit: for every scripted site of
 # tests/progs/reach.c (globals, a list, a cycle, an interior pointer, TLS,
 # the program's own mmap regions, a heap buffer with a guard page, an
-# epoll registration's data word, a timer's sigevent value, a hidden
-# pointer, a pointer only in freed
+# epoll registration's data word, a timer's sigevent value, the
+# thread's alternate signal stack, a hidden pointer, a pointer only in freed
 # memory, a joined thread's blocks in another glibc arena, a pointer only
 # in the exiting frame), the directly and indirectly lost blocks equal the
 # program's truth, and allocbench's -- also under a seccomp filter and after _exit from a
@@ -27,59 +27,68 @@ run_mode() {
 
 # (threads 0: the agent's control thread is not the program's, even when
 # the program ends before that thread has run at all)
-run_mode exit 1 0 15
+run_mode exit 1 0 16
 cat exit.out exit.err
 
 # under a seccomp filter that kills on process_vm_readv: read through a pipe
-run_mode seccomp 1 0 15
+run_mode seccomp 1 0 16
 
 # exit called by another thread than main, main asleep in pthread_join:
 # main's static TLS (beside its TCB, not on its stack) is still a root;
 # main sleeps in a futex wait: parked, so no thread is read without its
 # registers
-run_mode exit-thread 1 0 15
+run_mode exit-thread 1 0 16
 
 # exit called with the only pointer to a block in rbx: the exit hook's
 # prologue saves rbx and gcc reuses it before the hook reads the
 # registers, so the hook's stack is scanned from its own stack pointer
-run_mode exit-rbx 1 0 15
+run_mode exit-rbx 1 0 16
+
+# alternate signal stacks from malloc (tests/progs/altstack): main's is
+# held (the kernel keeps its base), an exited thread's is lost, and a
+# forked child keeps main's: its own check finds only the thread's
+"$HT" run -o alt.ht "$P/altstack" >alt.out 2>alt.err
+expect_eq "altstack: exit status" "$?" 0
+expect_eq "altstack: main's held, the exited thread's lost" \
+    "$(grep -c '^heaptrail: unreachable at exit: 65,536 bytes in 1 blocks from 1 sites (definitely lost)' alt.err)" 1
+expect_eq "altstack: the child's check" "$(cat alt.out)" "CHILD 1"
 
 # more epoll descriptors than the agent lists: the block only an epoll
 # registration holds (held_epoll) is found by looking through every
 # descriptor
-run_mode epoll-many 1 0 15
+run_mode epoll-many 1 0 16
 
 # _exit from a signal handler that interrupted the program, not heaptrail
-run_mode in-handler 1 0 14
+run_mode in-handler 1 0 15
 
 # another thread is still there at exit, asleep in a read() of a pipe, a
 # block's only pointer in its frame: its stack is read as it stands (no
 # signal: it would end many system calls with EINTR), not its registers
-run_mode thread-running 1 1 16
+run_mode thread-running 1 1 17
 expect_eq "thread-running: summary says its registers were not scanned" \
     "$(grep -c '^heaptrail: 1 other thread slept in a system call: its stack was scanned, its registers not' thread-running.err)" 1
 
 # asleep in a futex wait instead (a mutex, a condition variable), a
 # block's only pointer in a callee-saved register: a futex wait restarts
 # unseen after a signal, so it is parked and its registers read
-run_mode thread-futex 1 0 15
+run_mode thread-futex 1 0 16
 
 # asleep in sem_timedwait: a futex wait with a timeout ends with EINTR
 # after a signal handler, so it is not signalled but read as it stands
-run_mode thread-timedwait 1 1 15
+run_mode thread-timedwait 1 1 16
 expect_eq "thread-timedwait: its wait was not interrupted" "$(grep -c 'SEM EINTR' thread-timedwait.out)" 0
 
 # it spins instead, a block's only pointer in a register: parked by the
 # agent's signal, its registers read
-run_mode thread-busy 1 0 15
+run_mode thread-busy 1 0 16
 
 # the only pointer in a vector register (memmove keeps what it moves in
 # them): the parked thread's saved SSE/AVX state is scanned too
-run_mode thread-vector 1 0 15
+run_mode thread-vector 1 0 16
 
 # it blocks every signal and waits in sigwaitinfo: it must be sent
 # nothing; asleep, its stack is read
-run_mode thread-masked 1 1 16
+run_mode thread-masked 1 1 17
 expect_eq "thread-masked: its sigwaitinfo was sent nothing" "$(grep -c 'GOT SIGNAL' thread-masked.out)" 0
 
 # it blocks every signal and spins: nothing is computed (nothing called

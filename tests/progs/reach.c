@@ -220,6 +220,18 @@ NOINLINE static void held_timer(void)
     note("held_timer", 1, 0, 0);
 }
 
+/* held only by the kernel: this thread's alternate signal stack, taken
+ * from malloc for a crash handler */
+NOINLINE static void held_altstack(void)
+{
+    stack_t ss = { .ss_size = 64 << 10 };
+    ss.ss_sp = malloc(ss.ss_size);
+    if (!ss.ss_sp || sigaltstack(&ss, NULL) != 0)
+        abort();
+    *(void *volatile *)&ss.ss_sp = NULL;
+    note("held_altstack", 1, 0, 0);
+}
+
 /* the pointer is stored xor-ed */
 NOINLINE static void lost_hidden(void)
 {
@@ -624,6 +636,7 @@ int main(int argc, char **argv)
     held_guarded();
     held_epoll();
     held_timer();
+    held_altstack();
     lost_hidden();
     lost_freed_holder();
     pthread_t t;
