@@ -1039,24 +1039,25 @@ HT_API int prctl(int option, ...)
 /* epoll descriptors, noted for the leak check: the kernel keeps each
  * registration's data word, which may be the only pointer to a block
  * (reach.c, scan_epoll_roots) */
-HT_API int epoll_create1(int flags)
+static int noted_epoll(int fd)
 {
-    NEED(epoll_create1);
-    int fd = real.epoll_create1 ? real.epoll_create1(flags)
-                                : (int)raw_result(ht__syscall6(SYS_epoll_create1, flags, 0, 0, 0, 0, 0));
     if (fd >= 0)
         ht__reach_note_epoll(fd);
     return fd;
 }
 
+HT_API int epoll_create1(int flags)
+{
+    NEED(epoll_create1);
+    return noted_epoll(real.epoll_create1 ? real.epoll_create1(flags)
+                                          : (int)raw_result(ht__syscall6(SYS_epoll_create1, flags, 0, 0, 0, 0, 0)));
+}
+
 HT_API int epoll_create(int size)
 {
     NEED(epoll_create);
-    int fd = real.epoll_create ? real.epoll_create(size)
-                               : (int)raw_result(ht__syscall6(SYS_epoll_create, size, 0, 0, 0, 0, 0));
-    if (fd >= 0)
-        ht__reach_note_epoll(fd);
-    return fd;
+    return noted_epoll(real.epoll_create ? real.epoll_create(size)
+                                         : (int)raw_result(ht__syscall6(SYS_epoll_create, size, 0, 0, 0, 0, 0)));
 }
 
 /* alternate signal stacks, noted for the leak check: the kernel keeps

@@ -1316,6 +1316,36 @@ static void put_dec(char *s, size_t *n, int v)
     s[*n] = 0;
 }
 
+/* Reads /proc file `path` and takes as a root the hex word after each
+ * `key`: after the blanks that follow it, or, with sep, after the first
+ * sep on the same line. */
+static void roots_after_key(const char *path, const char *key, char sep)
+{
+    size_t klen = __builtin_strlen(key);
+    char *text;
+    size_t cap;
+    long len = read_file(path, &text, &cap);    /* a zero byte follows the text */
+    if (len <= 0)
+        return;
+    for (long i = 0; i + (long)klen < len; i++) {
+        if (__builtin_memcmp(text + i, key, klen) != 0)
+            continue;
+        const char *p = text + i + klen;
+        if (sep) {
+            while (*p && *p != sep && *p != '\n')
+                p++;
+            if (*p != sep)
+                continue;
+            p++;
+        }
+        while (*p == ' ' || *p == '\t')
+            p++;
+        uintptr_t v = hex(&p);
+        scan_words(&v, 1, 1);
+    }
+    ht__unmap(text, cap);
+}
+
 /* The data words of epoll descriptor fd's registrations, as roots (none
  * if fd is no epoll descriptor). */
 static void epoll_data_roots(int fd)
@@ -1330,21 +1360,7 @@ static void epoll_data_roots(int fd)
     char info[48] = "/proc/self/fdinfo/";
     n = 18;
     put_dec(info, &n, fd);
-    char *text;
-    size_t cap;
-    long len = read_file(info, &text, &cap);    /* a zero byte follows the text */
-    if (len <= 0)
-        return;
-    for (long i = 0; i + 5 < len; i++) {
-        if (__builtin_memcmp(text + i, "data:", 5) != 0)
-            continue;
-        const char *p = text + i + 5;
-        while (*p == ' ' || *p == '\t')
-            p++;
-        uintptr_t v = hex(&p);
-        scan_words(&v, 1, 1);
-    }
-    ht__unmap(text, cap);
+    roots_after_key(info, "data:", 0);
 }
 
 static void scan_epoll_roots(void)
@@ -1458,24 +1474,7 @@ static void scan_timer_roots(void)
         put_dec(path, &n, g_scan_pid);
         __builtin_memcpy(path + n, "/timers", 8);
     }
-    char *text;
-    size_t cap;
-    long len = read_file(path, &text, &cap);    /* a zero byte follows */
-    if (len <= 0)
-        return;
-    for (long i = 0; i + 7 < len; i++) {
-        if (__builtin_memcmp(text + i, "signal:", 7) != 0)
-            continue;
-        const char *p = text + i + 7;
-        while (*p && *p != '/' && *p != '\n')
-            p++;
-        if (*p != '/')
-            continue;
-        p++;
-        uintptr_t v = hex(&p);
-        scan_words(&v, 1, 1);
-    }
-    ht__unmap(text, cap);
+    roots_after_key(path, "signal:", '/');
 }
 
 /* ---- the scan ------------------------------------------------------------ */
