@@ -156,6 +156,28 @@ static void final_snapshot(int reason)
     ht_store_release(&g_exit_writer, 0);
 }
 
+/* A program that ends with every descriptor its limit allows in use (one
+ * leaking descriptors does) left the trace no descriptor to be written
+ * through: its last snapshot was lost, and the reader said the trace was
+ * cut short. For the writes and the leak check's reads, the soft limit is
+ * raised by a few (up to the hard limit, which needs no privilege), and
+ * put back after them (the program's atexit handlers, which run later,
+ * see its own). Returns 1 if it was raised; *old is the limit before. */
+static int spare_descriptors(struct rlimit *old)
+{
+    long fd = ht__sys4(SYS_openat, AT_FDCWD, "/", O_PATH | O_CLOEXEC, 0);
+    if (fd >= 0) {
+        ht__sys1(SYS_close, fd);
+        return 0;
+    }
+    if (fd != -EMFILE || ht__sys4(SYS_prlimit64, 0, RLIMIT_NOFILE, NULL, old) != 0 ||
+        old->rlim_cur >= old->rlim_max)
+        return 0;
+    struct rlimit more = *old;
+    more.rlim_cur = old->rlim_max - old->rlim_cur > 16 ? old->rlim_cur + 16 : old->rlim_max;
+    return ht__sys4(SYS_prlimit64, 0, RLIMIT_NOFILE, &more, NULL) == 0;
+}
+
 static void final_snapshot_write(int reason)
 {
     /* a forked child that never allocated nor released anything and has
@@ -175,6 +197,8 @@ static void final_snapshot_write(int reason)
         if (!is_crash(crash_signals[i]))
             sigaddset(&ending, crash_signals[i]);
     ht__sys4(SYS_rt_sigprocmask, SIG_BLOCK, &ending, &old_mask, 8);
+    struct rlimit fds;
+    int raised = spare_descriptors(&fds);
     /* after a leak check under way, if any (reach.c): waiting with the
      * guard down lets that check pause this thread instead of giving up
      * on it; it then finds the exit begun and writes nothing */
@@ -194,6 +218,8 @@ static void final_snapshot_write(int reason)
         ht__snapshot_write(reason, HT_WCTX_CRASH, NULL);
     }
     ht__trace_finish();
+    if (raised)
+        ht__sys4(SYS_prlimit64, 0, RLIMIT_NOFILE, &fds, NULL);
     ht__sys4(SYS_rt_sigprocmask, SIG_SETMASK, &old_mask, NULL, 8);
     ht__guard = g;
 }

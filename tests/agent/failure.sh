@@ -1,7 +1,8 @@
 # failure.sh -- the tracker failing never changes the program: an
 # unwritable output, a full disk (RLIMIT_FSIZE: no SIGXFSZ, the file stays
 # readable), a name that exists; and a damaged or truncated trace is read
-# up to the damage with a clear message, never a crash. A program the
+# up to the damage with a clear message, never a crash; a program that
+# ends out of descriptors still gets its exit snapshot. A program the
 # loader will not preload into (static, set-group-ID) is named with why.
 . tests/agent/common.inc
 cd "$T"
@@ -19,6 +20,17 @@ grep -q '^heaptrail: no trace: ' u.err && echo "ok: says no trace" || fail "no '
 expect_eq "unwritable directory: exit status unchanged" "$rc" "$plain_rc"
 cmp -s plain.out s.out && echo "ok: output unchanged" || fail "output changed"
 grep -q '^heaptrail: no trace: ' s.err && echo "ok: says no trace" || fail "no 'no trace' message"
+
+# a program that ends with every descriptor its limit allows in use
+# (tests/progs/fdfull: one leaked block, then open until EMFILE): the
+# exit snapshot is still written, its leak found (the trace used to hold
+# no snapshot: "cut short")
+"$HT" run -o fdfull.ht "$P/fdfull" >fdfull.out 2>fdfull.err; rc=$?
+expect_eq "descriptors exhausted: exit status" "$rc" 0
+expect_eq "descriptors exhausted: the program got to its limit" "$(grep -c '^OPENED [0-9]' fdfull.out)" 1
+expect_eq "descriptors exhausted: the leak reported" \
+    "$(grep -c '^heaptrail: unreachable at exit: 100 bytes in 1 blocks from 1 sites (definitely lost)' fdfull.err)" 1
+expect_eq "descriptors exhausted: the trace reads whole" "$("$HT" report fdfull.ht -n 1 2>&1 | grep -c 'cut short\|damaged\|no snapshot')" 0
 
 # programs the loader will not preload into say why, by name: the
 # unwritable directory above gets no such line
