@@ -73,7 +73,7 @@ enum { M_NONE = 0, M_REACHED = 1, M_LEADER = 2, M_INDIRECT = 3 };
 
 typedef struct {
     uintptr_t start, end;
-    uint8_t r, w, shared, skip, anon;
+    uint8_t r, w, x, shared, skip, anon;
 } map_t;
 
 static ht_reach_t R;
@@ -1217,7 +1217,7 @@ static int parse_maps(char *text, size_t len)
         const char *nl = p;
         while (nl < end && *nl != '\n')
             nl++;
-        map_t m = { 0, 0, 0, 0, 0, 0, 0 };
+        map_t m = { 0, 0, 0, 0, 0, 0, 0, 0 };
         m.start = hex(&p);
         if (*p == '-')
             p++;
@@ -1227,6 +1227,7 @@ static int parse_maps(char *text, size_t len)
         if (nl - p >= 4) {
             m.r = p[0] == 'r';
             m.w = p[1] == 'w';
+            m.x = p[2] == 'x';
             m.shared = p[3] == 's';
         }
         /* the path: after offset, device and inode */
@@ -1594,7 +1595,10 @@ static HT_NOINLINE int scan(uintptr_t sp)
     S.tid_off = find_tid_off(me);
     for (size_t i = 0; i < S.nmaps; i++) {
         const map_t *m = &S.maps[i];
-        if (!m->r || !m->w || m->skip || is_arena_heap(m))
+        /* writable, or anonymous and read-only: a table the program
+         * sealed with mprotect after filling it (memcheck does not count
+         * those; code, a JIT's too, is no root) */
+        if (!m->r || (!m->w && (!m->anon || m->x)) || m->skip || is_arena_heap(m))
             continue;
         uintptr_t lo = m->start, tcb, psp;
         if (sp >= m->start && sp < m->end)

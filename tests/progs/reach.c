@@ -81,6 +81,7 @@ char *interior;
 void **region;                        /* the program's own anonymous mapping */
 void **shared_region;                 /* ... and a shared one */
 void **guarded;                       /* a heap buffer with a guard page */
+void **sealed;                        /* a read-only table of pointers */
 __thread void *tls_ptr;               /* static TLS of the main thread */
 struct node *arena_holder;            /* a block a thread allocated */
 volatile uintptr_t hidden;            /* a pointer no scan can see */
@@ -230,6 +231,19 @@ NOINLINE static void held_altstack(void)
         abort();
     *(void *volatile *)&ss.ss_sp = NULL;
     note("held_altstack", 1, 0, 0);
+}
+
+/* held from a table the program sealed read-only (mprotect) after
+ * filling it */
+NOINLINE static void held_sealed(void)
+{
+    sealed = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (sealed == MAP_FAILED)
+        abort();
+    sealed[7] = malloc(32);
+    if (mprotect(sealed, 4096, PROT_READ) != 0)
+        abort();
+    note("held_sealed", 2, 0, 0);     /* the mapping itself and the block */
 }
 
 /* the pointer is stored xor-ed */
@@ -637,6 +651,7 @@ int main(int argc, char **argv)
     held_epoll();
     held_timer();
     held_altstack();
+    held_sealed();
     lost_hidden();
     lost_freed_holder();
     pthread_t t;
