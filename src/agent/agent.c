@@ -344,12 +344,13 @@ __attribute__((destructor)) static void agent_stop(void)
 
 /* The system calls the agent may make once a filter is on: writing its
  * trace (exit, ht_snapshot, the crash handler), the leak check at exit
- * (maps, pipes, pausing threads), the control thread, solo mode's switch.
+ * (maps, pipes, listing and pausing threads, the descriptors and timers
+ * whose kernel-held words are roots), the control thread, solo mode's switch.
  * process_vm_readv is not among them: under a filter the agent reads its
  * memory through a pipe instead (reach.c, gdbjit.c). */
 static const int agent_calls[] = {
     SYS_read, SYS_write, SYS_open, SYS_openat, SYS_close, SYS_fstat, SYS_newfstatat, SYS_lseek,
-    SYS_pread64, SYS_pwrite64, SYS_ftruncate, SYS_fcntl, SYS_getcwd, SYS_readlink, SYS_pipe2,
+    SYS_pread64, SYS_pwrite64, SYS_ftruncate, SYS_fcntl, SYS_getcwd, SYS_readlink, SYS_pipe2, SYS_getdents64,
     SYS_mmap, SYS_munmap, SYS_mprotect, SYS_madvise, SYS_getpid, SYS_gettid, SYS_tgkill, SYS_kill,
     SYS_rt_sigaction, SYS_rt_sigprocmask, SYS_rt_sigreturn, SYS_futex, SYS_sched_yield,
     SYS_nanosleep, SYS_clock_gettime, SYS_clock_nanosleep, SYS_poll, SYS_ppoll, SYS_accept4,

@@ -372,11 +372,11 @@ static int pick_signal(void)
     return -1;
 }
 
-/* Lists /proc/self/task: calls fn for every thread id. -1 if unreadable. */
-static int each_task(void (*fn)(int tid))
+/* Lists a /proc directory of numbered entries (/proc/self/task,
+ * /proc/self/fd): calls fn for every number. -1 if unreadable. */
+static int each_number(const char *path, void (*fn)(int))
 {
-    int fd = (int)ht__sys4(SYS_openat, AT_FDCWD, "/proc/self/task",
-                           O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+    int fd = (int)ht__sys4(SYS_openat, AT_FDCWD, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
     if (fd < 0)
         return -1;
     char buf[4096];
@@ -389,15 +389,19 @@ static int each_task(void (*fn)(int tid))
         for (long off = 0; off < n;) {
             struct { uint64_t ino; int64_t off; unsigned short reclen; unsigned char type; char name[]; } *d =
                 (void *)(buf + off);
-            int tid = 0;
-            for (const char *c = d->name; *c >= '0' && *c <= '9'; c++)
-                tid = tid * 10 + (*c - '0');
-            if (tid > 0)
-                fn(tid);
+            int v = 0;
+            const char *c = d->name;
+            for (; *c >= '0' && *c <= '9'; c++)
+                v = v * 10 + (*c - '0');
+            if (c > d->name && !*c)
+                fn(v);
             off += d->reclen;
         }
     }
 }
+
+/* Lists /proc/self/task: calls fn for every thread id. -1 if unreadable. */
+static int each_task(void (*fn)(int tid)) { return each_number("/proc/self/task", fn); }
 
 static int g_self, g_ctl, g_new, g_full;
 
@@ -424,13 +428,7 @@ static uintptr_t hex(const char **pp);
 static long read_task_file(int tid, const char *name, char *buf, size_t cap)
 {
     char path[64] = "/proc/self/task/";
-    size_t n = 16;
-    char digits[16];
-    int k = 0;
-    for (int v = tid; v > 0 && k < 15; v /= 10)
-        digits[k++] = (char)('0' + v % 10);
-    while (k > 0)
-        path[n++] = digits[--k];
+    size_t n = 16 + ht__fmt_u64(path + 16, (uint64_t)tid);
     path[n++] = '/';
     for (const char *c = name; *c && n < sizeof path - 1; c++)
         path[n++] = *c;
@@ -1279,9 +1277,8 @@ static uint64_t mem_available(void)
  * (epoll_create, epoll_create1, syscall), each checked to be an epoll
  * still (readlink); past EPOLL_FDS distinct numbers, every descriptor in
  * /proc/self/fd is looked at (~3 us each here: 2,000 sockets cost a
- * check 7.5 ms that way), but not under a seccomp filter, since listing
- * takes getdents64, which a filter may kill for. A scan child shares its
- * parent's descriptor table (CLONE_FILES). */
+ * check 7.5 ms that way). A scan child shares its parent's descriptor
+ * table (CLONE_FILES). */
 #define EPOLL_FDS 64
 static int g_epoll_fd[EPOLL_FDS];   /* fd + 1; 0: not written yet */
 static int g_epoll_n;               /* entries taken; EPOLL_FDS + 1: too many */
@@ -1302,19 +1299,6 @@ void ht__reach_note_epoll(int fd)
             return;
         }
     }
-}
-
-/* Appends the decimal digits of v to s at *n (s holds room). */
-static void put_dec(char *s, size_t *n, int v)
-{
-    char d[12];
-    int k = 0;
-    do
-        d[k++] = (char)('0' + v % 10);
-    while ((v /= 10) > 0 && k < 11);
-    while (k > 0)
-        s[(*n)++] = d[--k];
-    s[*n] = 0;
 }
 
 /* Reads /proc file `path` and takes as a root the hex word after each
@@ -1353,58 +1337,37 @@ static void epoll_data_roots(int fd)
 {
     static const char epoll_link[] = "anon_inode:[eventpoll]";
     char path[48] = "/proc/self/fd/", link[sizeof epoll_link];
-    size_t n = 14;
-    put_dec(path, &n, fd);
+    path[14 + ht__fmt_u64(path + 14, (uint64_t)fd)] = 0;
     long ln = ht__sys3(SYS_readlink, path, link, sizeof link);
     if (ln != (long)sizeof epoll_link - 1 || __builtin_memcmp(link, epoll_link, sizeof epoll_link - 1))
         return;
     char info[48] = "/proc/self/fdinfo/";
-    n = 18;
-    put_dec(info, &n, fd);
+    info[18 + ht__fmt_u64(info + 18, (uint64_t)fd)] = 0;
     roots_after_key(info, "data:", 0);
+}
+
+/* A descriptor that may be an epoll one: only an anonymous inode (epoll,
+ * eventfd, timerfd...: no file type in its mode) is worth a readlink;
+ * sockets, pipes and files, a server's thousands of descriptors, are not. */
+static void epoll_candidate(int fd)
+{
+    struct stat st;
+    if (ht__sys2(SYS_fstat, fd, &st) == 0 && (st.st_mode & S_IFMT) == 0)
+        epoll_data_roots(fd);
 }
 
 static void scan_epoll_roots(void)
 {
     int n = ht_load_acquire(&g_epoll_n);
-    if (n <= EPOLL_FDS) {
-        for (int i = 0; i < n; i++) {
-            int fd = ht_load_acquire(&g_epoll_fd[i]) - 1;
-            if (fd >= 0)
-                epoll_data_roots(fd);
-        }
+    if (n > EPOLL_FDS) {
+        each_number("/proc/self/fd", epoll_candidate);
         return;
     }
-    if (ht__seccomp_filtered())
-        return;
-    int dir = (int)ht__sys4(SYS_openat, AT_FDCWD, "/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
-    if (dir < 0)
-        return;
-    char ents[4096];
-    for (;;) {
-        long k = ht__sys3(SYS_getdents64, dir, ents, sizeof ents);
-        if (k <= 0)
-            break;
-        for (long off = 0; off + 19 < k;) {
-            /* struct linux_dirent64: ino 8, off 8, reclen 2, type 1, name */
-            unsigned short reclen;
-            __builtin_memcpy(&reclen, ents + off + 16, sizeof reclen);
-            const char *name = ents + off + 19;
-            off += reclen ? reclen : k;
-            int fd = 0, digits = 0;
-            for (; *name >= '0' && *name <= '9' && digits < 9; name++, digits++)
-                fd = fd * 10 + (*name - '0');
-            if (!digits || *name || fd == dir)
-                continue;
-            /* only an anonymous inode (epoll, eventfd, timerfd...: no file
-             * type in its mode) is worth a readlink; sockets, pipes and
-             * files, a server's thousands of descriptors, are not */
-            struct stat st;
-            if (ht__sys2(SYS_fstat, fd, &st) == 0 && (st.st_mode & S_IFMT) == 0)
-                epoll_data_roots(fd);
-        }
+    for (int i = 0; i < n; i++) {
+        int fd = ht_load_acquire(&g_epoll_fd[i]) - 1;
+        if (fd >= 0)
+            epoll_data_roots(fd);
     }
-    sys_close(dir);
 }
 
 /* The process whose scan this is: this one, or a scan child's parent
@@ -1470,11 +1433,8 @@ static void scan_altstack_roots(void)
 static void scan_timer_roots(void)
 {
     char path[48] = "/proc/self/timers";
-    if (g_scan_pid) {
-        size_t n = 6;
-        put_dec(path, &n, g_scan_pid);
-        __builtin_memcpy(path + n, "/timers", 8);
-    }
+    if (g_scan_pid)
+        __builtin_memcpy(path + 6 + ht__fmt_u64(path + 6, (uint64_t)g_scan_pid), "/timers", 8);
     roots_after_key(path, "signal:", '/');
 }
 
