@@ -25,8 +25,11 @@ run_case() {
 }
 
 # filters that allow only the program's own calls: the last snapshot just
-# before, nothing from inside
-for args in "prctl kill" "syscall kill" "prctl errno" "syscall errno fork" "prctl kill fork"; do
+# before, nothing from inside. So too a filter that kills only on
+# getdents64: the leak check at exit lists the threads with it (until the
+# fifteenth session the agent read that filter as sparing it, and the
+# exit's check killed the program: exit 159)
+for args in "prctl kill" "syscall kill" "prctl errno" "syscall errno fork" "prctl kill fork" "prctl nodents"; do
     run_case $args
     grep -q '^heaptrail: the program sandboxed itself with seccomp at [0-9.]* s; figures from just before' "$name.err" &&
         echo "ok: $args: summary says so" || fail "$args: summary does not say so"

@@ -5,7 +5,9 @@
  * child that allocates and exits. The filter allows only the calls this
  * program makes itself, and kills on anything else ("kill") or fails it
  * with EPERM ("errno"); or ("mild") it kills only on ptrace and
- * process_vm_readv, calls the agent does without under a filter.
+ * process_vm_readv, calls the agent does without under a filter; or
+ * ("nodents") it kills only on getdents64, which the agent's leak check
+ * takes (listing the threads) and the program never does.
  * heaptrail must not make the program die or fail.
  *   sandbox prctl|syscall kill|errno|mild [fork]
  *   sandbox inherit      a filter killing on membarrier and refusing
@@ -70,13 +72,18 @@ int main(int argc, char **argv)
         return 1;
     }
     if (argc < 3) {
-        fprintf(stderr, "usage: sandbox prctl|syscall kill|errno|mild [fork] | sandbox inherit\n");
+        fprintf(stderr, "usage: sandbox prctl|syscall kill|errno|mild|nodents [fork] | sandbox inherit\n");
         return 2;
     }
     struct sock_filter mild[] = {
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
         DENY(__NR_ptrace, SECCOMP_RET_KILL_PROCESS),
         DENY(__NR_process_vm_readv, SECCOMP_RET_KILL_PROCESS),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_filter nodents[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        DENY(__NR_getdents64, SECCOMP_RET_KILL_PROCESS),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
     };
     unsigned act = !strcmp(argv[2], "kill") ? SECCOMP_RET_KILL_PROCESS : SECCOMP_RET_ERRNO | 1;
@@ -93,6 +100,8 @@ int main(int argc, char **argv)
     struct sock_fprog prog = { .len = sizeof f / sizeof f[0], .filter = f };
     if (!strcmp(argv[2], "mild"))
         prog = (struct sock_fprog){ .len = sizeof mild / sizeof mild[0], .filter = mild };
+    if (!strcmp(argv[2], "nodents"))
+        prog = (struct sock_fprog){ .len = sizeof nodents / sizeof nodents[0], .filter = nodents };
     leak_before();
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) {
         perror("no_new_privs");
