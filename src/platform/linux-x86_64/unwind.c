@@ -1279,7 +1279,6 @@ static HT_NOINLINE void trail_update(wstate_t *st)
 typedef struct {
     uintptr_t pc, sp, bp;
     uint64_t sum;
-    int n;
     int fp, steps;
 } pstate_t;
 
@@ -1417,7 +1416,7 @@ static HT_ALWAYS_INLINE int plain_walk(const uint64_t *fast, uint64_t gentag, ui
     int n = *np, over, lim = max < POW_N ? max : POW_N, pending = 0;
     if (n < lim) {
         int why;
-        pstate_t ps = { pc, sp, bp, sum, n, 0, 0 };
+        pstate_t ps = { pc, sp, bp, sum, 0, 0 };
         void **f = (tr && tr->mixed ? rest_steps_mixed : rest_steps_fp)(fast, gentag << FAST_TAGSHIFT, hi, &ps,
                                                                         frames + n, frames + lim, g_pow + n,
                                                                         &why);
