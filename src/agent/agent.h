@@ -168,11 +168,11 @@ typedef struct ht_site_s {
     uint8_t used;
     uint16_t pad;
     ht_spinlock_t lock;         /* guards the counters below */
-    uint32_t pad2;
+    uint32_t epoch;             /* the process peak's epoch at_peak belongs to */
     uint64_t live_blocks, live_bytes;
     uint64_t total_blocks, total_bytes;
-    uint64_t peak_bytes;
-    uint64_t pad3;
+    uint64_t peak_bytes;        /* this site's own highest live bytes */
+    uint64_t at_peak;           /* live bytes when epoch began (ht__site_at_peak) */
 } ht_site_t;                    /* one cache line */
 
 typedef struct ht_totals_s {
@@ -194,6 +194,10 @@ HT_INTERNAL ht_site_t *ht__site_by_index(uint32_t i);
 /* Number of sites ever created and the i-th one (i < count), for snapshots. */
 HT_INTERNAL uint32_t ht__site_count(void);
 HT_INTERNAL ht_site_t *ht__site_at(uint32_t i);
+/* The site's live bytes at the process's peak (see sites.c), given the
+ * epoch read once for the whole snapshot with ht__peak_epoch(). */
+HT_INTERNAL uint32_t ht__peak_epoch(void);
+HT_INTERNAL uint64_t ht__site_at_peak(const ht_site_t *s, uint32_t epoch);
 /* Process totals (sums of the sites plus the process-wide high-water marks). */
 HT_INTERNAL void ht__totals(ht_totals_t *t);
 /* Start-up (not async-signal-safe): the thread-exit hook. */

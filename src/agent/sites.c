@@ -1,6 +1,7 @@
 /* sites.c -- per-allocation-site statistics: for every (stack id, kind)
  * the live blocks and bytes, the total allocations and bytes since the
- * start, and the highest live bytes; and the process-wide high-water marks.
+ * start, the highest live bytes, and the live bytes at the process's
+ * peak; and the process-wide high-water marks.
  *
  * A site is found from its stack id through a two-level direct index
  * (1M pointers to blocks of 4096 record numbers), so lookups are two
@@ -31,12 +32,15 @@ static uint32_t g_nsites;           /* records handed out */
 static int g_init_state;            /* 0 no, 1 ready, -1 failed */
 static ht_spinlock_t g_init_lock;
 
-/* process-wide live counters and high-water marks */
+/* process-wide live counters and high-water marks; the peak's epoch
+ * (below) shares the line the high-water marks are read from */
 static struct {
     uint64_t live_bytes __attribute__((aligned(64)));
     uint64_t live_blocks;
     uint64_t peak_bytes __attribute__((aligned(64)));
     uint64_t peak_blocks;
+    uint64_t epoch_peak;        /* peak_bytes when the epoch began */
+    uint32_t epoch;
 } g_proc;
 
 static HT_NOINLINE int sites_init(void)
@@ -93,6 +97,7 @@ static HT_NOINLINE ht_site_t *site_create(uint32_t **slot_l2p, uint32_t stack, i
     ht_site_t *s = &g_sites[i];
     s->stack = stack;
     s->kind = (uint8_t)kind;
+    s->epoch = ht_load_relaxed(&g_proc.epoch);     /* nothing here at the peak */
     uint32_t expect = 0;
     if (__atomic_compare_exchange_n(cell, &expect, i + 1, 0, __ATOMIC_ACQ_REL,
                                     __ATOMIC_ACQUIRE)) {
@@ -135,6 +140,44 @@ static HT_ALWAYS_INLINE void raise_peak(uint64_t *peak, uint64_t v)
  * allocation: exact for a single-threaded program, and in general short
  * by at most the other threads' unflushed deltas (< 64 KiB / 256 blocks
  * each). Live and total figures themselves come from the sites, exact. */
+/* What was live at the peak, per site, for O(1) an update: every time
+ * the process's live bytes rise past the peak (by more than a millionth
+ * of it; every byte below 1 MiB) a new epoch begins. A site keeps its
+ * live bytes as they were when the current epoch began: the first update
+ * in an epoch saves them before changing them (the lazy copy of a
+ * snapshot), and a site untouched since still holds them. So a snapshot
+ * reads every site's bytes at the last epoch's start, the peak to within
+ * a millionth, at no cost but one compare an update. Exact in a
+ * single-threaded program; with several threads the moment is blurred by
+ * the updates in flight and the peak by their unflushed deltas. Epochs
+ * are counted in 32 bits: a millionth of the peak each, 2^32 of them
+ * are never reached. */
+static HT_ALWAYS_INLINE void epoch_touch(ht_site_t *s)
+{
+    uint32_t e = ht_load_relaxed(&g_proc.epoch);
+    if (ht_unlikely(s->epoch != e)) {
+        s->epoch = e;
+        s->at_peak = s->live_bytes;
+    }
+}
+
+static HT_NOINLINE void epoch_begin(uint64_t pb)
+{
+    uint64_t ep = ht_load_relaxed(&g_proc.epoch_peak);
+    if (pb > ep + (ep >> 20)) {
+        ht_store_relaxed(&g_proc.epoch_peak, pb);
+        ht_fetch_add(&g_proc.epoch, 1);
+    }
+}
+
+uint32_t ht__peak_epoch(void) { return ht_load_relaxed(&g_proc.epoch); }
+
+uint64_t ht__site_at_peak(const ht_site_t *s, uint32_t epoch)
+{
+    return ht_load_relaxed(&s->epoch) == epoch ? ht_load_relaxed(&s->at_peak)
+                                               : ht_load_relaxed(&s->live_bytes);
+}
+
 #define FLUSH_BYTES  (64 << 10)
 #define FLUSH_BLOCKS 256
 static HT_TLS int64_t t_dbytes, t_dblocks;
@@ -186,8 +229,10 @@ static HT_ALWAYS_INLINE void proc_add(int64_t bytes, int64_t blocks)
         int64_t sb = (int64_t)(ht_load_relaxed(&g_proc.live_bytes) + (uint64_t)t_dbytes);
         int64_t sk = (int64_t)(ht_load_relaxed(&g_proc.live_blocks) + (uint64_t)t_dblocks);
         uint64_t pb = sb > 0 ? (uint64_t)sb : 0, pk = sk > 0 ? (uint64_t)sk : 0;
-        if (ht_unlikely(pb > ht_load_relaxed(&g_proc.peak_bytes)))
+        if (ht_unlikely(pb > ht_load_relaxed(&g_proc.peak_bytes))) {
             raise_peak(&g_proc.peak_bytes, pb);
+            epoch_begin(pb);
+        }
         if (ht_unlikely(pk > ht_load_relaxed(&g_proc.peak_blocks)))
             raise_peak(&g_proc.peak_blocks, pk);
     }
@@ -199,6 +244,7 @@ static HT_ALWAYS_INLINE void proc_add(int64_t bytes, int64_t blocks)
 void ht__site_alloc(ht_site_t *s, uint64_t size)
 {
     ht__lock(&s->lock);
+    epoch_touch(s);
     uint64_t lb = s->live_bytes + size;
     s->live_blocks++;
     s->live_bytes = lb;
@@ -215,6 +261,7 @@ void ht__site_free(ht_site_t *s, uint64_t size) { ht__site_release(s, 1, size); 
 void ht__site_release(ht_site_t *s, uint64_t blocks, uint64_t bytes)
 {
     ht__lock(&s->lock);
+    epoch_touch(s);
     s->live_blocks -= blocks;
     s->live_bytes -= bytes;
     ht__unlock(&s->lock);

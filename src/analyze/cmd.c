@@ -48,6 +48,8 @@ static void usage(int cmd, FILE *f)
     if (cmd == HT_CMD_REPORT)
         fprintf(f, "  -s, --snapshot N       report snapshot N (negative: from the end)\n"
                    "      --in-use           call live memory 'in use', not 'leaked'\n"
+                   "      --peak             what was in use at the process's peak (so far, at\n"
+                   "                         a snapshot), by stack: bytes each site held then\n"
                    "      --allocated        rank sites by what they allocated since the start,\n"
                    "                         freed or not (alloc_bytes, alloc_blocks)\n");
     fprintf(f, "      --no-progress      no progress lines on a terminal\n"
@@ -162,6 +164,7 @@ int ht__cmd_main(int cmd, int argc, char **argv, ht_loader_fn load, ht_unloader_
         { "snapshot", required_argument, 0, 's' },
         { "in-use", no_argument, 0, 'u' },
         { "allocated", no_argument, 0, 'A' },
+        { "peak", no_argument, 0, 'K' },
         { "no-progress", no_argument, 0, 'P' },
         { "help", no_argument, 0, 'h' },
         { 0, 0, 0, 0 },
@@ -221,6 +224,11 @@ int ht__cmd_main(int cmd, int argc, char **argv, ht_loader_fn load, ht_unloader_
             if (cmd != HT_CMD_REPORT)
                 return bad(cmd, "--allocated is for report%s%s", "", "");
             in_use = HT_RMODE_ALLOCATED;
+            break;
+        case 'K':
+            if (cmd != HT_CMD_REPORT)
+                return bad(cmd, "--peak is for report%s%s", "", "");
+            in_use = HT_RMODE_PEAK;
             break;
         case 'P': o.progress = 0; break;
         case 'h': usage(cmd, stdout); return 0;

@@ -783,15 +783,20 @@ static int sites_are_rows(const ht_session_t *s)
     return ok;
 }
 
-/* What a report counts of a site: live memory, or (--allocated) all it
- * allocated since the start. */
+/* What a report counts of a site: live memory, (--allocated) all it
+ * allocated since the start, or (--peak) its live bytes at the process's
+ * peak (the agent keeps no block count for that moment). */
 static int64_t site_bytes(const ht_report_t *r, const ht_tsite_t *site)
 {
-    return (int64_t)(r->type == HT_REPORT_ALLOCATED ? site->total_bytes : site->live_bytes);
+    return (int64_t)(r->type == HT_REPORT_ALLOCATED ? site->total_bytes
+                     : r->type == HT_REPORT_PEAK    ? site->at_peak_bytes
+                                                    : site->live_bytes);
 }
 static int64_t site_blocks(const ht_report_t *r, const ht_tsite_t *site)
 {
-    return (int64_t)(r->type == HT_REPORT_ALLOCATED ? site->total_blocks : site->live_blocks);
+    return (int64_t)(r->type == HT_REPORT_ALLOCATED ? site->total_blocks
+                     : r->type == HT_REPORT_PEAK    ? 0
+                                                    : site->live_blocks);
 }
 
 /* A site's lost and indirectly lost blocks added to l, times sign (a
@@ -832,6 +837,15 @@ const char *ht__totals_line(const ht_report_t *r, char *buf, size_t len)
 {
     int64_t hb = r->total_bytes - r->map_bytes, hn = r->total_blocks - r->map_blocks;
     size_t hs = r->stack_count - r->map_sites;
+    if (r->type == HT_REPORT_PEAK) {
+        int n = snprintf(buf, len, "%lld bytes in use at the peak, from %zu allocation %s (the process's peak, heap and mappings: %llu bytes)",
+                         (long long)hb, hs, hs == 1 ? "site" : "sites",
+                         (unsigned long long)(r->snap_b ? r->snap_b->peak_bytes : 0));
+        if (r->map_sites && n > 0 && (size_t)n < len)
+            snprintf(buf + n, len - (size_t)n, "; anonymous mappings live at the peak: %lld bytes from %zu %s",
+                     (long long)r->map_bytes, r->map_sites, r->map_sites == 1 ? "site" : "sites");
+        return buf;
+    }
     int n = snprintf(buf, len, "%lld bytes %s in %lld %s from %zu allocation %s", (long long)hb,
                      r->type == HT_REPORT_LEAKS ? "leaked" : r->type == HT_REPORT_ALLOCATED ? "allocated" : "in use",
                      (long long)hn, hn == 1 ? "block" : "blocks", hs, hs == 1 ? "site" : "sites");
@@ -968,7 +982,13 @@ int ht__report_build(ht_session_t *s, int64_t snapshot, int mode, ht_report_t *r
     }
     r->ses = s;
     r->by = s->opts ? s->opts->by : HT_BY_STACK;
+    if (mode == HT_RMODE_PEAK && !sn->has_peak) {
+        snprintf(err, errlen, "%s: snapshot %u does not say what was live at the peak "
+                 "(an agent older than this heaptrail wrote it)", s->in[0].name, sn->seq);
+        return -1;
+    }
     r->type = mode == HT_RMODE_ALLOCATED ? HT_REPORT_ALLOCATED
+              : mode == HT_RMODE_PEAK ? HT_REPORT_PEAK
               : mode == HT_RMODE_AUTO && snap_at_end(sn) ? HT_REPORT_LEAKS : HT_REPORT_INUSE;
     r->snap_b = sn;
     r->timeline = t;

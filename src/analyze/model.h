@@ -55,7 +55,8 @@ static inline uint64_t ht__node_rel(const ht_input_t *in, uint32_t n)
 
 enum { HT_BY_STACK = 0, HT_BY_FUNCTION, HT_BY_MODULE };
 enum { HT_FMT_TEXT = 0, HT_FMT_JSON, HT_FMT_FOLDED, HT_FMT_PPROF, HT_FMT_HTML };
-enum { HT_REPORT_LEAKS = 0, HT_REPORT_INUSE, HT_REPORT_DIFF, HT_REPORT_GROWTH, HT_REPORT_ALLOCATED };
+enum { HT_REPORT_LEAKS = 0, HT_REPORT_INUSE, HT_REPORT_DIFF, HT_REPORT_GROWTH, HT_REPORT_ALLOCATED,
+       HT_REPORT_PEAK };
 
 typedef struct ht_opts_s {
     int format;                 /* HT_FMT_* */
@@ -181,9 +182,10 @@ extern const char *const ht__default_well_tested[];
 
 /* Reports. Each returns 0, or -1 with a message in err. ht__report_build's
  * `mode`: HT_RMODE_AUTO (leaks at an exit or crash snapshot, in use at any
- * other), HT_RMODE_IN_USE, or HT_RMODE_ALLOCATED (every site ranked by what
- * it allocated since the start, freed or not). */
-enum { HT_RMODE_AUTO = 0, HT_RMODE_IN_USE, HT_RMODE_ALLOCATED };
+ * other), HT_RMODE_IN_USE, HT_RMODE_ALLOCATED (every site ranked by what
+ * it allocated since the start, freed or not), or HT_RMODE_PEAK (every site
+ * by its live bytes at the process's peak so far; bytes only, blocks 0). */
+enum { HT_RMODE_AUTO = 0, HT_RMODE_IN_USE, HT_RMODE_ALLOCATED, HT_RMODE_PEAK };
 HT_INTERNAL int ht__report_build(ht_session_t *s, int64_t snapshot, int mode,
                                  ht_report_t *r, char *err, size_t errlen);
 HT_INTERNAL int ht__diff_build(ht_session_t *s, int64_t snap_a, int64_t snap_b,

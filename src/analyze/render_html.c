@@ -137,7 +137,8 @@ static void flame_data(const ht_report_t *r, FILE *f)
     int64_t other = 0;
     const char *root = r->type == HT_REPORT_DIFF ? "growth" : r->type == HT_REPORT_GROWTH
                        ? "growth" : r->type == HT_REPORT_LEAKS ? "leaked"
-                       : r->type == HT_REPORT_ALLOCATED ? "allocated" : "in use";
+                       : r->type == HT_REPORT_ALLOCATED ? "allocated"
+                       : r->type == HT_REPORT_PEAK ? "at the peak" : "in use";
     fputs("<script type=\"application/json\" id=\"data\">{\"root\":", f);
     ht__json_string(f, root);
     fputs(",\"stacks\":[", f);
@@ -197,6 +198,7 @@ static void summary(const ht_report_t *r, FILE *f)
     case HT_REPORT_LEAKS:
     case HT_REPORT_INUSE:
     case HT_REPORT_ALLOCATED:
+    case HT_REPORT_PEAK:
         {
             char line[512];
             html_text(f, ht__totals_line(r, line, sizeof line));
@@ -255,9 +257,12 @@ static void table(const ht_report_t *r, FILE *f)
             o++;
         if (o == n)
             o = 0;
-        fprintf(f, "<tr><td class=\"n\">%zu</td><td class=\"n\">%lld</td><td class=\"n\">%lld</td>"
-                   "<td class=\"n\">%.1f</td>", i + 1, (long long)row->bytes, (long long)row->blocks,
-                ht__row_share(r, row));
+        fprintf(f, "<tr><td class=\"n\">%zu</td><td class=\"n\">%lld</td>", i + 1, (long long)row->bytes);
+        if (r->type == HT_REPORT_PEAK)  /* no block count is kept for the peak */
+            fputs("<td class=\"n\" title=\"not recorded for the peak\">-</td>", f);
+        else
+            fprintf(f, "<td class=\"n\">%lld</td>", (long long)row->blocks);
+        fprintf(f, "<td class=\"n\">%.1f</td>", ht__row_share(r, row));
         if (row->lost && row->kind == HT_KIND_MMAP)
             fputs("<td class=\"n lost\" title=\"mmap regions are not checked\"></td>", f);
         else if (row->lost)
@@ -319,7 +324,7 @@ int ht__render_html(const ht_report_t *r, FILE *f)
     chart(f, r->timeline);
     fprintf(f, "<h2>Flame graph of %s bytes</h2>\n",
             r->type == HT_REPORT_LEAKS ? "leaked" : r->type == HT_REPORT_INUSE ? "in-use"
-            : r->type == HT_REPORT_ALLOCATED ? "allocated" : "grown");
+            : r->type == HT_REPORT_ALLOCATED ? "allocated" : r->type == HT_REPORT_PEAK ? "peak" : "grown");
     fputs("<div id=\"flamebar\"><button id=\"flamereset\" type=\"button\">Reset zoom</button>"
           "<span id=\"flameinfo\">click a frame to zoom</span></div>\n<div id=\"flame\"></div>\n", f);
     fprintf(f, "<h2>Top %s</h2>\n",

@@ -169,7 +169,7 @@ static void json_reach(const ht_report_t *r, FILE *f)
 
 static const char *mode_name(int type)
 {
-    static const char *n[] = { "leaks", "in_use", "diff", "growth", "allocated" };
+    static const char *n[] = { "leaks", "in_use", "diff", "growth", "allocated", "peak" };
     return n[type];
 }
 

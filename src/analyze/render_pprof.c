@@ -290,7 +290,8 @@ int ht__render_pprof(const ht_report_t *r, FILE *f)
     char c[200];
     snprintf(c, sizeof c, "heaptrail %s, snapshot %u (%s)",
              r->type == HT_REPORT_DIFF ? "diff" : r->type == HT_REPORT_GROWTH ? "growth"
-             : r->type == HT_REPORT_LEAKS ? "leaks" : r->type == HT_REPORT_ALLOCATED ? "allocated" : "in use",
+             : r->type == HT_REPORT_LEAKS ? "leaks" : r->type == HT_REPORT_ALLOCATED ? "allocated"
+             : r->type == HT_REPORT_PEAK ? "peak" : "in use",
              r->snap_b->seq, ht__snap_reason(r->snap_b->reason));
     int64_t comment = str(&p, c), deflt = str(&p, "inuse_space");
     int64_t space = str(&p, "space"), bytes = str(&p, "bytes");

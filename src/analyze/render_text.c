@@ -235,6 +235,7 @@ int ht__render_text(const ht_report_t *r, FILE *f)
     case HT_REPORT_LEAKS:
     case HT_REPORT_INUSE:
     case HT_REPORT_ALLOCATED:
+    case HT_REPORT_PEAK:
         fprintf(f, "heaptrail report: %s, ", name);
         print_snap(f, r->snap_b);
         fprintf(f, "%s\n", by);
@@ -288,6 +289,10 @@ int ht__render_text(const ht_report_t *r, FILE *f)
                     (long long)row->blocks, plural(row->blocks, "block", "blocks"),
                     ht__row_share(r, row));
             print_row_lost(row, f);
+            break;
+        case HT_REPORT_PEAK:
+            fprintf(f, "#%zu  %lld bytes at the peak (%.1f%%)", i + 1, (long long)row->bytes,
+                    ht__row_share(r, row));
             break;
         case HT_REPORT_DIFF:
             fprintf(f, "#%zu  %+lld bytes (%lld - %lld), %+lld %s (%lld - %lld)", i + 1,

@@ -385,6 +385,24 @@ static int rec_reach(rd_t *r, cur_t *c)
     return 0;
 }
 
+/* PEAK: seq, first, count, then count values: the live bytes at the
+ * process's peak of the snapshot's sites [first, first + count), in order.
+ * Follows the SITES record that listed them. */
+static int rec_peak(rd_t *r, cur_t *c)
+{
+    ht_tsnapshot_t *s = &r->snap;
+    uint64_t seq = get(c), first = get(c), n = get(c);
+    if (c->bad || !r->pending || seq != r->snap_seq || first > s->nsites || n > s->nsites - first ||
+        n > (uint64_t)(c->end - c->p))
+        return -1;
+    for (uint64_t i = 0; i < n; i++)
+        s->sites[first + i].at_peak_bytes = get(c);
+    if (c->bad)
+        return -1;
+    s->has_peak = 1;
+    return 0;
+}
+
 static int rec_snap_end(rd_t *r, cur_t *c)
 {
     ht_trace_t *t = r->t;
@@ -478,6 +496,7 @@ static int parse_payload(rd_t *r, const uint8_t *p, size_t len)
         case HT_REC_NODES: rc = rec_nodes(r, &c); break;
         case HT_REC_SNAP_BEGIN: rc = rec_snap_begin(r, &c); break;
         case HT_REC_SITES: rc = rec_sites(r, &c); break;
+        case HT_REC_PEAK: rc = rec_peak(r, &c); break;
         case HT_REC_SNAP_END: rc = rec_snap_end(r, &c); break;
         case HT_REC_DROPS: rc = rec_drops(r, &c); break;
         case HT_REC_JIT: rc = rec_jit(r, &c); break;

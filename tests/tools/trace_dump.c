@@ -73,6 +73,15 @@ static void frames(const ht_trace_t *t, uint32_t id, char *out, size_t cap)
     }
 }
 
+/* the sites' live bytes at the process's peak, summed */
+static unsigned long long at_peak_sum(const ht_tsnapshot_t *s)
+{
+    unsigned long long n = 0;
+    for (size_t i = 0; i < s->nsites; i++)
+        n += s->sites[i].at_peak_bytes;
+    return n;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -90,7 +99,7 @@ int main(int argc, char **argv)
     const char *match = argc >= 4 && !strcmp(argv[2], "--match") ? argv[3] : NULL;
     static char buf[1 << 16];
     if (match) {
-        unsigned long long lb = 0, lk = 0, tb = 0, tk = 0, sites = 0, all = 0;
+        unsigned long long lb = 0, lk = 0, tb = 0, tk = 0, sites = 0, all = 0, pk = 0;
         unsigned long long xb = 0, xk = 0, ib = 0, ik = 0;
         size_t at = argc >= 6 && !strcmp(argv[4], "--snapshot") ? (size_t)atol(argv[5]) : t.nsnaps - 1;
         if (at < t.nsnaps) {
@@ -111,12 +120,13 @@ int main(int argc, char **argv)
                 xk += s->sites[i].lost_blocks;
                 ib += s->sites[i].ilost_bytes;
                 ik += s->sites[i].ilost_blocks;
+                pk += s->sites[i].at_peak_bytes;
                 all++;
             }
         }
         printf("match live_bytes=%llu live_blocks=%llu sites=%llu total_bytes=%llu total_blocks=%llu allsites=%llu "
-               "lost_bytes=%llu lost_blocks=%llu ilost_bytes=%llu ilost_blocks=%llu\n",
-               lb, lk, sites, tb, tk, all, xb, xk, ib, ik);
+               "lost_bytes=%llu lost_blocks=%llu ilost_bytes=%llu ilost_blocks=%llu at_peak=%llu\n",
+               lb, lk, sites, tb, tk, all, xb, xk, ib, ik, pk);
         return 0;
     }
     printf("trace pid=%lld complete=%d truncated=%d truncated_at=%llu snaps=%zu nodes=%zu modules=%zu\n",
@@ -141,12 +151,13 @@ int main(int argc, char **argv)
         const ht_tsnapshot_t *s = &t.snaps[k];
         printf("snap %u reason=%u live_blocks=%llu live_bytes=%llu total_blocks=%llu total_bytes=%llu "
                "total_frees=%llu peak_bytes=%llu peak_blocks=%llu sites=%zu reach=%u reach_threads=%u "
-               "reach_scanned=%llu reach_ns=%llu\n",
+               "reach_scanned=%llu reach_ns=%llu has_peak=%u at_peak=%llu\n",
                s->seq, s->reason, (unsigned long long)s->live_blocks, (unsigned long long)s->live_bytes,
                (unsigned long long)s->total_blocks, (unsigned long long)s->total_bytes,
                (unsigned long long)s->total_frees, (unsigned long long)s->peak_bytes,
                (unsigned long long)s->peak_blocks, s->nsites, s->reach, s->reach_threads,
-               (unsigned long long)s->reach_roots_bytes, (unsigned long long)s->reach_ns);
+               (unsigned long long)s->reach_roots_bytes, (unsigned long long)s->reach_ns, s->has_peak,
+               at_peak_sum(s));
     }
     if (t.nsnaps) {
         const ht_tsnapshot_t *s = &t.snaps[t.nsnaps - 1];
@@ -155,12 +166,13 @@ int main(int argc, char **argv)
             frames(&t, x->stack, buf, sizeof buf);
             printf("site kind=%s live_blocks=%llu live_bytes=%llu total_blocks=%llu total_bytes=%llu "
                    "peak_bytes=%llu lost_blocks=%llu lost_bytes=%llu ilost_blocks=%llu ilost_bytes=%llu "
-                   "frames=%s\n",
+                   "at_peak=%llu frames=%s\n",
                    x->kind == HT_KIND_MMAP ? "mmap" : "heap", (unsigned long long)x->live_blocks,
                    (unsigned long long)x->live_bytes, (unsigned long long)x->total_blocks,
                    (unsigned long long)x->total_bytes, (unsigned long long)x->peak_bytes,
                    (unsigned long long)x->lost_blocks, (unsigned long long)x->lost_bytes,
-                   (unsigned long long)x->ilost_blocks, (unsigned long long)x->ilost_bytes, buf);
+                   (unsigned long long)x->ilost_blocks, (unsigned long long)x->ilost_bytes,
+                   (unsigned long long)x->at_peak_bytes, buf);
         }
     }
     ht_trace_free(&t);
