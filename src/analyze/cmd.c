@@ -52,6 +52,9 @@ static void usage(int cmd, FILE *f)
                    "                         a snapshot), by stack: bytes each site held then\n"
                    "      --allocated        rank sites by what they allocated since the start,\n"
                    "                         freed or not (alloc_bytes, alloc_blocks)\n");
+    if (cmd == HT_CMD_DIFF)
+        fprintf(f, "      --peak             compare what was in use at each snapshot's peak (so\n"
+                   "                         far): which stacks made one run's peak higher\n");
     fprintf(f, "      --no-progress      no progress lines on a terminal\n"
                "  -h, --help             this help\n");
     (void)n;
@@ -226,8 +229,8 @@ int ht__cmd_main(int cmd, int argc, char **argv, ht_loader_fn load, ht_unloader_
             in_use = HT_RMODE_ALLOCATED;
             break;
         case 'K':
-            if (cmd != HT_CMD_REPORT)
-                return bad(cmd, "--peak is for report%s%s", "", "");
+            if (cmd == HT_CMD_GROWTH)
+                return bad(cmd, "--peak is for report and diff%s%s", "", "");
             in_use = HT_RMODE_PEAK;
             break;
         case 'P': o.progress = 0; break;
@@ -284,7 +287,8 @@ int ht__cmd_main(int cmd, int argc, char **argv, ht_loader_fn load, ht_unloader_
     }
     char err[600] = "";
     int brc = cmd == HT_CMD_REPORT ? ht__report_build(&ses, snapshot, in_use, &rep, err, sizeof err)
-            : cmd == HT_CMD_DIFF ? ht__diff_build(&ses, snaps[0], snaps[1], &rep, err, sizeof err)
+            : cmd == HT_CMD_DIFF ? ht__diff_build(&ses, snaps[0], snaps[1], in_use == HT_RMODE_PEAK, &rep,
+                                                  err, sizeof err)
             : ht__growth_build(&ses, &rep, err, sizeof err);
     if (brc) {
         fprintf(stderr, "heaptrail %s: %s\n", cmd_names[cmd], err);

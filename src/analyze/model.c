@@ -1055,7 +1055,7 @@ static int unreachable_changed(const ht_rowlost_t *l)
  * since) is kept. The ranking stays by growth; rows that grew alike are
  * ranked by the change in their unreachable bytes (--by function's row
  * keys are not stable from run to run, so ties must not decide). */
-int ht__diff_build(ht_session_t *s, int64_t na, int64_t nb, ht_report_t *r, char *err,
+int ht__diff_build(ht_session_t *s, int64_t na, int64_t nb, int peak, ht_report_t *r, char *err,
                    size_t errlen)
 {
     memset(r, 0, sizeof *r);
@@ -1068,16 +1068,24 @@ int ht__diff_build(ht_session_t *s, int64_t na, int64_t nb, ht_report_t *r, char
                  (long long)(!sa ? na : nb), in->t->nsnaps);
         return -1;
     }
+    if (peak && (!sa->has_peak || !sb->has_peak)) {
+        const ht_tsnapshot_t *sn = !sa->has_peak ? sa : sb;
+        snprintf(err, errlen, "%s: snapshot %u does not say what was live at the peak "
+                 "(an agent older than this heaptrail wrote it)", s->in[!sa->has_peak ? 0 : ib].name,
+                 sn->seq);
+        return -1;
+    }
     r->ses = s;
     r->type = HT_REPORT_DIFF;
+    r->peak = peak;
     r->by = s->opts ? s->opts->by : HT_BY_STACK;
     r->snap_a = sa;
     r->snap_b = sb;
     r->input_a = 0;
     r->input_b = ib;
     r->timeline = s->in[ib].t;
-    r->reach = sa->reach == HT_REACH_DONE && sb->reach == HT_REACH_DONE ? HT_REACH_DONE
-                                                                        : HT_REACH_NONE;
+    r->reach = !peak && sa->reach == HT_REACH_DONE && sb->reach == HT_REACH_DONE ? HT_REACH_DONE
+                                                                                 : HT_REACH_NONE;
     agg_t a;
     agg_init(&a, s, r->by, sa->nsites + sb->nsites, 1, rows_lost(s, r));
     /* B first, so rows show the newer stack (both are equal anyway) */
@@ -1088,17 +1096,20 @@ int ht__diff_build(ht_session_t *s, int64_t na, int64_t nb, ht_report_t *r, char
             const ht_tsite_t *site = &sn->sites[i];
             if (!site->live_bytes && !site->live_blocks && !site->total_blocks)
                 continue;
+            /* --peak: the bytes at the peak; no blocks */
+            int64_t bytes = (int64_t)(peak ? site->at_peak_bytes : site->live_bytes);
+            int64_t blocks = peak ? 0 : (int64_t)site->live_blocks;
             probe_t p;
             probe_make(&a, &p, in, site->stack, site->kind);
             ht_row_t *row = agg_row(&a, &p, 1);
             int64_t sign = pass ? -1 : 1;
             if (pass) {
-                row->x->a_bytes += (int64_t)site->live_bytes;
-                row->x->a_blocks += (int64_t)site->live_blocks;
+                row->x->a_bytes += bytes;
+                row->x->a_blocks += blocks;
             } else {
-                row_note(row, &p, (int64_t)site->live_bytes);
-                row->x->b_bytes += (int64_t)site->live_bytes;
-                row->x->b_blocks += (int64_t)site->live_blocks;
+                row_note(row, &p, bytes);
+                row->x->b_bytes += bytes;
+                row->x->b_blocks += blocks;
                 row->peak_bytes += (int64_t)site->peak_bytes;
             }
             row->alloc_bytes += sign * (int64_t)site->total_bytes;

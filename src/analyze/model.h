@@ -139,6 +139,8 @@ typedef struct ht_report_s {
     int64_t total_a_bytes, total_a_blocks;  /* diff: before */
     int64_t total_b_bytes, total_b_blocks;  /* diff: after */
     uint32_t nsnaps;            /* growth: snapshots compared */
+    int peak;                   /* diff --peak: bytes at each snapshot's peak
+                                   (blocks are 0: not recorded) */
     /* Reachability: the snapshot's reach (HT_REACH_*) for a leaks report,
      * and for an in-use report of a snapshot taken while the program ran
      * (a leak check, `heaptrail snapshot --leaks`); else HT_REACH_NONE (an
@@ -188,7 +190,9 @@ extern const char *const ht__default_well_tested[];
 enum { HT_RMODE_AUTO = 0, HT_RMODE_IN_USE, HT_RMODE_ALLOCATED, HT_RMODE_PEAK };
 HT_INTERNAL int ht__report_build(ht_session_t *s, int64_t snapshot, int mode,
                                  ht_report_t *r, char *err, size_t errlen);
-HT_INTERNAL int ht__diff_build(ht_session_t *s, int64_t snap_a, int64_t snap_b,
+/* peak: compare what was live at each snapshot's peak instead of at the
+ * snapshot (both must record it). */
+HT_INTERNAL int ht__diff_build(ht_session_t *s, int64_t snap_a, int64_t snap_b, int peak,
                                ht_report_t *r, char *err, size_t errlen);
 HT_INTERNAL int ht__growth_build(ht_session_t *s, ht_report_t *r, char *err, size_t errlen);
 HT_INTERNAL void ht__report_free(ht_report_t *r);

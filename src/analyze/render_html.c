@@ -205,9 +205,13 @@ static void summary(const ht_report_t *r, FILE *f)
         }
         break;
     case HT_REPORT_DIFF:
-        fprintf(f, "%+lld bytes, %+lld blocks between the snapshots (%lld bytes before, %lld after)",
-                (long long)r->total_bytes, (long long)r->total_blocks,
-                (long long)r->total_a_bytes, (long long)r->total_b_bytes);
+        if (r->peak)
+            fprintf(f, "%+lld bytes at the peak between the snapshots (%lld bytes before, %lld after)",
+                    (long long)r->total_bytes, (long long)r->total_a_bytes, (long long)r->total_b_bytes);
+        else
+            fprintf(f, "%+lld bytes, %+lld blocks between the snapshots (%lld bytes before, %lld after)",
+                    (long long)r->total_bytes, (long long)r->total_blocks,
+                    (long long)r->total_a_bytes, (long long)r->total_b_bytes);
         break;
     case HT_REPORT_GROWTH:
         fprintf(f, "%zu stacks grew, by %lld bytes in %lld blocks together, over %u snapshots", nst,

@@ -198,6 +198,8 @@ int ht__render_json(const ht_report_t *r, FILE *f)
     if (r->type != HT_REPORT_DIFF && r->type != HT_REPORT_GROWTH)
         fprintf(f, ",\"mmap_bytes\":%lld,\"mmap_blocks\":%lld,\"mmap_sites\":%zu", (long long)r->map_bytes,
                 (long long)r->map_blocks, r->map_sites);
+    if (r->type == HT_REPORT_DIFF && r->peak)
+        fputs(",\"at_peak\":true", f);
     if (r->type == HT_REPORT_DIFF)
         fprintf(f, ",\"bytes_before\":%lld,\"blocks_before\":%lld,\"bytes_after\":%lld,\"blocks_after\":%lld",
                 (long long)r->total_a_bytes, (long long)r->total_a_blocks,

@@ -257,12 +257,18 @@ int ht__render_text(const ht_report_t *r, FILE *f)
         print_snap(f, r->snap_a);
         fprintf(f, " -> %s ", name);
         print_snap(f, r->snap_b);
-        fprintf(f, "%s\n", by);
-        fprintf(f, "%+lld bytes, %+lld %s: %lld bytes in %lld blocks before, %lld bytes in %lld blocks after; %zu %s changed\n",
-                (long long)r->total_bytes, (long long)r->total_blocks,
-                plural(r->total_blocks, "block", "blocks"), (long long)r->total_a_bytes,
-                (long long)r->total_a_blocks, (long long)r->total_b_bytes,
-                (long long)r->total_b_blocks, nst, plural((int64_t)nst, "stack", "stacks"));
+        fprintf(f, "%s%s\n", by, r->peak ? ", at each one's peak" : "");
+        if (r->peak)
+            fprintf(f, "%+lld bytes at the peak: %lld bytes before, %lld bytes after (the peaks: %llu and %llu bytes); %zu %s changed\n",
+                    (long long)r->total_bytes, (long long)r->total_a_bytes, (long long)r->total_b_bytes,
+                    (unsigned long long)r->snap_a->peak_bytes, (unsigned long long)r->snap_b->peak_bytes,
+                    nst, plural((int64_t)nst, "stack", "stacks"));
+        else
+            fprintf(f, "%+lld bytes, %+lld %s: %lld bytes in %lld blocks before, %lld bytes in %lld blocks after; %zu %s changed\n",
+                    (long long)r->total_bytes, (long long)r->total_blocks,
+                    plural(r->total_blocks, "block", "blocks"), (long long)r->total_a_bytes,
+                    (long long)r->total_a_blocks, (long long)r->total_b_bytes,
+                    (long long)r->total_b_blocks, nst, plural((int64_t)nst, "stack", "stacks"));
         {
             char line[512];
             if (ht__reach_summary(r, line, sizeof line))
@@ -295,6 +301,11 @@ int ht__render_text(const ht_report_t *r, FILE *f)
                     ht__row_share(r, row));
             break;
         case HT_REPORT_DIFF:
+            if (r->peak) {
+                fprintf(f, "#%zu  %+lld bytes at the peak (%lld - %lld)", i + 1, (long long)row->bytes,
+                        (long long)row->x->b_bytes, (long long)row->x->a_bytes);
+                break;
+            }
             fprintf(f, "#%zu  %+lld bytes (%lld - %lld), %+lld %s (%lld - %lld)", i + 1,
                     (long long)row->bytes, (long long)row->x->b_bytes, (long long)row->x->a_bytes,
                     (long long)row->blocks, plural(row->blocks, "block", "blocks"),

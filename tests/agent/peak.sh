@@ -48,9 +48,24 @@ expect_eq "json: first site" "$(grep -o '{"bytes":[0-9]*,"blocks":0,"kind":"heap
     '{"bytes":12582912,"blocks":0,"kind":"heap"'
 "$HT" report late.ht --peak -f html -o rep.html 2>&1
 expect_eq "html: flame graph of bytes at the peak" "$(grep -c 'Flame graph of peak bytes' rep.html)" 1
-"$HT" diff --peak early.ht late.ht >/dev/null 2>derr; rc=$?
-expect_eq "diff --peak refused" "$rc" 2
-expect_eq "diff --peak: why" "$(head -n1 derr)" "heaptrail diff: --peak is for report"
+"$HT" growth --peak late.ht >/dev/null 2>gerr; rc=$?
+expect_eq "growth --peak refused" "$rc" 2
+expect_eq "growth --peak: why" "$(head -n1 gerr)" "heaptrail growth: --peak is for report and diff"
+
+# diff --peak: what made one run's peak higher than another's (by
+# function: the two modes call run() from two call sites of main)
+"$HT" diff --peak --by function early.ht late.ht >dif 2>&1; rc=$?
+cat dif
+expect_eq "diff --peak exit status" "$rc" 0
+expect_eq "diff --peak totals" "$(sed -n 2p dif)" \
+    "+1052672 bytes at the peak: 11575296 bytes before, 12627968 bytes after (the peaks: 11575296 and 12627968 bytes); 4 stacks changed"
+expect_eq "diff --peak rows (change, function)" \
+    "$(sed -n '/^#/{s/^#[0-9]*  \([-+0-9]*\) bytes at the peak.*/\1/;h;n;s/^ *\([a-z_]*\) .*/\1/;H;x;s/\n/ /;p}' dif | tr '\n' ,)" \
+    "+12582912 phase_two,+4096 main,-1048576 map_region,-10485760 phase_one,"
+"$HT" diff --peak early.ht late.ht -f json >dif.json 2>&1
+expect_eq "diff --peak json" "$(grep -c '"at_peak":true,"bytes_before":11575296,"blocks_before":0,"bytes_after":12627968' dif.json)" 1
+"$B/tests/analyze/htdrive" diff --peak "$B/tests/analyze/symfix.fix:0" "$B/tests/analyze/symfix.fix" >/dev/null 2>derr; rc=$?
+expect_eq "diff --peak of an old trace: exit status" "$rc" 1
 
 # a trace written before the peak was recorded (a fixture has no PEAK
 # records): a clear error, exit status 1
