@@ -16,7 +16,19 @@
  * Async-signal-safe, allocation-free. */
 #include "agent.h"
 #include "../format/trace.h"
+#include "../platform/linux-x86_64/unwind.h"
 #include <pthread.h>
+
+/* a cheap clock that only has to be monotonic and steady: the time-stamp
+ * counter (a few ns; clock_gettime is a system call here) */
+static HT_ALWAYS_INLINE uint64_t ticks(void)
+{
+#if defined(__x86_64__)
+    return __builtin_ia32_rdtsc();
+#else
+    return ht__mono_ns();
+#endif
+}
 
 #define L2_BITS   12
 #define L2_SIZE   (1u << L2_BITS)
@@ -40,8 +52,17 @@ static struct {
     uint64_t peak_bytes __attribute__((aligned(64)));
     uint64_t peak_blocks;
     uint64_t epoch_peak;        /* peak_bytes when the epoch began */
+    uint64_t epoch_tsc;         /* and the time-stamp counter then */
     uint32_t epoch;
 } g_proc;
+
+/* A (time-stamp counter, CLOCK_MONOTONIC) pair from the first epoch, to
+ * turn epoch_tsc into a time when a snapshot asks (a clock_gettime at
+ * every epoch would cost a system call each) */
+static struct {
+    int state;                  /* 0 unset, 1 being set, 2 set */
+    uint64_t tsc, mono;
+} g_clock0;
 
 static HT_NOINLINE int sites_init(void)
 {
@@ -165,9 +186,34 @@ static HT_NOINLINE void epoch_begin(uint64_t pb)
 {
     uint64_t ep = ht_load_relaxed(&g_proc.epoch_peak);
     if (pb > ep + (ep >> 20)) {
+        uint64_t tsc = ticks();
+        int unset = 0;
+        if (ht_unlikely(ht_load_acquire(&g_clock0.state) == 0) &&
+            __atomic_compare_exchange_n(&g_clock0.state, &unset, 1, 0, __ATOMIC_ACQUIRE,
+                                        __ATOMIC_RELAXED)) {
+            g_clock0.tsc = tsc;
+            g_clock0.mono = ht__mono_ns();
+            ht_store_release(&g_clock0.state, 2);
+        }
         ht_store_relaxed(&g_proc.epoch_peak, pb);
+        ht_store_relaxed(&g_proc.epoch_tsc, tsc);
         ht_fetch_add(&g_proc.epoch, 1);
     }
+}
+
+uint64_t ht__peak_ns(void)
+{
+    if (ht_load_acquire(&g_clock0.state) != 2)
+        return 0;
+    uint64_t tsc = ht_load_relaxed(&g_proc.epoch_tsc), now_tsc = ticks();
+    uint64_t now = ht__mono_ns();
+    if (now_tsc <= g_clock0.tsc || now <= g_clock0.mono || tsc < g_clock0.tsc)
+        return 0;
+    /* the counter's rate over the run so far, from the pair to now */
+    double at = (double)g_clock0.mono + (double)(tsc - g_clock0.tsc) * (double)(now - g_clock0.mono) /
+                                            (double)(now_tsc - g_clock0.tsc);
+    /* before this process's start (a fork child's peak in its parent): 0 */
+    return at > (double)ht__agent.t0_ns ? (uint64_t)(at - (double)ht__agent.t0_ns) : 0;
 }
 
 uint32_t ht__peak_epoch(void) { return ht_load_relaxed(&g_proc.epoch); }

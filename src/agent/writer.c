@@ -958,6 +958,7 @@ static void stage_snapshot(int reason, ht_reach_t *reach)
     put_varint(t.total_frees);
     put_varint(t.peak_bytes);
     put_varint(t.peak_blocks);
+    put_varint(ht__peak_ns());      /* appended in the sixteenth session */
     rec_end(at);
 
     uint32_t n = ht__site_count(), nsites = 0, i = 0, nlost = 0;

@@ -838,9 +838,14 @@ const char *ht__totals_line(const ht_report_t *r, char *buf, size_t len)
     int64_t hb = r->total_bytes - r->map_bytes, hn = r->total_blocks - r->map_blocks;
     size_t hs = r->stack_count - r->map_sites;
     if (r->type == HT_REPORT_PEAK) {
-        int n = snprintf(buf, len, "%lld bytes in use at the peak, from %zu allocation %s (the process's peak, heap and mappings: %llu bytes)",
+        const ht_tsnapshot_t *sn = r->snap_b;
+        int n = snprintf(buf, len, "%lld bytes in use at the peak, from %zu allocation %s (the process's peak, heap and mappings: %llu bytes",
                          (long long)hb, hs, hs == 1 ? "site" : "sites",
-                         (unsigned long long)(r->snap_b ? r->snap_b->peak_bytes : 0));
+                         (unsigned long long)(sn ? sn->peak_bytes : 0));
+        if (sn && sn->peak_ns && n > 0 && (size_t)n < len)
+            n += snprintf(buf + n, len - (size_t)n, ", at %.3f s", (double)sn->peak_ns / 1e9);
+        if (n > 0 && (size_t)n < len)
+            n += snprintf(buf + n, len - (size_t)n, ")");
         if (r->map_sites && n > 0 && (size_t)n < len)
             snprintf(buf + n, len - (size_t)n, "; anonymous mappings live at the peak: %lld bytes from %zu %s",
                      (long long)r->map_bytes, r->map_sites, r->map_sites == 1 ? "site" : "sites");

@@ -63,11 +63,14 @@ static void json_snap(FILE *f, const char *trace, const ht_tsnapshot_t *s)
     ht__json_string(f, trace);
     fprintf(f, ",\"seq\":%u,\"reason\":\"%s\",\"time_ns\":%llu,\"live_bytes\":%llu,"
                "\"live_blocks\":%llu,\"total_bytes\":%llu,\"total_blocks\":%llu,"
-               "\"peak_bytes\":%llu}",
+               "\"peak_bytes\":%llu",
             s->seq, ht__snap_reason(s->reason), (unsigned long long)s->time_ns,
             (unsigned long long)s->live_bytes, (unsigned long long)s->live_blocks,
             (unsigned long long)s->total_bytes, (unsigned long long)s->total_blocks,
             (unsigned long long)s->peak_bytes);
+    if (s->has_peak && s->peak_ns)
+        fprintf(f, ",\"peak_ns\":%llu", (unsigned long long)s->peak_ns);
+    fputc('}', f);
 }
 
 void ht__json_frames(const ht_report_t *r, const ht_row_t *row, FILE *f, ht_rframe_t **buf,

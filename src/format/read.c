@@ -319,6 +319,7 @@ static int rec_snap_begin(rd_t *r, cur_t *c)
     s->total_frees = get(c);
     s->peak_bytes = get(c);
     s->peak_blocks = get(c);
+    s->peak_ns = !c->bad && c->p < c->end ? get(c) : 0;
     if (c->bad || reason > 255)
         return -1;
     s->reason = (uint8_t)reason;

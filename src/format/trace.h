@@ -100,6 +100,8 @@ typedef struct ht_tsnapshot_s {
     uint32_t reach_threads;     /* HT_REACH_THREADS: how many others ran */
     uint64_t reach_roots_bytes; /* memory scanned for pointers (roots, then blocks) */
     uint64_t reach_ns;          /* the scan's duration */
+    uint64_t peak_ns;           /* when what at_peak_bytes holds was live
+                                   (with has_peak; 0: unknown) */
     uint8_t has_peak;           /* the sites' at_peak_bytes are recorded
                                    (agents from the sixteenth session on) */
 } ht_tsnapshot_t;
