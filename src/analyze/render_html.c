@@ -93,7 +93,22 @@ static void chart(FILE *f, const ht_trace_t *t)
     for (size_t i = 0; i < t->nsnaps; i++)
         if (t->snaps[i].live_bytes > max)
             max = t->snaps[i].live_bytes;
+    /* the peak, when the last snapshot says when it was: a point of its
+     * own on the line (snapshots rarely fall on it) */
+    const ht_tsnapshot_t *last = t->nsnaps ? &t->snaps[t->nsnaps - 1] : NULL;
+    int peak = last && last->has_peak && last->peak_ns;
+    if (peak) {
+        if (last->peak_bytes > max)
+            max = last->peak_bytes;
+        if (last->peak_ns < t0)
+            t0 = last->peak_ns;
+    }
+    size_t at_peak = 0;         /* the peak goes before snapshot at_peak */
+    while (peak && at_peak < t->nsnaps && t->snaps[at_peak].time_ns < last->peak_ns)
+        at_peak++;
     double span = t1 > t0 ? (double)(t1 - t0) : 1;
+    double px = L + (t1 > t0 ? W * (double)(peak ? last->peak_ns - t0 : 0) / span : W / 2);
+    double py = H - H * 0.95 * (double)(peak ? last->peak_bytes : 0) / (double)max;
     fprintf(f, "<svg id=\"chart\" width=\"%.0f\" height=\"%.0f\" role=\"img\" aria-label=\"live bytes over time\">\n",
             W + L + 12, H + B);
     fprintf(f, "<line x1=\"%.0f\" y1=\"0\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"#999\"/>"
@@ -106,14 +121,23 @@ static void chart(FILE *f, const ht_trace_t *t)
     fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"end\">%.3f s</text>\n", L + W, H + 16,
             (double)t1 / 1e9);
     fputs("<polyline fill=\"none\" stroke=\"#c0392b\" stroke-width=\"2\" points=\"", f);
-    for (size_t i = 0; i < t->nsnaps; i++) {
-        double x = L + (t->nsnaps > 1 ? W * (double)(t->snaps[i].time_ns - t0) / span : W / 2);
+    for (size_t i = 0; i <= t->nsnaps; i++) {
+        if (peak && i == at_peak)
+            fprintf(f, "%s%.1f,%.1f", i ? " " : "", px, py);
+        if (i == t->nsnaps)
+            break;
+        double x = L + (t1 > t0 ? W * (double)(t->snaps[i].time_ns - t0) / span : W / 2);
         double y = H - H * 0.95 * (double)t->snaps[i].live_bytes / (double)max;
-        fprintf(f, "%s%.1f,%.1f", i ? " " : "", x, y);
+        fprintf(f, "%s%.1f,%.1f", i || (peak && at_peak == 0) ? " " : "", x, y);
     }
     fputs("\"/>\n", f);
+    if (peak)
+        fprintf(f, "<rect id=\"peak\" x=\"%.1f\" y=\"%.1f\" width=\"8\" height=\"8\" fill=\"#8e44ad\" "
+                   "transform=\"rotate(45 %.1f %.1f)\"><title>the peak: %llu bytes (heap and mappings) at %.3f s "
+                   "(heaptrail report --peak)</title></rect>\n",
+                px - 4, py - 4, px, py, (unsigned long long)last->peak_bytes, (double)last->peak_ns / 1e9);
     for (size_t i = 0; i < t->nsnaps; i++) {
-        double x = L + (t->nsnaps > 1 ? W * (double)(t->snaps[i].time_ns - t0) / span : W / 2);
+        double x = L + (t1 > t0 ? W * (double)(t->snaps[i].time_ns - t0) / span : W / 2);
         double y = H - H * 0.95 * (double)t->snaps[i].live_bytes / (double)max;
         fprintf(f, "<circle class=\"pt\" cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"#c0392b\"><title>snapshot %u (%s) at %.3f s: %llu bytes in %llu blocks</title></circle>\n",
                 x, y, t->snaps[i].seq, ht__snap_reason(t->snaps[i].reason),

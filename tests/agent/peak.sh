@@ -61,6 +61,7 @@ expect_eq "json: first site" "$(grep -o '{"bytes":[0-9]*,"blocks":0,"kind":"heap
     '{"bytes":12582912,"blocks":0,"kind":"heap"'
 "$HT" report late.ht --peak -f html -o rep.html 2>&1
 expect_eq "html: flame graph of bytes at the peak" "$(grep -c 'Flame graph of peak bytes' rep.html)" 1
+expect_eq "html: the chart marks the peak" "$(grep -c '<rect id="peak".*<title>the peak: 12627968 bytes (heap and mappings) at ' rep.html)" 1
 "$HT" growth --peak late.ht >/dev/null 2>gerr; rc=$?
 expect_eq "growth --peak refused" "$rc" 2
 expect_eq "growth --peak: why" "$(head -n1 gerr)" "heaptrail growth: --peak is for report and diff"
