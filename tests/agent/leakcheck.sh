@@ -74,6 +74,10 @@ expect_eq "snapshots" "$(echo "$snaps" | wc -l)" 2
 # the check: a requested snapshot (reason 1), computed (1), main and the
 # reader asleep in read() (2 threads read without their registers)
 expect_eq "check: reason reach threads" "$(field reason "$s0") $(field reach "$s0") $(field reach_threads "$s0")" "1 1 2"
+# the check's summary also says the peak so far, as the snapshot holds it
+expect_eq "check: peak so far" \
+    "$(sed -n 's/^heaptrail: in use now: .*; peak so far: \([0-9,]*\) bytes (heap and mappings) at [0-9]*\.[0-9]* s$/\1/p' check.err | tr -d ,)" \
+    "$(field peak_bytes "$s0")"
 check_truths lc.ht 0 "" lc.out check 18
 # the report of the check says what the scan could not see, as the
 # check's own summary does
