@@ -154,13 +154,6 @@ static HT_ALWAYS_INLINE void raise_peak(uint64_t *peak, uint64_t v)
         ;
 }
 
-/* Process-wide live counters, for the high-water marks: each thread keeps
- * a delta and folds it into the shared counters (one atomic add each) only
- * once it exceeds FLUSH_BYTES or FLUSH_BLOCKS, so the hot path has no
- * shared atomic. The peak is checked against shared + own delta at every
- * allocation: exact for a single-threaded program, and in general short
- * by at most the other threads' unflushed deltas (< 64 KiB / 256 blocks
- * each). Live and total figures themselves come from the sites, exact. */
 /* What was live at the peak, per site, for O(1) an update: every time
  * the process's live bytes rise past the peak (by more than a millionth
  * of it; every byte below 1 MiB) a new epoch begins. A site keeps its
@@ -171,8 +164,9 @@ static HT_ALWAYS_INLINE void raise_peak(uint64_t *peak, uint64_t v)
  * a millionth, at no cost but one compare an update. Exact in a
  * single-threaded program; with several threads the moment is blurred by
  * the updates in flight and the peak by their unflushed deltas. Epochs
- * are counted in 32 bits: a millionth of the peak each, 2^32 of them
- * are never reached. */
+ * are counted in 32 bits: at most 2^20 below 1 MiB, then each one a
+ * millionth more than the last, ~2 x 10^7 up to 256 TiB; 2^32 are never
+ * reached. */
 static HT_ALWAYS_INLINE void epoch_touch(ht_site_t *s)
 {
     uint32_t e = ht_load_relaxed(&g_proc.epoch);
@@ -224,6 +218,13 @@ uint64_t ht__site_at_peak(const ht_site_t *s, uint32_t epoch)
                                                : ht_load_relaxed(&s->live_bytes);
 }
 
+/* Process-wide live counters, for the high-water marks: each thread keeps
+ * a delta and folds it into the shared counters (one atomic add each) only
+ * once it exceeds FLUSH_BYTES or FLUSH_BLOCKS, so the hot path has no
+ * shared atomic. The peak is checked against shared + own delta at every
+ * allocation: exact for a single-threaded program, and in general short
+ * by at most the other threads' unflushed deltas (< 64 KiB / 256 blocks
+ * each). Live and total figures themselves come from the sites, exact. */
 #define FLUSH_BYTES  (64 << 10)
 #define FLUSH_BLOCKS 256
 static HT_TLS int64_t t_dbytes, t_dblocks;
