@@ -286,7 +286,7 @@ static void table(const ht_report_t *r, FILE *f)
         if (o == n)
             o = 0;
         fprintf(f, "<tr><td class=\"n\">%zu</td><td class=\"n\">%lld</td>", i + 1, (long long)row->bytes);
-        if (r->type == HT_REPORT_PEAK)  /* no block count is kept for the peak */
+        if (r->type == HT_REPORT_PEAK || r->peak)  /* no block count is kept for the peak */
             fputs("<td class=\"n\" title=\"not recorded for the peak\">-</td>", f);
         else
             fprintf(f, "<td class=\"n\">%lld</td>", (long long)row->blocks);
