@@ -194,13 +194,14 @@ HT_INTERNAL ht_site_t *ht__site_by_index(uint32_t i);
 /* Number of sites ever created and the i-th one (i < count), for snapshots. */
 HT_INTERNAL uint32_t ht__site_count(void);
 HT_INTERNAL ht_site_t *ht__site_at(uint32_t i);
-/* The site's live bytes at the process's peak (see sites.c), given the
- * epoch read once for the whole snapshot with ht__peak_epoch(). */
+/* The site's live bytes (returned) and blocks (*blocks) at the process's
+ * peak (see sites.c), given the epoch read once for the whole snapshot
+ * with ht__peak_epoch(). */
 HT_INTERNAL uint32_t ht__peak_epoch(void);
 /* When the current peak epoch began, in ns since start-up (ht__now_ns's
  * clock); 0 before the first allocation or if earlier than start-up. */
 HT_INTERNAL uint64_t ht__peak_ns(void);
-HT_INTERNAL uint64_t ht__site_at_peak(const ht_site_t *s, uint32_t epoch);
+HT_INTERNAL uint64_t ht__site_at_peak(const ht_site_t *s, uint32_t epoch, uint64_t *blocks);
 /* Process totals (sums of the sites plus the process-wide high-water marks). */
 HT_INTERNAL void ht__totals(ht_totals_t *t);
 /* Start-up (not async-signal-safe): the thread-exit hook. */

@@ -11,7 +11,8 @@
  * Each record has its own spin lock, held for a handful of stores; the
  * agent's re-entry guard means a thread never waits for a lock it holds.
  *
- * Memory: 64 bytes per site, plus 4 bytes of index per stack-database node
+ * Memory: 64 bytes per site (and 8 for its blocks at the peak), plus 4
+ * bytes of index per stack-database node
  * id below the highest id seen (a 16 KiB block per 4096 ids touched).
  * Async-signal-safe, allocation-free. */
 #include "agent.h"
@@ -39,6 +40,9 @@ typedef struct { uint32_t *l1[L1_SIZE]; } site_index_t;
 
 static site_index_t *g_index[2];    /* per kind */
 static ht_site_t *g_sites;          /* reserved g_max_sites records */
+static uint64_t *g_peak_blocks;     /* per record: live blocks at the peak's
+                                       epoch (no room in the record's line;
+                                       written only at an epoch's first touch) */
 static uint32_t g_max_sites;        /* MAX_SITES, fewer under an address-space limit */
 static uint32_t g_nsites;           /* records handed out */
 static int g_init_state;            /* 0 no, 1 ready, -1 failed */
@@ -74,10 +78,12 @@ static HT_NOINLINE int sites_init(void)
         uint64_t fit = ht__reserve_share(4, (uint64_t)MAX_SITES * sizeof(ht_site_t)) / sizeof(ht_site_t);
         g_max_sites = fit < 4096 ? 4096 : (uint32_t)fit;
         ht_site_t *s = ht__reserve((size_t)g_max_sites * sizeof(ht_site_t));
-        if (a && b && s) {
+        uint64_t *pk = ht__reserve((size_t)g_max_sites * sizeof(uint64_t));
+        if (a && b && s && pk) {
             g_index[0] = a;
             g_index[1] = b;
             g_sites = s;
+            g_peak_blocks = pk;
             ht_store_release(&g_init_state, 1);
         } else {
             ht_store_release(&g_init_state, -1);
@@ -154,7 +160,8 @@ static HT_ALWAYS_INLINE void raise_peak(uint64_t *peak, uint64_t v)
         ;
 }
 
-/* What was live at the peak, per site, for O(1) an update: every time
+/* What was live at the peak, per site (bytes in the record, blocks in
+ * g_peak_blocks), for O(1) an update: every time
  * the process's live bytes rise past the peak (by more than a millionth
  * of it; every byte below 1 MiB) a new epoch begins. A site keeps its
  * live bytes as they were when the current epoch began: the first update
@@ -173,6 +180,7 @@ static HT_ALWAYS_INLINE void epoch_touch(ht_site_t *s)
     if (ht_unlikely(s->epoch != e)) {
         s->epoch = e;
         s->at_peak = s->live_bytes;
+        g_peak_blocks[s - g_sites] = s->live_blocks;
     }
 }
 
@@ -212,10 +220,14 @@ uint64_t ht__peak_ns(void)
 
 uint32_t ht__peak_epoch(void) { return ht_load_relaxed(&g_proc.epoch); }
 
-uint64_t ht__site_at_peak(const ht_site_t *s, uint32_t epoch)
+uint64_t ht__site_at_peak(const ht_site_t *s, uint32_t epoch, uint64_t *blocks)
 {
-    return ht_load_relaxed(&s->epoch) == epoch ? ht_load_relaxed(&s->at_peak)
-                                               : ht_load_relaxed(&s->live_bytes);
+    if (ht_load_relaxed(&s->epoch) == epoch) {
+        *blocks = ht_load_relaxed(&g_peak_blocks[s - g_sites]);
+        return ht_load_relaxed(&s->at_peak);
+    }
+    *blocks = ht_load_relaxed(&s->live_blocks);
+    return ht_load_relaxed(&s->live_bytes);
 }
 
 /* Process-wide live counters, for the high-water marks: each thread keeps

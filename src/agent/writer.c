@@ -106,7 +106,7 @@ static struct {
     uint16_t jn_serial[NODE_BATCH];     /* ... by these registrations */
     uint32_t njn;
     int ppid;
-    uint64_t at_peak[1024];     /* a SITES record's sites' bytes at the peak */
+    uint64_t at_peak[1024][2];  /* a SITES record's sites' bytes and blocks at the peak */
 } W;
 
 /* ---- small libc-free helpers ------------------------------------------ */
@@ -987,7 +987,7 @@ static void stage_snapshot(int reason, ht_reach_t *reach)
             put_varint(ht_load_relaxed(&s->total_blocks));
             put_varint(ht_load_relaxed(&s->total_bytes));
             put_varint(ht_load_relaxed(&s->peak_bytes));
-            W.at_peak[cnt] = ht__site_at_peak(s, epoch);
+            W.at_peak[cnt][0] = ht__site_at_peak(s, epoch, &W.at_peak[cnt][1]);
             if (reach && reach->status == HT_REACH_DONE && i < reach->nsites) {
                 ht_reach_site_t *r = &reach->sites[i];
                 r->pos = nsites + cnt;
@@ -1007,13 +1007,15 @@ static void stage_snapshot(int reason, ht_reach_t *reach)
         W.raw[cnt_at + 1] = (uint8_t)(0x80 | ((cnt >> 7) & 0x7f));
         W.raw[cnt_at + 2] = (uint8_t)((cnt >> 14) & 0x7f);
         rec_end(at);
-        /* the same sites' bytes at the process's peak, in their order */
+        /* the same sites' bytes and blocks at the process's peak, in order */
         at = rec_begin(HT_REC_PEAK);
         put_varint(seq);
         put_varint(nsites);
         put_varint(cnt);
-        for (uint32_t k = 0; k < cnt; k++)
-            put_varint(W.at_peak[k]);
+        for (uint32_t k = 0; k < cnt; k++) {
+            put_varint(W.at_peak[k][0]);
+            put_varint(W.at_peak[k][1]);
+        }
         rec_end(at);
         nsites += cnt;
     }

@@ -784,8 +784,8 @@ static int sites_are_rows(const ht_session_t *s)
 }
 
 /* What a report counts of a site: live memory, (--allocated) all it
- * allocated since the start, or (--peak) its live bytes at the process's
- * peak (the agent keeps no block count for that moment). */
+ * allocated since the start, or (--peak) what it held at the process's
+ * peak. */
 static int64_t site_bytes(const ht_report_t *r, const ht_tsite_t *site)
 {
     return (int64_t)(r->type == HT_REPORT_ALLOCATED ? site->total_bytes
@@ -795,7 +795,7 @@ static int64_t site_bytes(const ht_report_t *r, const ht_tsite_t *site)
 static int64_t site_blocks(const ht_report_t *r, const ht_tsite_t *site)
 {
     return (int64_t)(r->type == HT_REPORT_ALLOCATED ? site->total_blocks
-                     : r->type == HT_REPORT_PEAK    ? 0
+                     : r->type == HT_REPORT_PEAK    ? site->at_peak_blocks
                                                     : site->live_blocks);
 }
 
@@ -839,16 +839,17 @@ const char *ht__totals_line(const ht_report_t *r, char *buf, size_t len)
     size_t hs = r->stack_count - r->map_sites;
     if (r->type == HT_REPORT_PEAK) {
         const ht_tsnapshot_t *sn = r->snap_b;
-        int n = snprintf(buf, len, "%lld bytes in use at the peak, from %zu allocation %s (the process's peak, heap and mappings: %llu bytes",
-                         (long long)hb, hs, hs == 1 ? "site" : "sites",
+        int n = snprintf(buf, len, "%lld bytes in %lld %s in use at the peak, from %zu allocation %s (the process's peak, heap and mappings: %llu bytes",
+                         (long long)hb, (long long)hn, hn == 1 ? "block" : "blocks", hs, hs == 1 ? "site" : "sites",
                          (unsigned long long)(sn ? sn->peak_bytes : 0));
         if (sn && sn->peak_ns && n > 0 && (size_t)n < len)
             n += snprintf(buf + n, len - (size_t)n, ", at %.3f s", (double)sn->peak_ns / 1e9);
         if (n > 0 && (size_t)n < len)
             n += snprintf(buf + n, len - (size_t)n, ")");
         if (r->map_sites && n > 0 && (size_t)n < len)
-            snprintf(buf + n, len - (size_t)n, "; anonymous mappings live at the peak: %lld bytes from %zu %s",
-                     (long long)r->map_bytes, r->map_sites, r->map_sites == 1 ? "site" : "sites");
+            snprintf(buf + n, len - (size_t)n, "; anonymous mappings live at the peak: %lld bytes in %lld %s from %zu %s",
+                     (long long)r->map_bytes, (long long)r->map_blocks, r->map_blocks == 1 ? "region" : "regions",
+                     r->map_sites, r->map_sites == 1 ? "site" : "sites");
         return buf;
     }
     int n = snprintf(buf, len, "%lld bytes %s in %lld %s from %zu allocation %s", (long long)hb,
@@ -1101,9 +1102,9 @@ int ht__diff_build(ht_session_t *s, int64_t na, int64_t nb, int peak, ht_report_
             const ht_tsite_t *site = &sn->sites[i];
             if (!site->live_bytes && !site->live_blocks && !site->total_blocks)
                 continue;
-            /* --peak: the bytes at the peak; no blocks */
+            /* --peak: what the site held at the peak */
             int64_t bytes = (int64_t)(peak ? site->at_peak_bytes : site->live_bytes);
-            int64_t blocks = peak ? 0 : (int64_t)site->live_blocks;
+            int64_t blocks = (int64_t)(peak ? site->at_peak_blocks : site->live_blocks);
             probe_t p;
             probe_make(&a, &p, in, site->stack, site->kind);
             ht_row_t *row = agg_row(&a, &p, 1);

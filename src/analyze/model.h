@@ -139,8 +139,8 @@ typedef struct ht_report_s {
     int64_t total_a_bytes, total_a_blocks;  /* diff: before */
     int64_t total_b_bytes, total_b_blocks;  /* diff: after */
     uint32_t nsnaps;            /* growth: snapshots compared */
-    int peak;                   /* diff --peak: bytes at each snapshot's peak
-                                   (blocks are 0: not recorded) */
+    int peak;                   /* diff --peak: what was live at each
+                                   snapshot's peak */
     /* Reachability: the snapshot's reach (HT_REACH_*) for a leaks report,
      * and for an in-use report of a snapshot taken while the program ran
      * (a leak check, `heaptrail snapshot --leaks`); else HT_REACH_NONE (an
@@ -186,7 +186,7 @@ extern const char *const ht__default_well_tested[];
  * `mode`: HT_RMODE_AUTO (leaks at an exit or crash snapshot, in use at any
  * other), HT_RMODE_IN_USE, HT_RMODE_ALLOCATED (every site ranked by what
  * it allocated since the start, freed or not), or HT_RMODE_PEAK (every site
- * by its live bytes at the process's peak so far; bytes only, blocks 0). */
+ * by what it held at the process's peak so far). */
 enum { HT_RMODE_AUTO = 0, HT_RMODE_IN_USE, HT_RMODE_ALLOCATED, HT_RMODE_PEAK };
 HT_INTERNAL int ht__report_build(ht_session_t *s, int64_t snapshot, int mode,
                                  ht_report_t *r, char *err, size_t errlen);

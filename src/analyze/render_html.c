@@ -229,13 +229,9 @@ static void summary(const ht_report_t *r, FILE *f)
         }
         break;
     case HT_REPORT_DIFF:
-        if (r->peak)
-            fprintf(f, "%+lld bytes at the peak between the snapshots (%lld bytes before, %lld after)",
-                    (long long)r->total_bytes, (long long)r->total_a_bytes, (long long)r->total_b_bytes);
-        else
-            fprintf(f, "%+lld bytes, %+lld blocks between the snapshots (%lld bytes before, %lld after)",
-                    (long long)r->total_bytes, (long long)r->total_blocks,
-                    (long long)r->total_a_bytes, (long long)r->total_b_bytes);
+        fprintf(f, "%+lld bytes, %+lld blocks %sbetween the snapshots (%lld bytes before, %lld after)",
+                (long long)r->total_bytes, (long long)r->total_blocks, r->peak ? "at the peak " : "",
+                (long long)r->total_a_bytes, (long long)r->total_b_bytes);
         break;
     case HT_REPORT_GROWTH:
         fprintf(f, "%zu stacks grew, by %lld bytes in %lld blocks together, over %u snapshots", nst,
@@ -285,12 +281,9 @@ static void table(const ht_report_t *r, FILE *f)
             o++;
         if (o == n)
             o = 0;
-        fprintf(f, "<tr><td class=\"n\">%zu</td><td class=\"n\">%lld</td>", i + 1, (long long)row->bytes);
-        if (r->type == HT_REPORT_PEAK || r->peak)  /* no block count is kept for the peak */
-            fputs("<td class=\"n\" title=\"not recorded for the peak\">-</td>", f);
-        else
-            fprintf(f, "<td class=\"n\">%lld</td>", (long long)row->blocks);
-        fprintf(f, "<td class=\"n\">%.1f</td>", ht__row_share(r, row));
+        fprintf(f, "<tr><td class=\"n\">%zu</td><td class=\"n\">%lld</td><td class=\"n\">%lld</td>"
+                   "<td class=\"n\">%.1f</td>", i + 1, (long long)row->bytes, (long long)row->blocks,
+                ht__row_share(r, row));
         if (row->lost && row->kind == HT_KIND_MMAP)
             fputs("<td class=\"n lost\" title=\"mmap regions are not checked\"></td>", f);
         else if (row->lost)

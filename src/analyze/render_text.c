@@ -259,8 +259,10 @@ int ht__render_text(const ht_report_t *r, FILE *f)
         print_snap(f, r->snap_b);
         fprintf(f, "%s%s\n", by, r->peak ? ", at each one's peak" : "");
         if (r->peak)
-            fprintf(f, "%+lld bytes at the peak: %lld bytes before, %lld bytes after (the peaks: %llu and %llu bytes); %zu %s changed\n",
-                    (long long)r->total_bytes, (long long)r->total_a_bytes, (long long)r->total_b_bytes,
+            fprintf(f, "%+lld bytes, %+lld %s at the peak: %lld bytes in %lld blocks before, %lld bytes in %lld blocks after (the peaks: %llu and %llu bytes); %zu %s changed\n",
+                    (long long)r->total_bytes, (long long)r->total_blocks,
+                    plural(r->total_blocks, "block", "blocks"), (long long)r->total_a_bytes,
+                    (long long)r->total_a_blocks, (long long)r->total_b_bytes, (long long)r->total_b_blocks,
                     (unsigned long long)r->snap_a->peak_bytes, (unsigned long long)r->snap_b->peak_bytes,
                     nst, plural((int64_t)nst, "stack", "stacks"));
         else
@@ -297,13 +299,15 @@ int ht__render_text(const ht_report_t *r, FILE *f)
             print_row_lost(row, f);
             break;
         case HT_REPORT_PEAK:
-            fprintf(f, "#%zu  %lld bytes at the peak (%.1f%%)", i + 1, (long long)row->bytes,
-                    ht__row_share(r, row));
+            fprintf(f, "#%zu  %lld bytes in %lld %s at the peak (%.1f%%)", i + 1, (long long)row->bytes,
+                    (long long)row->blocks, plural(row->blocks, "block", "blocks"), ht__row_share(r, row));
             break;
         case HT_REPORT_DIFF:
             if (r->peak) {
-                fprintf(f, "#%zu  %+lld bytes at the peak (%lld - %lld)", i + 1, (long long)row->bytes,
-                        (long long)row->x->b_bytes, (long long)row->x->a_bytes);
+                fprintf(f, "#%zu  %+lld bytes (%lld - %lld), %+lld %s (%lld - %lld) at the peak", i + 1,
+                        (long long)row->bytes, (long long)row->x->b_bytes, (long long)row->x->a_bytes,
+                        (long long)row->blocks, plural(row->blocks, "block", "blocks"),
+                        (long long)row->x->b_blocks, (long long)row->x->a_blocks);
                 break;
             }
             fprintf(f, "#%zu  %+lld bytes (%lld - %lld), %+lld %s (%lld - %lld)", i + 1,

@@ -386,18 +386,20 @@ static int rec_reach(rd_t *r, cur_t *c)
     return 0;
 }
 
-/* PEAK: seq, first, count, then count values: the live bytes at the
- * process's peak of the snapshot's sites [first, first + count), in order.
- * Follows the SITES record that listed them. */
+/* PEAK: seq, first, count, then count pairs: the live bytes and blocks at
+ * the process's peak of the snapshot's sites [first, first + count), in
+ * order. Follows the SITES record that listed them. */
 static int rec_peak(rd_t *r, cur_t *c)
 {
     ht_tsnapshot_t *s = &r->snap;
     uint64_t seq = get(c), first = get(c), n = get(c);
     if (c->bad || !r->pending || seq != r->snap_seq || first > s->nsites || n > s->nsites - first ||
-        n > (uint64_t)(c->end - c->p))
+        n > (uint64_t)(c->end - c->p) / 2)
         return -1;
-    for (uint64_t i = 0; i < n; i++)
+    for (uint64_t i = 0; i < n; i++) {
         s->sites[first + i].at_peak_bytes = get(c);
+        s->sites[first + i].at_peak_blocks = get(c);
+    }
     if (c->bad)
         return -1;
     s->has_peak = 1;

@@ -44,8 +44,8 @@ typedef struct ht_tsite_s {
     uint64_t live_blocks, live_bytes;   /* at the snapshot */
     uint64_t total_blocks, total_bytes; /* allocated from here since the start */
     uint64_t peak_bytes;        /* highest live_bytes this site reached */
-    uint64_t at_peak_bytes;     /* its live bytes at the process's peak (PEAK
-                                   records; has_peak in the snapshot) */
+    uint64_t at_peak_bytes;     /* its live bytes and blocks at the process's */
+    uint64_t at_peak_blocks;    /* peak (PEAK records; has_peak in the snapshot) */
     /* Reachability (snapshots whose reach is HT_REACH_DONE; else 0):
      * live blocks no pointer in the program's memory leads to. Directly
      * lost blocks head a lost structure (nothing points to them but, for a

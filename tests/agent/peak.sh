@@ -8,6 +8,7 @@ cd "$T"
 # site_peak TRACE SNAP FUNCTION: the bytes at the peak of the sites whose
 # innermost frame is FUNCTION, in snapshot SNAP
 site_peak() { field at_peak "$("$DUMP" "$1" --match "$3" --snapshot "$2")"; }
+site_peak_blocks() { field at_peak_blocks "$("$DUMP" "$1" --match "$3" --snapshot "$2")"; }
 snap_line() { "$DUMP" "$1" | grep "^snap $2 "; }
 
 for mode in early late; do
@@ -18,6 +19,10 @@ for mode in early late; do
         "$(site_peak $mode.ht 1 small_helper)" "$(site_peak $mode.ht 1 map_region)" \
         "$(site_peak $mode.ht 1 phase_two)")
     expect_eq "$mode: bytes at the peak per site (exit snapshot)" "$got" "$truth"
+    got=$(printf 'one=%s small=%s map=%s two=%s' "$(site_peak_blocks $mode.ht 1 phase_one)" \
+        "$(site_peak_blocks $mode.ht 1 small_helper)" "$(site_peak_blocks $mode.ht 1 map_region)" \
+        "$(site_peak_blocks $mode.ht 1 phase_two)")
+    expect_eq "$mode: blocks at the peak per site (exit snapshot)" "$got" "$(sed -n 's/^TRUTH_BLOCKS //p' out.$mode)"
     # one thread: the sites' bytes at the peak add up to the process's peak
     for s in 0 1; do
         l=$(snap_line $mode.ht $s)
@@ -49,16 +54,16 @@ done
 cat rep
 expect_eq "report --peak exit status" "$rc" 0
 expect_eq "report --peak totals" "$(sed -n 2p rep | sed 's/, at [0-9]*\.[0-9]* s)/, at T s)/')" \
-    "10526720 bytes in use at the peak, from 2 allocation sites (the process's peak, heap and mappings: 11575296 bytes, at T s); anonymous mappings live at the peak: 1048576 bytes from 1 site"
-expect_eq "report --peak first row" "$(grep '^#1 ' rep)" "#1  10485760 bytes at the peak (99.6%)"
+    "10526720 bytes in 80 blocks in use at the peak, from 2 allocation sites (the process's peak, heap and mappings: 11575296 bytes, at T s); anonymous mappings live at the peak: 1048576 bytes in 1 region from 1 site"
+expect_eq "report --peak first row" "$(grep '^#1 ' rep)" "#1  10485760 bytes in 40 blocks at the peak (99.6%)"
 expect_eq "report --peak first row's function" "$(sed -n '/^#1 /{n;p}' rep | awk '{print $1}')" phase_one
-expect_eq "report --peak: the mapping's row" "$(grep -c '^#[0-9]*  1048576 bytes at the peak (100.0%)  \[mmap\]$' rep)" 1
+expect_eq "report --peak: the mapping's row" "$(grep -c '^#[0-9]*  1048576 bytes in 1 block at the peak (100.0%)  \[mmap\]$' rep)" 1
 "$HT" report late.ht --peak -s 0 >rep0 2>&1
 expect_eq "report --peak of the mid-run snapshot" "$(sed -n '/^#1 /{n;p}' rep0 | awk '{print $1}')" phase_one
 "$HT" report late.ht --peak -f json >rep.json 2>&1
 expect_eq "json: mode" "$(grep -c '"mode":"peak"' rep.json)" 1
-expect_eq "json: first site" "$(grep -o '{"bytes":[0-9]*,"blocks":0,"kind":"heap"' rep.json | head -n1)" \
-    '{"bytes":12582912,"blocks":0,"kind":"heap"'
+expect_eq "json: first site" "$(grep -o '{"bytes":[0-9]*,"blocks":[0-9]*,"kind":"heap"' rep.json | head -n1)" \
+    '{"bytes":12582912,"blocks":48,"kind":"heap"'
 "$HT" report late.ht --peak -f html -o rep.html 2>&1
 expect_eq "html: flame graph of bytes at the peak" "$(grep -c 'Flame graph of peak bytes' rep.html)" 1
 expect_eq "html: the chart marks the peak" "$(grep -c '<rect id="peak".*<title>the peak: 12627968 bytes (heap and mappings) at ' rep.html)" 1
@@ -72,12 +77,12 @@ expect_eq "growth --peak: why" "$(head -n1 gerr)" "heaptrail growth: --peak is f
 cat dif
 expect_eq "diff --peak exit status" "$rc" 0
 expect_eq "diff --peak totals" "$(sed -n 2p dif)" \
-    "+1052672 bytes at the peak: 11575296 bytes before, 12627968 bytes after (the peaks: 11575296 and 12627968 bytes); 4 stacks changed"
+    "+1052672 bytes, +8 blocks at the peak: 11575296 bytes in 81 blocks before, 12627968 bytes in 89 blocks after (the peaks: 11575296 and 12627968 bytes); 4 stacks changed"
 expect_eq "diff --peak rows (change, function)" \
-    "$(sed -n '/^#/{s/^#[0-9]*  \([-+0-9]*\) bytes at the peak.*/\1/;h;n;s/^ *\([a-z_]*\) .*/\1/;H;x;s/\n/ /;p}' dif | tr '\n' ,)" \
-    "+12582912 phase_two,+4096 main,-1048576 map_region,-10485760 phase_one,"
+    "$(sed -n '/^#/{s/^#[0-9]*  \([-+0-9]*\) bytes ([0-9]* - [0-9]*), \([-+0-9]*\) blocks\{0,1\} .*at the peak.*/\1 \2/;h;n;s/^ *\([a-z_]*\) .*/\1/;H;x;s/\n/ /;p}' dif | tr '\n' ,)" \
+    "+12582912 +48 phase_two,+4096 +1 main,-1048576 -1 map_region,-10485760 -40 phase_one,"
 "$HT" diff --peak early.ht late.ht -f json >dif.json 2>&1
-expect_eq "diff --peak json" "$(grep -c '"at_peak":true,"bytes_before":11575296,"blocks_before":0,"bytes_after":12627968' dif.json)" 1
+expect_eq "diff --peak json" "$(grep -c '"at_peak":true,"bytes_before":11575296,"blocks_before":81,"bytes_after":12627968,"blocks_after":89' dif.json)" 1
 "$B/tests/analyze/htdrive" diff --peak "$B/tests/analyze/symfix.fix:0" "$B/tests/analyze/symfix.fix" >/dev/null 2>derr; rc=$?
 expect_eq "diff --peak of an old trace: exit status" "$rc" 1
 

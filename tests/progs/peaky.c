@@ -12,6 +12,7 @@
  * Between the phases it asks for a snapshot (ht_snapshot), whose peak so
  * far is phase one's in both modes. Prints its truth after the work:
  *   TRUTH one=N small=N map=N two=N   (bytes each site held at the peak)
+ *   TRUTH_BLOCKS one=K small=K map=K two=K   (and blocks)
  * (in late mode the stdout buffer printf takes for it is the peak's last
  * block). Nothing else allocates in between, so in one thread the sites'
  * bytes at the peak add up to the process's peak (the agent's epochs are
@@ -82,8 +83,10 @@ int main(int argc, char **argv)
     int nsecond = late ? 48 : 24;
     run(big, small, nsecond, 1);
     if (late)
-        printf("TRUTH one=0 small=%u map=0 two=%u\n", 40 * SMALL, nsecond * BIG);
+        printf("TRUTH one=0 small=%u map=0 two=%u\nTRUTH_BLOCKS one=0 small=40 map=0 two=%d\n", 40 * SMALL,
+               nsecond * BIG, nsecond);
     else
-        printf("TRUTH one=%u small=%u map=%u two=0\n", 40 * BIG, 40 * SMALL, MAP);
+        printf("TRUTH one=%u small=%u map=%u two=0\nTRUTH_BLOCKS one=40 small=40 map=1 two=0\n", 40 * BIG,
+               40 * SMALL, MAP);
     return 0;
 }

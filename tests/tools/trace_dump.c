@@ -99,7 +99,7 @@ int main(int argc, char **argv)
     const char *match = argc >= 4 && !strcmp(argv[2], "--match") ? argv[3] : NULL;
     static char buf[1 << 16];
     if (match) {
-        unsigned long long lb = 0, lk = 0, tb = 0, tk = 0, sites = 0, all = 0, pk = 0;
+        unsigned long long lb = 0, lk = 0, tb = 0, tk = 0, sites = 0, all = 0, pk = 0, pn = 0;
         unsigned long long xb = 0, xk = 0, ib = 0, ik = 0;
         size_t at = argc >= 6 && !strcmp(argv[4], "--snapshot") ? (size_t)atol(argv[5]) : t.nsnaps - 1;
         if (at < t.nsnaps) {
@@ -121,12 +121,14 @@ int main(int argc, char **argv)
                 ib += s->sites[i].ilost_bytes;
                 ik += s->sites[i].ilost_blocks;
                 pk += s->sites[i].at_peak_bytes;
+                pn += s->sites[i].at_peak_blocks;
                 all++;
             }
         }
         printf("match live_bytes=%llu live_blocks=%llu sites=%llu total_bytes=%llu total_blocks=%llu allsites=%llu "
-               "lost_bytes=%llu lost_blocks=%llu ilost_bytes=%llu ilost_blocks=%llu at_peak=%llu\n",
-               lb, lk, sites, tb, tk, all, xb, xk, ib, ik, pk);
+               "lost_bytes=%llu lost_blocks=%llu ilost_bytes=%llu ilost_blocks=%llu at_peak=%llu "
+               "at_peak_blocks=%llu\n",
+               lb, lk, sites, tb, tk, all, xb, xk, ib, ik, pk, pn);
         return 0;
     }
     printf("trace pid=%lld complete=%d truncated=%d truncated_at=%llu snaps=%zu nodes=%zu modules=%zu\n",
@@ -166,13 +168,13 @@ int main(int argc, char **argv)
             frames(&t, x->stack, buf, sizeof buf);
             printf("site kind=%s live_blocks=%llu live_bytes=%llu total_blocks=%llu total_bytes=%llu "
                    "peak_bytes=%llu lost_blocks=%llu lost_bytes=%llu ilost_blocks=%llu ilost_bytes=%llu "
-                   "at_peak=%llu frames=%s\n",
+                   "at_peak=%llu at_peak_blocks=%llu frames=%s\n",
                    x->kind == HT_KIND_MMAP ? "mmap" : "heap", (unsigned long long)x->live_blocks,
                    (unsigned long long)x->live_bytes, (unsigned long long)x->total_blocks,
                    (unsigned long long)x->total_bytes, (unsigned long long)x->peak_bytes,
                    (unsigned long long)x->lost_blocks, (unsigned long long)x->lost_bytes,
                    (unsigned long long)x->ilost_blocks, (unsigned long long)x->ilost_bytes,
-                   (unsigned long long)x->at_peak_bytes, buf);
+                   (unsigned long long)x->at_peak_bytes, (unsigned long long)x->at_peak_blocks, buf);
         }
     }
     ht_trace_free(&t);
