@@ -1736,14 +1736,14 @@ int ht__reach_lock(void)
 
 void ht__reach_unlock(void) { __atomic_store_n(&g_busy, 0, __ATOMIC_RELEASE); }
 
-/* A fork while the control thread scanned: the child has neither that
- * thread nor its scan (else its exit would wait 10 s for the lock). */
 /* The thread that forks: in the child, its alternate signal stack (a
  * fork keeps the forking thread's) is the child's thread's. */
 static int g_fork_tid;
 
 void ht__reach_fork_prepare(void) { g_fork_tid = ht_load_relaxed(&ht__sandboxed) ? 0 : ht__gettid(); }
 
+/* A fork while the control thread scanned: the child has neither that
+ * thread nor its scan (else its exit would wait 10 s for the lock). */
 void ht__reach_fork_child(void)
 {
     g_busy = 0;

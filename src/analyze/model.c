@@ -972,6 +972,14 @@ static void report_from_sites(ht_session_t *s, const ht_tsnapshot_t *sn, ht_repo
     r->rest_bytes = r->total_bytes - held;
 }
 
+/* --peak on a snapshot without PEAK records: an error, never zeros. */
+static int no_peak(char *err, size_t errlen, const char *name, const ht_tsnapshot_t *sn)
+{
+    snprintf(err, errlen, "%s: snapshot %u does not say what was live at the peak "
+             "(an agent older than this heaptrail wrote it)", name, sn->seq);
+    return -1;
+}
+
 int ht__report_build(ht_session_t *s, int64_t snapshot, int mode, ht_report_t *r,
                      char *err, size_t errlen)
 {
@@ -988,11 +996,8 @@ int ht__report_build(ht_session_t *s, int64_t snapshot, int mode, ht_report_t *r
     }
     r->ses = s;
     r->by = s->opts ? s->opts->by : HT_BY_STACK;
-    if (mode == HT_RMODE_PEAK && !sn->has_peak) {
-        snprintf(err, errlen, "%s: snapshot %u does not say what was live at the peak "
-                 "(an agent older than this heaptrail wrote it)", s->in[0].name, sn->seq);
-        return -1;
-    }
+    if (mode == HT_RMODE_PEAK && !sn->has_peak)
+        return no_peak(err, errlen, s->in[0].name, sn);
     r->type = mode == HT_RMODE_ALLOCATED ? HT_REPORT_ALLOCATED
               : mode == HT_RMODE_PEAK ? HT_REPORT_PEAK
               : mode == HT_RMODE_AUTO && snap_at_end(sn) ? HT_REPORT_LEAKS : HT_REPORT_INUSE;
@@ -1074,13 +1079,10 @@ int ht__diff_build(ht_session_t *s, int64_t na, int64_t nb, int peak, ht_report_
                  (long long)(!sa ? na : nb), in->t->nsnaps);
         return -1;
     }
-    if (peak && (!sa->has_peak || !sb->has_peak)) {
-        const ht_tsnapshot_t *sn = !sa->has_peak ? sa : sb;
-        snprintf(err, errlen, "%s: snapshot %u does not say what was live at the peak "
-                 "(an agent older than this heaptrail wrote it)", s->in[!sa->has_peak ? 0 : ib].name,
-                 sn->seq);
-        return -1;
-    }
+    if (peak && !sa->has_peak)
+        return no_peak(err, errlen, s->in[0].name, sa);
+    if (peak && !sb->has_peak)
+        return no_peak(err, errlen, s->in[ib].name, sb);
     r->ses = s;
     r->type = HT_REPORT_DIFF;
     r->peak = peak;

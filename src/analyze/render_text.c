@@ -258,19 +258,15 @@ int ht__render_text(const ht_report_t *r, FILE *f)
         fprintf(f, " -> %s ", name);
         print_snap(f, r->snap_b);
         fprintf(f, "%s%s\n", by, r->peak ? ", at each one's peak" : "");
+        fprintf(f, "%+lld bytes, %+lld %s%s: %lld bytes in %lld blocks before, %lld bytes in %lld blocks after",
+                (long long)r->total_bytes, (long long)r->total_blocks,
+                plural(r->total_blocks, "block", "blocks"), r->peak ? " at the peak" : "",
+                (long long)r->total_a_bytes, (long long)r->total_a_blocks, (long long)r->total_b_bytes,
+                (long long)r->total_b_blocks);
         if (r->peak)
-            fprintf(f, "%+lld bytes, %+lld %s at the peak: %lld bytes in %lld blocks before, %lld bytes in %lld blocks after (the peaks: %llu and %llu bytes); %zu %s changed\n",
-                    (long long)r->total_bytes, (long long)r->total_blocks,
-                    plural(r->total_blocks, "block", "blocks"), (long long)r->total_a_bytes,
-                    (long long)r->total_a_blocks, (long long)r->total_b_bytes, (long long)r->total_b_blocks,
-                    (unsigned long long)r->snap_a->peak_bytes, (unsigned long long)r->snap_b->peak_bytes,
-                    nst, plural((int64_t)nst, "stack", "stacks"));
-        else
-            fprintf(f, "%+lld bytes, %+lld %s: %lld bytes in %lld blocks before, %lld bytes in %lld blocks after; %zu %s changed\n",
-                    (long long)r->total_bytes, (long long)r->total_blocks,
-                    plural(r->total_blocks, "block", "blocks"), (long long)r->total_a_bytes,
-                    (long long)r->total_a_blocks, (long long)r->total_b_bytes,
-                    (long long)r->total_b_blocks, nst, plural((int64_t)nst, "stack", "stacks"));
+            fprintf(f, " (the peaks: %llu and %llu bytes)", (unsigned long long)r->snap_a->peak_bytes,
+                    (unsigned long long)r->snap_b->peak_bytes);
+        fprintf(f, "; %zu %s changed\n", nst, plural((int64_t)nst, "stack", "stacks"));
         {
             char line[512];
             if (ht__reach_summary(r, line, sizeof line))
@@ -303,18 +299,11 @@ int ht__render_text(const ht_report_t *r, FILE *f)
                     (long long)row->blocks, plural(row->blocks, "block", "blocks"), ht__row_share(r, row));
             break;
         case HT_REPORT_DIFF:
-            if (r->peak) {
-                fprintf(f, "#%zu  %+lld bytes (%lld - %lld), %+lld %s (%lld - %lld) at the peak", i + 1,
-                        (long long)row->bytes, (long long)row->x->b_bytes, (long long)row->x->a_bytes,
-                        (long long)row->blocks, plural(row->blocks, "block", "blocks"),
-                        (long long)row->x->b_blocks, (long long)row->x->a_blocks);
-                break;
-            }
-            fprintf(f, "#%zu  %+lld bytes (%lld - %lld), %+lld %s (%lld - %lld)", i + 1,
+            fprintf(f, "#%zu  %+lld bytes (%lld - %lld), %+lld %s (%lld - %lld)%s", i + 1,
                     (long long)row->bytes, (long long)row->x->b_bytes, (long long)row->x->a_bytes,
                     (long long)row->blocks, plural(row->blocks, "block", "blocks"),
-                    (long long)row->x->b_blocks, (long long)row->x->a_blocks);
-            print_row_lost_change(row, f);
+                    (long long)row->x->b_blocks, (long long)row->x->a_blocks, r->peak ? " at the peak" : "");
+            print_row_lost_change(row, f);  /* (none with --peak: no reach) */
             break;
         case HT_REPORT_GROWTH:
             fprintf(f, "#%zu  %+lld bytes, %+lld %s, steadiness %d%% (%u up, %u down in %u intervals)  ",
