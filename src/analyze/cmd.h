@@ -33,6 +33,13 @@ HT_INTERNAL int ht__cmd_main(int cmd, int argc, char **argv, ht_loader_fn load,
  * @return : 0, or -1 when the trace or the snapshot could not be read
  *           (said on out). */
 enum { HT_SUMMARY_AT_EXIT = 0, HT_SUMMARY_NOW };
-HT_INTERNAL int ht__run_summary(const char *path, int when, int64_t seq, FILE *out);
+struct ht_supp_s;
+/* supp (may be NULL): leak suppressions (suppress.h); the sites they
+ * match are counted apart and not listed. unreach (may be NULL) receives
+ * 1 if the snapshot's leak check found unsuppressed unreachable blocks
+ * (definitely or indirectly lost), 0 if it found none, -1 if there was no
+ * leak check (run --error-exitcode). */
+HT_INTERNAL int ht__run_summary(const char *path, int when, int64_t seq, struct ht_supp_s *supp,
+                                int *unreach, FILE *out);
 
 #endif

@@ -12,6 +12,7 @@
 #include <libelf.h>
 #include "cmd.h"
 #include "model.h"
+#include "suppress.h"
 #include "sym.h"
 #include "../format/trace.h"
 #include "heaptrail.h"
@@ -38,10 +39,15 @@
 
 static int run_usage(void)
 {
-    fprintf(stderr, "usage: heaptrail run [-o FILE] [--interval S] [--follow-exec] -- PROG ARGS...\n"
+    fprintf(stderr, "usage: heaptrail run [-o FILE] [--interval S] [--follow-exec] [--suppressions FILE]\n"
+                    "                     [--error-exitcode N] -- PROG ARGS...\n"
                     "  -o FILE          trace file (default heaptrail.<prog>.<pid>.ht)\n"
                     "  --interval S     also write a snapshot every S seconds\n"
-                    "  --follow-exec    trace programs it executes too (default: only this one)\n");
+                    "  --follow-exec    trace programs it executes too (default: only this one)\n"
+                    "  --suppressions FILE  leaks to leave out of the summary: `leak:PATTERN` lines\n"
+                    "                   (LeakSanitizer's format) matching a function, file or module\n"
+                    "  --error-exitcode N   exit with N if the program exits with 0 but its leak\n"
+                    "                   check at exit finds unreachable blocks not suppressed\n");
     return 2;
 }
 
@@ -408,9 +414,11 @@ static const char *untraceable(const char *file)
  * reachability line, notes, then the top stacks (at exit: every live
  * site; now: only those with unreachable blocks). Cheap: one pass over
  * the snapshot's sites, frames named only for the few stacks shown. */
-int ht__run_summary(const char *path, int when, int64_t seq, FILE *out)
+int ht__run_summary(const char *path, int when, int64_t seq, ht_supp_t *supp, int *unreach, FILE *out)
 {
     ht_trace_t t;
+    if (unreach)
+        *unreach = -1;
     char err[512];
     struct stat st;
     int now = when == HT_SUMMARY_NOW;
@@ -453,6 +461,24 @@ int ht__run_summary(const char *path, int when, int64_t seq, FILE *out)
         ht_trace_free(&t);
         return -1;
     }
+    /* suppressed sites: matched with the full symbolizer (functions,
+     * inlined ones, files), which only a suppression needs */
+    int32_t *sup = NULL;
+    ht_session_t ses;
+    ht_opts_t sopts = { 0 };
+    if (supp && supp->n) {
+        ht__session_init(&ses, &sopts, NULL, NULL);
+        ht__session_add(&ses, path, &t);
+        sup = ht__xmalloc((s->nsites ? s->nsites : 1) * sizeof *sup);
+        for (size_t i = 0; i < supp->n; i++)
+            supp->sites[i] = supp->blocks[i] = supp->bytes[i] = 0;
+        for (size_t i = 0; i < s->nsites; i++) {
+            const ht_tsite_t *x = &s->sites[i];
+            sup[i] = x->live_blocks && x->stack != 0xffffffffu ? ht__supp_match(supp, &ses, 0, x->stack) : -1;
+        }
+        ht__session_free(&ses);
+    }
+    uint64_t sup_bytes = 0, sup_n = 0, sup_sites = 0, sup_lost = 0, sup_lost_n = 0;
     /* the stacks to show: at exit every live site, now only those with
      * unreachable blocks (the point of a leak check) */
     leak_t *leaks = calloc(s->nsites ? s->nsites : 1, sizeof *leaks);
@@ -466,6 +492,17 @@ int ht__run_summary(const char *path, int when, int64_t seq, FILE *out)
         const ht_tsite_t *x = &s->sites[i];
         if (x->live_blocks == 0)
             continue;
+        if (sup && sup[i] >= 0) {
+            supp->sites[sup[i]]++;
+            supp->blocks[sup[i]] += x->live_blocks;
+            supp->bytes[sup[i]] += x->live_bytes;
+            sup_bytes += x->live_bytes;
+            sup_n += x->live_blocks;
+            sup_sites++;
+            sup_lost += x->lost_bytes + x->ilost_bytes;
+            sup_lost_n += x->lost_blocks + x->ilost_blocks;
+            continue;
+        }
         nlive++;
         if (!now || x->lost_blocks || x->ilost_blocks)
             leaks[nleaks++].s = x;
@@ -529,12 +566,29 @@ int ht__run_summary(const char *path, int when, int64_t seq, FILE *out)
         char unseen[256];
         if (ht__reach_unseen(s, unseen, sizeof unseen))
             fprintf(out, "heaptrail: %s\n", unseen);
+        if (unreach)
+            *unreach = lost_n || ilost_n;
     } else if (s->reach != HT_REACH_NONE) {
         char why[160];
         fprintf(out, "heaptrail: reachability not computed: %s\n", ht__reach_why(s, why, sizeof why));
     } else if (now) {
         fprintf(out, "heaptrail: reachability not computed: the program's heaptrail agent predates "
                      "leak checks (it wrote a plain snapshot)\n");
+    }
+    if (sup_sites) {
+        fprintf(out, "heaptrail: suppressed: %s bytes in %s blocks from %s %s", commas(sup_bytes, b1),
+                commas(sup_n, b2), commas(sup_sites, b3), sup_sites == 1 ? "site" : "sites");
+        if (reach)
+            fprintf(out, " (unreachable: %s bytes in %s blocks)", commas(sup_lost, b1), commas(sup_lost_n, b2));
+        fputs(", by\n", out);
+        for (size_t i = 0; i < supp->n; i++) {
+            if (!supp->sites[i])
+                continue;
+            fputs("  leak:", out);
+            put_clean(out, supp->pat[i]);
+            fprintf(out, "  %s %s, %s bytes in %s blocks\n", commas(supp->sites[i], b1),
+                    supp->sites[i] == 1 ? "site" : "sites", commas(supp->bytes[i], b2), commas(supp->blocks[i], b3));
+        }
     }
     if (now) {
         /* the process is running: its trace is not complete, and the
@@ -605,6 +659,7 @@ int ht__run_summary(const char *path, int when, int64_t seq, FILE *out)
     for (size_t i = 0; i < nw; i++)
         free(w[i].name);
     free(leaks);
+    free(sup);
     ht_trace_free(&t);
     return 0;
 }
@@ -766,7 +821,8 @@ static void list_other_traces(const others_t *o, const char *summarized)
 int ht_cmd_run(int argc, char **argv)
 {
     const char *out = NULL, *interval = NULL;
-    int follow = 0, i = 1;
+    int follow = 0, i = 1, errexit = 0, unreach = -1;
+    static ht_supp_t supp;
     for (; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--")) {
@@ -793,6 +849,26 @@ int ht_cmd_run(int argc, char **argv)
             }
         } else if (!strcmp(a, "--follow-exec")) {
             follow = 1;
+        } else if (!strcmp(a, "--suppressions")) {
+            char err[PATH_MAX + 200];
+            if (++i >= argc)
+                return run_usage();
+            if (ht__supp_load(&supp, argv[i], err, sizeof err) != 0) {
+                fprintf(stderr, "heaptrail: ");
+                put_clean(stderr, err);
+                fputc('\n', stderr);
+                return 2;
+            }
+        } else if (!strcmp(a, "--error-exitcode")) {
+            char *end;
+            if (++i >= argc)
+                return run_usage();
+            long v = strtol(argv[i], &end, 10);
+            if (*end || end == argv[i] || v < 1 || v > 255) {
+                fprintf(stderr, "heaptrail: --error-exitcode: '%s' is not a number from 1 to 255\n", argv[i]);
+                return 2;
+            }
+            errexit = (int)v;
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             run_usage();
             return 0;
@@ -899,7 +975,7 @@ int ht_cmd_run(int argc, char **argv)
         fprintf(stderr, ")\n");
         memcpy(path, others.last, strlen(others.last) + 1);
     }
-    if (ht__run_summary(path, HT_SUMMARY_AT_EXIT, -1, stderr) != 0 && access(path, F_OK) != 0) {
+    if (ht__run_summary(path, HT_SUMMARY_AT_EXIT, -1, &supp, &unreach, stderr) != 0 && access(path, F_OK) != 0) {
         char file[PATH_MAX];
         const char *why = find_program(argv[i], file, sizeof file) == 0 ? untraceable(file) : NULL;
         if (why) {
@@ -909,6 +985,17 @@ int ht_cmd_run(int argc, char **argv)
         }
     }
     list_other_traces(&others, path);
+    ht__supp_free(&supp);
+    if (errexit && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+        /* the program succeeded: its leaks decide */
+        if (unreach > 0) {
+            fprintf(stderr, "heaptrail: exit status %d: unreachable blocks at exit (--error-exitcode)\n", errexit);
+            return errexit;
+        }
+        if (unreach < 0)
+            fprintf(stderr, "heaptrail: --error-exitcode: no leak check at exit (see above); the program's "
+                            "exit status 0 stands\n");
+    }
     if (WIFEXITED(status))
         return WEXITSTATUS(status);
     if (WIFSIGNALED(status))
@@ -1118,5 +1205,5 @@ int ht_cmd_snapshot(int argc, char **argv)
     fprintf(stderr, "heaptrail: snapshot %llu of process %ld written to ", (unsigned long long)seq, pid);
     put_clean(stderr, path);
     fputc('\n', stderr);
-    return ht__run_summary(path, HT_SUMMARY_NOW, (int64_t)(seq > INT64_MAX ? INT64_MAX : seq), stderr) ? 1 : 0;
+    return ht__run_summary(path, HT_SUMMARY_NOW, (int64_t)(seq > INT64_MAX ? INT64_MAX : seq), NULL, NULL, stderr) ? 1 : 0;
 }

@@ -8,7 +8,7 @@ static const struct {
     int (*fn)(int, char **);
     const char *usage;
 } commands[] = {
-    { "run", ht_cmd_run, "run [-o FILE] [--interval S] [--follow-exec] -- PROG ARGS...   track a program" },
+    { "run", ht_cmd_run, "run [OPTIONS] -- PROG ARGS...     track a program (run -h: its options)" },
     { "snapshot", ht_cmd_snapshot, "snapshot [--leaks] PID          ask a traced process for a snapshot (--leaks: and a leak check)" },
     { "report", ht_cmd_report, "report TRACE [options]          leaks or in-use memory by stack" },
     { "diff", ht_cmd_diff, "diff TRACE:N TRACE:M             what grew between two snapshots" },

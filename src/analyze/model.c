@@ -458,7 +458,6 @@ static uint32_t origin_node(const ht_session_t *s, uint32_t input, uint32_t node
     return node;
 }
 
-static const ht_tjit_t *node_jit(const ht_input_t *in, uint32_t node);
 
 const char *ht__frame_fallback(const ht_report_t *r, const ht_rframe_t *f)
 {
@@ -493,7 +492,7 @@ static const char *node_label(ht_session_t *s, int by, uint32_t input, uint32_t 
             return l->f[0].function;
     }
     ht_report_t fake = { .ses = s };
-    ht_rframe_t f = { in->t->nodes[node].addr, m, ht__node_rel(in, node), NULL, node_jit(in, node) };
+    ht_rframe_t f = { in->t->nodes[node].addr, m, ht__node_rel(in, node), NULL, ht__node_jit(in, node) };
     return ht__frame_fallback(&fake, &f);
 }
 
@@ -1291,12 +1290,6 @@ void ht__report_free(ht_report_t *r)
 
 /*----------------------------------------------------------------- frames */
 
-static const ht_tjit_t *node_jit(const ht_input_t *in, uint32_t node)
-{
-    if (!in->node_jit || in->node_jit[node] == UINT32_MAX)
-        return NULL;
-    return &in->t->jit[in->node_jit[node]];
-}
 
 size_t ht__row_frames(const ht_report_t *r, const ht_row_t *row, ht_rframe_t **buf, size_t *cap)
 {
@@ -1312,7 +1305,7 @@ size_t ht__row_frames(const ht_report_t *r, const ht_row_t *row, ht_rframe_t **b
         HT_GROW(*buf, *cap, n + k);
         for (uint32_t i = 0; i < k; i++)
             (*buf)[n++] = (ht_rframe_t){ addr, m, rel, l && l->n ? &l->f[i] : NULL,
-                                         m == HT_NOMOD ? node_jit(in, node) : NULL };
+                                         m == HT_NOMOD ? ht__node_jit(in, node) : NULL };
         uint32_t p = in->t->nodes[node].parent;
         node = p < node ? p : 0;
     }

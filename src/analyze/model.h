@@ -49,6 +49,14 @@ static inline uint64_t ht__node_rel(const ht_input_t *in, uint32_t n)
     return m == UINT32_MAX ? in->t->nodes[n].addr : in->t->nodes[n].addr - in->tm_bias[m];
 }
 
+/* The JIT code record naming a node outside any module, or NULL. */
+static inline const ht_tjit_t *ht__node_jit(const ht_input_t *in, uint32_t n)
+{
+    if (!in->node_jit || in->node_jit[n] == UINT32_MAX)
+        return NULL;
+    return &in->t->jit[in->node_jit[n]];
+}
+
 /* The HTML flame graph draws this many of the biggest rows (the rest are
  * summed into one box), so reports hold at least this many rows for it. */
 #define HT_HTML_FLAME_ROWS 20000

@@ -419,7 +419,7 @@ static char *summary_of(const char *path, int status, uint32_t threads)
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
-    ht__run_summary(path, HT_SUMMARY_AT_EXIT, -1, f);
+    ht__run_summary(path, HT_SUMMARY_AT_EXIT, -1, NULL, NULL, f);
     fclose(f);
     return text;
 }
@@ -742,7 +742,7 @@ static char *summary_now(int64_t seq, int *rc)
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
-    *rc = ht__run_summary(CHECK_TRACE, HT_SUMMARY_NOW, seq, f);
+    *rc = ht__run_summary(CHECK_TRACE, HT_SUMMARY_NOW, seq, NULL, NULL, f);
     fclose(f);
     return text;
 }

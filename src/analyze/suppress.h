@@ -1,0 +1,40 @@
+/* suppress.h -- leak suppressions, in LeakSanitizer's file format: one
+ * `leak:PATTERN` a line, `#` comments and blank lines ignored. A stack is
+ * suppressed when one of its frames matches a pattern: its function
+ * (demangled, inlined functions included), its source file, or its
+ * module's path or file name; JIT frames by the name their runtime gave
+ * the code. Patterns match anywhere in the string (a substring) unless
+ * anchored: `^` at the start, `$` at the end; `*` matches any run of
+ * characters (LeakSanitizer's rules). */
+#ifndef HT_ANALYZE_SUPPRESS_H
+#define HT_ANALYZE_SUPPRESS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "model.h"
+
+typedef struct ht_supp_s {
+    char **pat;                 /* the patterns, as written after "leak:" */
+    size_t n, cap;
+    /* what each pattern suppressed: the first pattern that matches the
+     * innermost matching frame gets the stack */
+    uint64_t *sites, *blocks, *bytes;
+    int32_t *memo;              /* per node of the input matched: pattern or
+                                   -1 (none), from the node outward; -2 unknown */
+    size_t nmemo;
+    const void *memo_for;       /* the trace memo is for */
+} ht_supp_t;
+
+/* Adds the patterns of file `path`. Returns 0, or -1 with a message
+ * naming the file and line in err. */
+HT_INTERNAL int ht__supp_load(ht_supp_t *s, const char *path, char *err, size_t errlen);
+HT_INTERNAL void ht__supp_free(ht_supp_t *s);
+
+/* Whether pattern p matches string str by the rules above. */
+HT_INTERNAL int ht__supp_template_match(const char *p, const char *str);
+
+/* The pattern suppressing the stack whose innermost node is `node` in
+ * input `input` of session ses, or -1. Each node is looked at once. */
+HT_INTERNAL int ht__supp_match(ht_supp_t *s, ht_session_t *ses, uint32_t input, uint32_t node);
+
+#endif

@@ -1,0 +1,105 @@
+# suppress.sh -- `heaptrail run --suppressions FILE` and `--error-exitcode
+# N`, on tests/progs/exitleak (a lost three-node list: 48 bytes definitely
+# lost, 96 indirectly, from lose_list; 100 bytes definitely lost from
+# lose_one) and examples/leaky (the demo: 1,280 bytes unreachable from
+# cache_put, the rest still reachable). Suppressed sites leave every
+# figure of the summary and its list of stacks, and are counted on a line
+# of their own, per pattern; --error-exitcode turns unreachable blocks
+# that remain into the exit status when the program itself succeeded.
+. tests/agent/common.inc
+cd "$T"
+EL=$P/exitleak
+LEAKY=$B/examples/leaky
+
+# run_ht NAME [heaptrail run options...] -- PROG ARGS: stderr to NAME.err,
+# exit status to $rc
+run_ht() {
+    name=$1
+    shift
+    "$HT" run -o "$name.ht" "$@" 2>"$name.err" >/dev/null
+    rc=$?
+}
+sup() { printf '%s\n' "$@" >"$1.supp.tmp" && tail -n +2 "$1.supp.tmp" >"$1.supp"; }
+
+# --- exit status: the program's, unless it succeeded and leaks remain ---
+run_ht plain -- "$EL"
+expect_eq "no options: the program's status" "$rc" 0
+run_ht gate --error-exitcode 23 -- "$EL"
+expect_eq "--error-exitcode with lost blocks" "$rc" 23
+grep -q '^heaptrail: exit status 23: unreachable blocks at exit (--error-exitcode)$' gate.err ||
+    fail "gate: no line saying why the status is 23"
+run_ht failing --error-exitcode 23 -- "$EL" 3
+expect_eq "a failing program keeps its own status" "$rc" 3
+HEAPTRAIL_REACH=0 run_ht nocheck --error-exitcode 23 -- "$EL"
+expect_eq "no leak check at exit: the program's status" "$rc" 0
+grep -q "no leak check at exit (see above); the program's exit status 0 stands" nocheck.err ||
+    fail "nocheck: does not say the leak check was missing"
+
+# --- suppressing one site of two ---
+sup one 'leak:lose_one'
+run_ht one --suppressions one.supp --error-exitcode 23 -- "$EL"
+expect_eq "lose_one suppressed: lose_list's leaks still fail" "$rc" 23
+expect_eq "lose_one suppressed: summary" "$(summary_numbers one.err)" "144 3 1"
+grep -q '^heaptrail: unreachable at exit: 48 bytes in 1 blocks from 1 sites (definitely lost; plus 96 bytes in 2 blocks reachable only through them); still reachable: 0 bytes in 0 blocks$' one.err ||
+    fail "one: unreachable line"
+grep -q '^heaptrail: suppressed: 100 bytes in 1 blocks from 1 site (unreachable: 100 bytes in 1 blocks), by$' one.err ||
+    fail "one: suppressed line"
+grep -q '^  leak:lose_one  1 site, 100 bytes in 1 blocks$' one.err || fail "one: pattern line"
+grep -q 'lose_one (exitleak' one.err && fail "one: the suppressed stack is still listed"
+grep -q 'lose_list (exitleak' one.err || fail "one: the other stack is not listed"
+
+# --- both: the gate opens; patterns that were not used are not listed ---
+sup both '# the known leaks' '' 'leak:lose_one' '  leak:^lose_l*t$  ' 'leak:never_matches_anything'
+run_ht both --suppressions both.supp --error-exitcode 23 -- "$EL"
+expect_eq "both suppressed: the program's status" "$rc" 0
+expect_eq "both suppressed: summary" "$(summary_numbers both.err)" "0 0 0"
+grep -q '^heaptrail: unreachable at exit: none; still reachable: 0 bytes in 0 blocks$' both.err ||
+    fail "both: unreachable line"
+grep -q '^heaptrail: suppressed: 244 bytes in 4 blocks from 2 sites (unreachable: 244 bytes in 4 blocks), by$' both.err ||
+    fail "both: suppressed line"
+grep -q '^  leak:^lose_l\*t\$  1 site, 144 bytes in 3 blocks$' both.err || fail "both: anchored pattern's line"
+grep -q 'never_matches' both.err && fail "both: an unused pattern is listed"
+
+# --- what a pattern is matched against, and its anchors (the demo) ---
+# expect_suppressed NAME PATTERN BYTES: leaky's suppressed bytes
+expect_suppressed() {
+    sup "$1" "leak:$2"
+    run_ht "$1" --suppressions "$1.supp" -- "$LEAKY"
+    got=$(sed -n 's/^heaptrail: suppressed: \([0-9,]*\) bytes.*/\1/p' "$1.err" | tr -d ,)
+    expect_eq "leak:$2 suppresses" "${got:-0}" "$3"
+}
+expect_suppressed fn cache_put 1280
+expect_suppressed prefix '^cache_' 1280
+expect_suppressed prefix_no '^ache_put' 0
+expect_suppressed suffix 'he_put$' 1280
+expect_suppressed suffix_no 'he_pu$' 0
+expect_suppressed star 'cache*put' 1280
+expect_suppressed star_no 'cache*get' 0
+expect_suppressed exact '^read_request$' 4096
+expect_suppressed outer main 5456
+expect_suppressed module_name '^leaky$' 5456
+expect_suppressed module_path "$LEAKY" 5456
+expect_suppressed libc 'libc.so' 5456
+expect_suppressed libc_fn '__strdup' 80
+expect_suppressed source_file 'examples/leaky.c' 5456
+expect_suppressed demangled_no 'cache_put(' 0
+
+# --- bad input: refused before the program runs ---
+run_ht missing --suppressions "$T/no-such-file" -- "$EL"
+expect_eq "missing suppressions file" "$rc" 2
+grep -q "cannot read suppressions $T/no-such-file: No such file or directory" missing.err ||
+    fail "missing: message"
+sup badline 'leak:lose_one' 'lose_list'
+run_ht badline --suppressions badline.supp -- "$EL"
+expect_eq "a line without leak:" "$rc" 2
+grep -q "badline.supp:2: not a leak suppression" badline.err || fail "badline: message names the line"
+sup empty 'leak:'
+run_ht empty --suppressions empty.supp -- "$EL"
+expect_eq "leak: without a pattern" "$rc" 2
+grep -q "empty.supp:1: .leak:. without a pattern" empty.err || fail "empty: message"
+for v in 0 256 x 2x ""; do
+    run_ht "code$v" --error-exitcode "$v" -- "$EL"
+    expect_eq "--error-exitcode '$v' refused" "$rc" 2
+done
+ls ./*.ht 2>/dev/null | grep -q -e missing -e badline -e empty -e code && fail "a refused run ran the program"
+done_
