@@ -5,6 +5,7 @@
  * passed to a shell or used as a format string. */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <sys/resource.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include "cmd.h"
 #include "commands.h"
 #include "model.h"
+#include "suppress.h"
 
 /* Provided by src/format (the agent side owns the reader). Weak, so a CLI
  * built before the reader exists says so instead of failing to link. */
@@ -44,7 +46,9 @@ static void usage(int cmd, FILE *f)
                "                         their origin, the first frame outside well-tested modules\n"
                "      --well-tested LIST comma-separated module name patterns (default:\n"
                "                         libc.so*,libstdc++.so*,ld-linux*.so*,libheaptrail*.so*,...)\n"
-               "      --debug-dir DIRS   also look for separate debug info in DIRS (colon-separated)\n");
+               "      --debug-dir DIRS   also look for separate debug info in DIRS (colon-separated)\n"
+               "      --suppressions FILE  leave out stacks matching its `leak:PATTERN` lines\n"
+               "                         (LeakSanitizer's format; as `heaptrail run`'s)\n");
     if (cmd == HT_CMD_REPORT)
         fprintf(f, "  -s, --snapshot N       report snapshot N (negative: from the end)\n"
                    "      --in-use           call live memory 'in use', not 'leaked'\n"
@@ -169,6 +173,7 @@ int ht__cmd_main(int cmd, int argc, char **argv, ht_loader_fn load, ht_unloader_
         { "allocated", no_argument, 0, 'A' },
         { "peak", no_argument, 0, 'K' },
         { "no-progress", no_argument, 0, 'P' },
+        { "suppressions", required_argument, 0, 'S' },
         { "help", no_argument, 0, 'h' },
         { 0, 0, 0, 0 },
     };
@@ -177,6 +182,7 @@ int ht__cmd_main(int cmd, int argc, char **argv, ht_loader_fn load, ht_unloader_
     int64_t snapshot = -1;
     int in_use = 0, c;
     char *wt_copy = NULL;
+    ht_supp_t supp = { 0 };
     optind = 0;     /* glibc: full re-initialisation (tests call us repeatedly) */
     opterr = 0;
     while ((c = getopt_long(argc, argv, "f:o:n:s:h", longopts, NULL)) != -1) {
@@ -234,6 +240,15 @@ int ht__cmd_main(int cmd, int argc, char **argv, ht_loader_fn load, ht_unloader_
             in_use = HT_RMODE_PEAK;
             break;
         case 'P': o.progress = 0; break;
+        case 'S': {
+            char serr[PATH_MAX + 200];
+            if (ht__supp_load(&supp, optarg, serr, sizeof serr) != 0) {
+                ht__supp_free(&supp);
+                return bad(cmd, "%s%s", serr, "");
+            }
+            o.supp = &supp;
+            break;
+        }
         case 'h': usage(cmd, stdout); return 0;
         default:
             if (optopt)
@@ -321,6 +336,7 @@ done:
     free(paths[1]);
     free(o.well_tested);
     free(wt_copy);
+    ht__supp_free(&supp);
     return rc;
 }
 

@@ -1041,12 +1041,14 @@ static long only_child(long pid)
 
 static int snapshot_usage(FILE *f)
 {
-    fprintf(f, "usage: heaptrail snapshot [--leaks] PID\n"
+    fprintf(f, "usage: heaptrail snapshot [--leaks [--suppressions FILE]] PID\n"
                "  ask a traced process (PID, or the `heaptrail run` that started it) for a\n"
                "  snapshot now; it keeps running\n"
                "  --leaks    a leak check: the snapshot also says which live heap blocks are\n"
                "             unreachable now (the program's running threads are paused for the\n"
-               "             scan), and a summary with their stacks follows\n");
+               "             scan), and a summary with their stacks follows\n"
+               "  --suppressions FILE  leave the stacks its `leak:PATTERN` lines match out of\n"
+               "             that summary (as `heaptrail run --suppressions`)\n");
     return f == stdout ? 0 : 2;
 }
 
@@ -1120,18 +1122,34 @@ int ht_cmd_snapshot(int argc, char **argv)
 {
     int leaks = 0;
     const char *pid_arg = NULL;
+    static ht_supp_t supp;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--leaks"))
+        if (!strcmp(argv[i], "--leaks")) {
             leaks = 1;
-        else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))
+        } else if (!strcmp(argv[i], "--suppressions")) {
+            char err[PATH_MAX + 200];
+            if (++i >= argc)
+                return snapshot_usage(stderr);
+            if (ht__supp_load(&supp, argv[i], err, sizeof err) != 0) {
+                fprintf(stderr, "heaptrail: ");
+                put_clean(stderr, err);
+                fputc('\n', stderr);
+                return 2;
+            }
+        } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             return snapshot_usage(stdout);
-        else if (argv[i][0] == '-' || pid_arg)
+        } else if (argv[i][0] == '-' || pid_arg) {
             return snapshot_usage(stderr);
-        else
+        } else {
             pid_arg = argv[i];
+        }
     }
     if (!pid_arg)
         return snapshot_usage(stderr);
+    if (supp.n && !leaks) {
+        fprintf(stderr, "heaptrail: snapshot: --suppressions is for the summary of --leaks\n");
+        return 2;
+    }
     char *end;
     long pid = strtol(pid_arg, &end, 10);
     if (*end || pid <= 0 || pid > INT_MAX) {
@@ -1205,5 +1223,5 @@ int ht_cmd_snapshot(int argc, char **argv)
     fprintf(stderr, "heaptrail: snapshot %llu of process %ld written to ", (unsigned long long)seq, pid);
     put_clean(stderr, path);
     fputc('\n', stderr);
-    return ht__run_summary(path, HT_SUMMARY_NOW, (int64_t)(seq > INT64_MAX ? INT64_MAX : seq), NULL, NULL, stderr) ? 1 : 0;
+    return ht__run_summary(path, HT_SUMMARY_NOW, (int64_t)(seq > INT64_MAX ? INT64_MAX : seq), &supp, NULL, stderr) ? 1 : 0;
 }

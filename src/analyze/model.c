@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include "heaptrail.h"
 #include "model.h"
+#include "suppress.h"
 
 const char *const ht__default_well_tested[] = {
     "libc.so*", "libc-*.so", "libm.so*", "libstdc++.so*", "libgcc_s.so*",
@@ -426,6 +427,29 @@ const char *ht__reach_name(int reach)
 static uint32_t site_node(const ht_trace_t *t, uint32_t stack)
 {
     return stack < t->nnodes ? stack : 0;   /* HT_STACK_ID_OVERFLOW: no stack */
+}
+
+/* Whether --suppressions leaves the site out. `count`: it is in the
+ * report's own snapshot, with this value: counted in r's supp_* and the
+ * pattern's. */
+static int suppressed(ht_session_t *s, ht_report_t *r, uint32_t input, const ht_tsite_t *site, int count,
+                      int64_t bytes, int64_t blocks)
+{
+    ht_supp_t *sp = s->opts ? s->opts->supp : NULL;
+    if (!sp || !sp->n)
+        return 0;
+    int p = ht__supp_match(sp, s, input, site_node(s->in[input].t, site->stack));
+    if (p < 0)
+        return 0;
+    if (count) {
+        r->supp_bytes += bytes;
+        r->supp_blocks += blocks;
+        r->supp_sites++;
+        sp->sites[p]++;
+        sp->bytes[p] += (uint64_t)bytes;
+        sp->blocks[p] += (uint64_t)blocks;
+    }
+    return 1;
 }
 
 static int stacks_equal(const ht_session_t *s, uint32_t ia, uint32_t a, uint32_t ib, uint32_t b)
@@ -862,6 +886,21 @@ const char *ht__totals_line(const ht_report_t *r, char *buf, size_t len)
     return buf;
 }
 
+const char *ht__supp_line(const ht_report_t *r, char *buf, size_t len)
+{
+    const ht_supp_t *sp = r->ses->opts ? r->ses->opts->supp : NULL;
+    if (!sp)
+        return NULL;
+    if (!r->supp_sites)
+        snprintf(buf, len, "suppressed: nothing (no stack matched the %zu %s)", sp->n,
+                 sp->n == 1 ? "pattern" : "patterns");
+    else
+        snprintf(buf, len, "suppressed: %lld bytes in %lld %s from %zu %s", (long long)r->supp_bytes,
+                 (long long)r->supp_blocks, r->supp_blocks == 1 ? "block" : "blocks", r->supp_sites,
+                 r->supp_sites == 1 ? "site" : "sites");
+    return buf;
+}
+
 double ht__row_share(const ht_report_t *r, const ht_row_t *row)
 {
     int64_t of = row->kind == HT_KIND_MMAP ? r->map_bytes : r->total_bytes - r->map_bytes;
@@ -908,6 +947,8 @@ static void report_from_sites(ht_session_t *s, const ht_tsnapshot_t *sn, ht_repo
         ht__progress_step(&pr, i, sn->nsites);
         int64_t bytes = site_bytes(r, site), blocks = site_blocks(r, site);
         if (!bytes && !blocks)
+            continue;
+        if (suppressed(s, r, 0, site, 1, bytes, blocks))
             continue;
         count++;
         r->total_bytes += bytes;
@@ -1022,6 +1063,8 @@ int ht__report_build(ht_session_t *s, int64_t snapshot, int mode, ht_report_t *r
         int64_t bytes = site_bytes(r, site), blocks = site_blocks(r, site);
         if (!bytes && !blocks)
             continue;
+        if (suppressed(s, r, 0, site, 1, bytes, blocks))
+            continue;
         probe_t p;
         probe_make(&a, &p, 0, site->stack, site->kind);
         ht_row_t *row = agg_row(&a, &p, 1);
@@ -1106,6 +1149,8 @@ int ht__diff_build(ht_session_t *s, int64_t na, int64_t nb, int peak, ht_report_
             /* --peak: what the site held at the peak */
             int64_t bytes = (int64_t)(peak ? site->at_peak_bytes : site->live_bytes);
             int64_t blocks = (int64_t)(peak ? site->at_peak_blocks : site->live_blocks);
+            if (suppressed(s, r, in, site, !pass, bytes, blocks))
+                continue;
             probe_t p;
             probe_make(&a, &p, in, site->stack, site->kind);
             ht_row_t *row = agg_row(&a, &p, 1);
@@ -1191,6 +1236,9 @@ int ht__growth_build(ht_session_t *s, ht_report_t *r, char *err, size_t errlen)
             const ht_tsite_t *site = &sn->sites[i];
             if (!site->live_bytes && !site->live_blocks)
                 continue;
+            if (suppressed(s, r, 0, site, k == t->nsnaps - 1, (int64_t)site->live_bytes,
+                           (int64_t)site->live_blocks))
+                continue;
             probe_t p;
             probe_make(&a, &p, 0, site->stack, site->kind);
             ht_row_t *row = agg_row(&a, &p, 1);
@@ -1264,7 +1312,7 @@ int ht__growth_build(ht_session_t *s, ht_report_t *r, char *err, size_t errlen)
         const ht_tsnapshot_t *sn = &t->snaps[k];
         for (size_t i = 0; i < sn->nsites; i++) {
             const ht_tsite_t *site = &sn->sites[i];
-            if (!site->live_bytes)
+            if (!site->live_bytes || suppressed(s, r, 0, site, 0, 0, 0))
                 continue;
             probe_t p;
             probe_make(&b, &p, 0, site->stack, site->kind);

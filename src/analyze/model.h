@@ -74,6 +74,7 @@ typedef struct ht_opts_s {
     char **well_tested;         /* fnmatch patterns on module basenames */
     size_t nwell_tested;
     int progress;               /* progress lines on stderr */
+    struct ht_supp_s *supp;     /* --suppressions: sites left out, or NULL */
 } ht_opts_t;
 
 typedef struct ht_session_s {
@@ -168,6 +169,11 @@ typedef struct ht_report_s {
     ht_rowlost_t total_lost_a;
     int64_t heap_a_bytes, heap_a_blocks;
     size_t lost_sites_a;
+    /* --suppressions: what the sites left out had, in the report's own
+     * snapshot (a diff's after, growth's last), by the report's measure
+     * (per pattern in opts->supp) */
+    int64_t supp_bytes, supp_blocks;
+    size_t supp_sites;
 } ht_report_t;
 
 /* A frame as renderers see it: one per source-level frame (an address with
@@ -239,6 +245,9 @@ HT_INTERNAL const char *ht__foreign_text(const ht_trace_t *t, int *warn, char *b
  * anonymous mappings apart ("...; anonymous mappings never unmapped: M
  * bytes in R regions from K sites"). */
 HT_INTERNAL const char *ht__totals_line(const ht_report_t *r, char *buf, size_t len);
+/* With --suppressions, what they left out ("suppressed: N bytes in B
+ * blocks from S sites"), else NULL. */
+HT_INTERNAL const char *ht__supp_line(const ht_report_t *r, char *buf, size_t len);
 /* A row's share, in percent, of its kind's total (heap or mappings). */
 HT_INTERNAL double ht__row_share(const ht_report_t *r, const ht_row_t *row);
 /* The JSON name of a reach status: "computed", "threads", ... */

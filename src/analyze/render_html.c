@@ -245,6 +245,12 @@ static void summary(const ht_report_t *r, FILE *f)
         html_text(f, line);
         fputs("</p>\n", f);
     }
+    char sl[256];
+    if (ht__supp_line(r, sl, sizeof sl)) {
+        fputs("<p id=\"suppressed\" class=\"note\">", f);
+        html_text(f, sl);
+        fputs(" (--suppressions)</p>\n", f);
+    }
     int warn;
     char fw[640];
     if (ht__foreign_text(r->ses->in[r->input_b].t, &warn, fw, sizeof fw)) {

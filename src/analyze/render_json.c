@@ -7,6 +7,7 @@
 #include <string.h>
 #include "heaptrail.h"
 #include "model.h"
+#include "suppress.h"
 
 void ht__json_string(FILE *f, const char *s)
 {
@@ -232,6 +233,18 @@ int ht__render_json(const ht_report_t *r, FILE *f)
     }
     if (r->reach != HT_REACH_NONE)
         json_reach(r, f);
+    const ht_supp_t *sp = r->ses->opts ? r->ses->opts->supp : NULL;
+    if (sp) {
+        fprintf(f, ",\"suppressed\":{\"bytes\":%lld,\"blocks\":%lld,\"sites\":%zu,\"patterns\":[",
+                (long long)r->supp_bytes, (long long)r->supp_blocks, r->supp_sites);
+        for (size_t i = 0; i < sp->n; i++) {
+            fputs(i ? ",{\"pattern\":" : "{\"pattern\":", f);
+            ht__json_string(f, sp->pat[i]);
+            fprintf(f, ",\"sites\":%llu,\"bytes\":%llu,\"blocks\":%llu}", (unsigned long long)sp->sites[i],
+                    (unsigned long long)sp->bytes[i], (unsigned long long)sp->blocks[i]);
+        }
+        fputs("]}", f);
+    }
     fputs(",\"sites\":[", f);
     ht_progress_t pr;
     ht__progress_init(&pr, r->ses, "writing JSON");

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "model.h"
+#include "suppress.h"
 
 static const char *plural(int64_t n, const char *one, const char *many)
 {
@@ -282,6 +283,17 @@ int ht__render_text(const ht_report_t *r, FILE *f)
         break;
     }
     print_trace_notes(r, f);
+    char sl[256];
+    if (ht__supp_line(r, sl, sizeof sl)) {
+        const ht_supp_t *sp = r->ses->opts->supp;
+        fprintf(f, "%s%s\n", sl, r->supp_sites ? ", by" : "");
+        for (size_t i = 0; i < sp->n; i++)
+            if (sp->sites[i])
+                fprintf(f, "  leak:%s  %llu %s, %llu bytes in %llu %s\n", sp->pat[i],
+                        (unsigned long long)sp->sites[i], sp->sites[i] == 1 ? "site" : "sites",
+                        (unsigned long long)sp->bytes[i], (unsigned long long)sp->blocks[i],
+                        sp->blocks[i] == 1 ? "block" : "blocks");
+    }
     for (size_t i = 0; i < r->nshown; i++) {
         const ht_row_t *row = &r->rows[i];
         fputc('\n', f);

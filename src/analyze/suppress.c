@@ -16,7 +16,8 @@ void ht__supp_free(ht_supp_t *s)
     free(s->sites);
     free(s->blocks);
     free(s->bytes);
-    free(s->memo);
+    free(s->memo[0]);
+    free(s->memo[1]);
     memset(s, 0, sizeof *s);
 }
 
@@ -159,24 +160,25 @@ static int match_node(const ht_supp_t *s, ht_session_t *ses, const ht_input_t *i
 int ht__supp_match(ht_supp_t *s, ht_session_t *ses, uint32_t input, uint32_t node)
 {
     const ht_input_t *in = &ses->in[input];
-    if (!s->n || node == 0 || node >= in->t->nnodes)
+    if (!s->n || input > 1 || node == 0 || node >= in->t->nnodes)
         return -1;
-    if (s->memo_for != in->t || s->nmemo != in->t->nnodes) {
-        free(s->memo);
-        s->memo_for = in->t;
-        s->nmemo = in->t->nnodes;
-        s->memo = ht__xmalloc(s->nmemo * sizeof *s->memo);
-        for (size_t i = 0; i < s->nmemo; i++)
-            s->memo[i] = -2;
+    if (s->memo_for[input] != in->t || s->nmemo[input] != in->t->nnodes) {
+        free(s->memo[input]);
+        s->memo_for[input] = in->t;
+        s->nmemo[input] = in->t->nnodes;
+        s->memo[input] = ht__xmalloc(in->t->nnodes * sizeof *s->memo[input]);
+        for (size_t i = 0; i < in->t->nnodes; i++)
+            s->memo[input][i] = -2;
     }
-    /* down to the first node known (or the root), then back up: no
+    int32_t *memo = s->memo[input];
+    /* out to the first node known (or the root), then back in: no
      * recursion, whatever the depth */
     uint32_t top = node, len = 0;
-    while (top != 0 && top < s->nmemo && s->memo[top] == -2) {
+    while (top != 0 && top < in->t->nnodes && memo[top] == -2) {
         top = in->t->nodes[top].parent;
         len++;
     }
-    int outer = top != 0 && top < s->nmemo ? s->memo[top] : -1;
+    int outer = top != 0 && top < in->t->nnodes ? memo[top] : -1;
     uint32_t *path = ht__xmalloc((len ? len : 1) * sizeof *path);
     uint32_t k = 0;
     for (uint32_t x = node; k < len; x = in->t->nodes[x].parent)
@@ -184,8 +186,8 @@ int ht__supp_match(ht_supp_t *s, ht_session_t *ses, uint32_t input, uint32_t nod
     while (k-- > 0) {
         int own = match_node(s, ses, in, path[k]);
         outer = own >= 0 ? own : outer;
-        s->memo[path[k]] = outer;
+        memo[path[k]] = outer;
     }
     free(path);
-    return s->memo[node];
+    return memo[node];
 }

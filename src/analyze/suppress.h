@@ -19,10 +19,11 @@ typedef struct ht_supp_s {
     /* what each pattern suppressed: the first pattern that matches the
      * innermost matching frame gets the stack */
     uint64_t *sites, *blocks, *bytes;
-    int32_t *memo;              /* per node of the input matched: pattern or
-                                   -1 (none), from the node outward; -2 unknown */
-    size_t nmemo;
-    const void *memo_for;       /* the trace memo is for */
+    /* per input (a diff has two): per node, the pattern matching it or a
+     * frame further out, -1 none, -2 not known yet */
+    int32_t *memo[2];
+    size_t nmemo[2];
+    const void *memo_for[2];    /* the trace each is for */
 } ht_supp_t;
 
 /* Adds the patterns of file `path`. Returns 0, or -1 with a message

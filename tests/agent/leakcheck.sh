@@ -265,6 +265,21 @@ expect_eq "api: reason reach" "$(field reason "$s0") $(field reach "$s0")" "3 1"
 check_truths api.ht 0 CHECK api.out api 17
 expect_eq "api: untraced" "$("$P/reach" api | sed -n 's/^API //p')" -1
 
+# with --suppressions: lost_plain's 10 blocks (400 bytes) leave the
+# check's summary and are accounted apart
+start_prog sp "$P/reach" leakcheck
+printf 'leak:^lost_plain$\n' >sp.supp
+"$HT" snapshot --leaks --suppressions sp.supp "$runpid" >sp-check.out 2>sp-check.err
+expect_eq "suppressed: status" "$?" 0
+expect_eq "suppressed: summary" \
+    "$(grep -c '^heaptrail: unreachable now: 288 bytes in 5 blocks from 5 sites (definitely lost; plus 336 bytes in 7 blocks reachable only through them)' sp-check.err)" 1
+expect_eq "suppressed: its line" \
+    "$(grep -c '^heaptrail: suppressed: 400 bytes in 10 blocks from 1 site (unreachable: 400 bytes in 10 blocks), by$' sp-check.err)" 1
+expect_eq "suppressed: not listed" "$(grep -c '^      lost_plain ' sp-check.err)" 0
+finish_prog sp
+"$HT" snapshot --suppressions sp.supp 1 >/dev/null 2>sp-noleaks.err
+expect_eq "--suppressions without --leaks: refused" "$?" 2
+
 # turned off: refused, and the program runs on to its normal exit
 start_prog off HEAPTRAIL_REACH=0 "$P/reach" leakcheck
 "$HT" snapshot --leaks "$runpid" >off-check.out 2>off-check.err

@@ -84,6 +84,44 @@ expect_suppressed libc_fn '__strdup' 80
 expect_suppressed source_file 'examples/leaky.c' 5456
 expect_suppressed demangled_no 'cache_put(' 0
 
+# --- heaptrail report, diff and growth take the same file ---
+run_ht rep --interval 0.01 -- "$LEAKY"
+sup rep 'leak:cache_put' 'leak:never_matches_anything'
+"$HT" report rep.ht --suppressions rep.supp >rep.txt 2>&1
+grep -q '^4176 bytes leaked in 11 blocks from 2 allocation sites$' rep.txt || fail "report: totals without the suppressed site"
+grep -q '^unreachable: 0 bytes in 0 blocks (definitely lost); still reachable: 4176 bytes in 11 blocks$' rep.txt ||
+    fail "report: unreachable line without the suppressed site"
+grep -q '^suppressed: 1280 bytes in 5 blocks from 1 site, by$' rep.txt || fail "report: suppressed line"
+grep -q '^  leak:cache_put  1 site, 1280 bytes in 5 blocks$' rep.txt || fail "report: pattern line"
+grep -q cache_put rep.txt && [ "$(grep -c cache_put rep.txt)" != 1 ] && fail "report: the suppressed stack is listed"
+expect_eq "report: rows" "$(grep -c '^#[0-9]' rep.txt)" 2
+"$HT" report rep.ht --suppressions rep.supp -f json >rep.json
+expect_eq "report JSON: suppressed" \
+    "$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); s=d["suppressed"]; print(d["leaked_bytes"], s["bytes"], s["blocks"], s["sites"], [(p["pattern"], p["sites"], p["bytes"]) for p in s["patterns"]])' rep.json)" \
+    "4176 1280 5 1 [('cache_put', 1, 1280), ('never_matches_anything', 0, 0)]"
+"$HT" report rep.ht --suppressions rep.supp --by function >repf.txt
+grep -q '^suppressed: 1280 bytes in 5 blocks from 1 site, by$' repf.txt || fail "report --by function: suppressed line"
+grep -q cache_put repf.txt && [ "$(grep -c cache_put repf.txt)" != 1 ] && fail "report --by function: a suppressed row"
+"$HT" report rep.ht --suppressions rep.supp -f html -o rep.html
+grep -q '<p id="suppressed" class="note">suppressed: 1280 bytes in 5 blocks from 1 site (--suppressions)</p>' rep.html ||
+    fail "report HTML: suppressed line"
+sup none 'leak:never_matches_anything'
+"$HT" report rep.ht --suppressions none.supp >none.txt
+grep -q '^suppressed: nothing (no stack matched the 1 pattern)$' none.txt || fail "report: says nothing matched"
+"$HT" diff rep.ht:0 rep.ht:-1 --suppressions rep.supp >diff.txt
+grep -q '^suppressed: 1280 bytes in 5 blocks from 1 site, by$' diff.txt || fail "diff: suppressed line"
+grep -q cache_put diff.txt && [ "$(grep -c cache_put diff.txt)" != 1 ] && fail "diff: a suppressed row"
+# growth: tests/progs/grower's steady leak (1000 bytes a round, 6 rounds)
+run_ht grow -- "$P/grower"
+sup grow 'leak:steady_leak'
+"$HT" growth grow.ht >growth_all.txt
+grep -q '^1 stack grew, by 5000 bytes in 5 blocks together$' growth_all.txt || fail "growth: the leak grows"
+"$HT" growth grow.ht --suppressions grow.supp >growth.txt
+grep -q '^0 stacks grew, by 0 bytes in 0 blocks together$' growth.txt || fail "growth: the suppressed leak is gone"
+grep -q '^suppressed: 6000 bytes in 6 blocks from 1 site, by$' growth.txt || fail "growth: suppressed line (the last snapshot)"
+"$HT" report rep.ht --suppressions "$T/no-such-file" >/dev/null 2>rep_missing.err
+expect_eq "report: missing suppressions file" "$?" 2
+
 # --- bad input: refused before the program runs ---
 run_ht missing --suppressions "$T/no-such-file" -- "$EL"
 expect_eq "missing suppressions file" "$rc" 2
