@@ -413,7 +413,9 @@ static const char *untraceable(const char *file)
  * (the snapshot the agent numbered `seq`, "now"). A totals line, the
  * reachability line, notes, then the top stacks (at exit: every live
  * site; now: only those with unreachable blocks). Cheap: one pass over
- * the snapshot's sites, frames named only for the few stacks shown. */
+ * the snapshot's sites, frames named only for the few stacks shown
+ * (with suppressions, every live site's frames are symbolized first:
+ * suppress.h). */
 int ht__run_summary(const char *path, int when, int64_t seq, ht_supp_t *supp, int *unreach, FILE *out)
 {
     ht_trace_t t;
