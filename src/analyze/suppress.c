@@ -10,9 +10,12 @@
 
 void ht__supp_free(ht_supp_t *s)
 {
-    for (size_t i = 0; i < s->n; i++)
+    for (size_t i = 0; i < s->n; i++) {
         free(s->pat[i]);
+        free(s->glob[i]);
+    }
     free(s->pat);
+    free(s->glob);
     free(s->sites);
     free(s->blocks);
     free(s->bytes);
@@ -26,14 +29,25 @@ static void supp_add(ht_supp_t *s, const char *p, size_t len)
     if (s->n == s->cap) {
         s->cap = s->cap ? 2 * s->cap : 8;
         s->pat = ht__xrealloc(s->pat, s->cap * sizeof *s->pat);
+        s->glob = ht__xrealloc(s->glob, s->cap * sizeof *s->glob);
         s->sites = ht__xrealloc(s->sites, s->cap * sizeof *s->sites);
         s->blocks = ht__xrealloc(s->blocks, s->cap * sizeof *s->blocks);
         s->bytes = ht__xrealloc(s->bytes, s->cap * sizeof *s->bytes);
     }
-    char *c = ht__xmalloc(len + 1);
+    char *c = ht__xmalloc(len + 1), *g = ht__xmalloc(len + 3);
     memcpy(c, p, len);
     c[len] = 0;
     s->pat[s->n] = c;
+    int start = p[0] == '^', end = len > (size_t)start && p[len - 1] == '$';
+    size_t gn = 0, cn = len - (size_t)start - (size_t)end;
+    if (!start)
+        g[gn++] = '*';
+    memcpy(g + gn, p + start, cn);
+    gn += cn;
+    if (!end)
+        g[gn++] = '*';
+    g[gn] = 0;
+    s->glob[s->n] = g;
     s->sites[s->n] = s->blocks[s->n] = s->bytes[s->n] = 0;
     s->n++;
 }
@@ -80,10 +94,11 @@ int ht__supp_load(ht_supp_t *s, const char *path, char *err, size_t errlen)
     return rc;
 }
 
-/* p[0..pn) against str[0..sn) entirely, '*' matching any run: the usual
+/* Glob p against all of str, '*' matching any run: the usual
  * backtracking to the last star, linear in practice. */
-static int glob(const char *p, size_t pn, const char *str, size_t sn)
+static int glob(const char *p, const char *str)
 {
+    size_t pn = strlen(p), sn = strlen(str);
     size_t i = 0, j = 0, star = (size_t)-1, mark = 0;
     while (j < sn) {
         if (i < pn && p[i] == '*') {
@@ -104,33 +119,12 @@ static int glob(const char *p, size_t pn, const char *str, size_t sn)
     return i == pn;
 }
 
-int ht__supp_template_match(const char *p, const char *str)
-{
-    if (!p || !str)
-        return 0;
-    /* unanchored ends become stars: "^ab*c" is "ab*c*", "c$" is "*c" */
-    size_t pn = strlen(p);
-    int start = pn && p[0] == '^', end = pn > (size_t)start && p[pn - 1] == '$';
-    size_t cn = pn - (size_t)start - (size_t)end, gn = 0;
-    char small[256], *g = cn + 2 <= sizeof small ? small : ht__xmalloc(cn + 2);
-    if (!start)
-        g[gn++] = '*';
-    memcpy(g + gn, p + start, cn);
-    gn += cn;
-    if (!end)
-        g[gn++] = '*';
-    int r = glob(g, gn, str, strlen(str));
-    if (g != small)
-        free(g);
-    return r;
-}
-
 /* The first pattern matching one of the strings, or -1. */
 static int match_any(const ht_supp_t *s, const char *const *str, int n)
 {
     for (size_t i = 0; i < s->n; i++)
         for (int k = 0; k < n; k++)
-            if (str[k] && ht__supp_template_match(s->pat[i], str[k]))
+            if (str[k] && glob(s->glob[i], str[k]))
                 return (int)i;
     return -1;
 }

@@ -15,6 +15,8 @@
 
 typedef struct ht_supp_s {
     char **pat;                 /* the patterns, as written after "leak:" */
+    char **glob;                /* each as a whole-string glob: unanchored
+                                   ends become '*' ("c$" is "*c") */
     size_t n, cap;
     /* what each pattern suppressed: the first pattern that matches the
      * innermost matching frame gets the stack */
@@ -30,9 +32,6 @@ typedef struct ht_supp_s {
  * naming the file and line in err. */
 HT_INTERNAL int ht__supp_load(ht_supp_t *s, const char *path, char *err, size_t errlen);
 HT_INTERNAL void ht__supp_free(ht_supp_t *s);
-
-/* Whether pattern p matches string str by the rules above. */
-HT_INTERNAL int ht__supp_template_match(const char *p, const char *str);
 
 /* The pattern suppressing the stack whose innermost node is `node` in
  * input `input` of session ses, or -1. Each node is looked at once. */
