@@ -231,9 +231,18 @@ static HT_ALWAYS_INLINE ht_site_t *site_of(void **frames, int nf, uint64_t hash,
 #define SCRUB_REGS() ((void)0)
 #endif
 
+/* The block this thread allocated last, until the thread's next free:
+ * a free of that very block is a temporary allocation (heaptrack's
+ * definition). One TLS store an allocation, a load and a compare a free.
+ * Kept complemented: the thread's TLS is a root of the leak check, and
+ * the address as it is kept the thread's last block reachable (a lost
+ * one read as held in tests/agent/reach.sh). */
+static HT_TLS uintptr_t t_last;     /* ~address; 0: none */
+
 static HT_NOINLINE void record_alloc(void *p, size_t n, int kind, void **frames, int nf,
                                      uint64_t hash, uint32_t *memo)
 {
+    t_last = ~(uintptr_t)p;
     ht__note_acted();
     ht_site_t *s = site_of(frames, nf, hash, memo, kind);
     if (ht_unlikely(!s))
@@ -265,8 +274,13 @@ static HT_NOINLINE void record_free(void *p)
     uint32_t site;
     ht__note_acted();
     int solo = ht__solo_enter();
+    int temp = ~(uintptr_t)p == t_last;
+    t_last = 0;
     if (ht__live_remove((uintptr_t)p, &size, &site)) {
-        ht__site_free(ht__site_by_index(site), size);
+        if (temp)
+            ht__site_free_temp(ht__site_by_index(site), size);
+        else
+            ht__site_free(ht__site_by_index(site), size);
     } else {
         ht_fetch_add(&ht__drops.unknown_frees, 1);
     }
@@ -430,9 +444,16 @@ static HT_ALWAYS_INLINE void *do_realloc(void *old, size_t n)
         ht__guard_leave();
         return NULL;
     }
+    /* a block reallocated right after its allocation was temporary, as
+     * heaptrack counts it (realloc frees it and makes another) */
+    int temp = ~(uintptr_t)old == t_last;
+    t_last = 0;
     if (had) {
         solo = ht__solo_enter();
-        ht__site_free(ht__site_by_index(osite), osize);
+        if (temp)
+            ht__site_free_temp(ht__site_by_index(osite), osize);
+        else
+            ht__site_free(ht__site_by_index(osite), osize);
         ht__solo_exit(solo);
     } else {
         ht_fetch_add(&ht__drops.unknown_frees, 1);

@@ -11,7 +11,8 @@
  * Each record has its own spin lock, held for a handful of stores; the
  * agent's re-entry guard means a thread never waits for a lock it holds.
  *
- * Memory: 64 bytes per site (and 8 for its blocks at the peak), plus 4
+ * Memory: 64 bytes per site (and 8 for its blocks at the peak, 16 for its
+ * temporary blocks and bytes), plus 4
  * bytes of index per stack-database node
  * id below the highest id seen (a 16 KiB block per 4096 ids touched).
  * Async-signal-safe, allocation-free. */
@@ -43,6 +44,8 @@ static ht_site_t *g_sites;          /* reserved g_max_sites records */
 static uint64_t *g_peak_blocks;     /* per record: live blocks at the peak's
                                        epoch (no room in the record's line;
                                        written only at an epoch's first touch) */
+static uint64_t (*g_temp)[2];       /* per record: temporary blocks and bytes
+                                       (ht__site_free_temp; written only then) */
 static uint32_t g_max_sites;        /* MAX_SITES, fewer under an address-space limit */
 static uint32_t g_nsites;           /* records handed out */
 static int g_init_state;            /* 0 no, 1 ready, -1 failed */
@@ -79,11 +82,13 @@ static HT_NOINLINE int sites_init(void)
         g_max_sites = fit < 4096 ? 4096 : (uint32_t)fit;
         ht_site_t *s = ht__reserve((size_t)g_max_sites * sizeof(ht_site_t));
         uint64_t *pk = ht__reserve((size_t)g_max_sites * sizeof(uint64_t));
-        if (a && b && s && pk) {
+        uint64_t(*tp)[2] = ht__reserve((size_t)g_max_sites * sizeof *g_temp);
+        if (a && b && s && pk && tp) {
             g_index[0] = a;
             g_index[1] = b;
             g_sites = s;
             g_peak_blocks = pk;
+            g_temp = tp;
             ht_store_release(&g_init_state, 1);
         } else {
             ht_store_release(&g_init_state, -1);
@@ -316,6 +321,29 @@ void ht__site_alloc(ht_site_t *s, uint64_t size)
 }
 
 void ht__site_free(ht_site_t *s, uint64_t size) { ht__site_release(s, 1, size); }
+
+/* A temporary block's free (heaptrack's "temporary allocation": freed by
+ * the thread that made it before that thread allocated or freed anything
+ * else); counted beside the record, whose line is full, under its lock. */
+void ht__site_free_temp(ht_site_t *s, uint64_t size)
+{
+    uint64_t *t = g_temp[s - g_sites];
+    ht__lock(&s->lock);
+    epoch_touch(s);
+    s->live_blocks--;
+    s->live_bytes -= size;
+    t[0]++;
+    t[1] += size;
+    ht__unlock(&s->lock);
+    proc_add(-(int64_t)size, -1);
+}
+
+uint64_t ht__site_temp(const ht_site_t *s, uint64_t *bytes)
+{
+    const uint64_t *t = g_temp[s - g_sites];
+    *bytes = ht_load_relaxed(&t[1]);
+    return ht_load_relaxed(&t[0]);
+}
 
 void ht__site_release(ht_site_t *s, uint64_t blocks, uint64_t bytes)
 {

@@ -107,6 +107,7 @@ static struct {
     uint32_t njn;
     int ppid;
     uint64_t at_peak[1024][2];  /* a SITES record's sites' bytes and blocks at the peak */
+    uint64_t temp[1024][3];     /* its sites with temporary blocks: position, blocks, bytes */
 } W;
 
 /* ---- small libc-free helpers ------------------------------------------ */
@@ -968,7 +969,7 @@ static void stage_snapshot(int reason, ht_reach_t *reach)
         put_varint(seq);
         size_t cnt_at = W.raw_len;
         W.raw_len += 3;         /* count placeholder, a 3-byte varint */
-        uint32_t cnt = 0;
+        uint32_t cnt = 0, ntemp = 0;
         for (; i < n && cnt < 1024; i++) {
             ht_site_t *s = ht__site_at(i);
             if (!s || ht_load_relaxed(&s->total_blocks) == 0)
@@ -984,10 +985,21 @@ static void stage_snapshot(int reason, ht_reach_t *reach)
             put_varint(s->kind);
             put_varint(lk);
             put_varint(lb);
-            put_varint(ht_load_relaxed(&s->total_blocks));
-            put_varint(ht_load_relaxed(&s->total_bytes));
+            uint64_t tk_all = ht_load_relaxed(&s->total_blocks), tb_all = ht_load_relaxed(&s->total_bytes);
+            put_varint(tk_all);
+            put_varint(tb_all);
             put_varint(ht_load_relaxed(&s->peak_bytes));
             W.at_peak[cnt][0] = ht__site_at_peak(s, epoch, &W.at_peak[cnt][1]);
+            /* read after the totals, which the program may have raised
+             * since: never more than they say */
+            uint64_t tb, tk = ht__site_temp(s, &tb);
+            tk = tk < tk_all ? tk : tk_all;
+            tb = tb < tb_all ? tb : tb_all;
+            if (tk) {
+                W.temp[ntemp][0] = nsites + cnt;
+                W.temp[ntemp][1] = tk;
+                W.temp[ntemp++][2] = tb;
+            }
             if (reach && reach->status == HT_REACH_DONE && i < reach->nsites) {
                 ht_reach_site_t *r = &reach->sites[i];
                 r->pos = nsites + cnt;
@@ -1015,6 +1027,17 @@ static void stage_snapshot(int reason, ht_reach_t *reach)
         for (uint32_t k = 0; k < cnt; k++) {
             put_varint(W.at_peak[k][0]);
             put_varint(W.at_peak[k][1]);
+        }
+        rec_end(at);
+        /* and those of them with temporary blocks (always written: a
+         * reader tells "none" from "not recorded" by its presence) */
+        at = rec_begin(HT_REC_TEMP);
+        put_varint(seq);
+        put_varint(ntemp);
+        for (uint32_t k = 0; k < ntemp; k++) {
+            put_varint(W.temp[k][0]);
+            put_varint(W.temp[k][1]);
+            put_varint(W.temp[k][2]);
         }
         rec_end(at);
         nsites += cnt;

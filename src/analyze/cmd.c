@@ -55,7 +55,9 @@ static void usage(int cmd, FILE *f)
                    "      --peak             what was in use at the process's peak (so far, at\n"
                    "                         a snapshot), by stack: bytes each site held then\n"
                    "      --allocated        rank sites by what they allocated since the start,\n"
-                   "                         freed or not (alloc_bytes, alloc_blocks)\n");
+                   "                         freed or not (alloc_bytes, alloc_blocks)\n"
+                   "      --temporary        rank sites by their temporary allocations: blocks\n"
+                   "                         freed before their thread allocated anything else\n");
     if (cmd == HT_CMD_DIFF)
         fprintf(f, "      --peak             compare what was in use at each snapshot's peak (so\n"
                    "                         far): which stacks made one run's peak higher\n");
@@ -171,6 +173,7 @@ int ht__cmd_main(int cmd, int argc, char **argv, ht_loader_fn load, ht_unloader_
         { "snapshot", required_argument, 0, 's' },
         { "in-use", no_argument, 0, 'u' },
         { "allocated", no_argument, 0, 'A' },
+        { "temporary", no_argument, 0, 'T' },
         { "peak", no_argument, 0, 'K' },
         { "no-progress", no_argument, 0, 'P' },
         { "suppressions", required_argument, 0, 'S' },
@@ -233,6 +236,11 @@ int ht__cmd_main(int cmd, int argc, char **argv, ht_loader_fn load, ht_unloader_
             if (cmd != HT_CMD_REPORT)
                 return bad(cmd, "--allocated is for report%s%s", "", "");
             in_use = HT_RMODE_ALLOCATED;
+            break;
+        case 'T':
+            if (cmd != HT_CMD_REPORT)
+                return bad(cmd, "--temporary is for report%s%s", "", "");
+            in_use = HT_RMODE_TEMPORARY;
             break;
         case 'K':
             if (cmd == HT_CMD_GROWTH)

@@ -673,8 +673,8 @@ static int cmp_sortkey(const void *x, const void *y)
  * reachability, by the change in their unreachable bytes: among rows that
  * grew alike, the one that lost more first); by unreachable bytes (lost +
  * indirectly lost) first (a report's rows with reachability); by ups -
- * downs first (growth). */
-enum { RANK_BYTES = 0, RANK_LOST, RANK_STEADY };
+ * downs first (growth); by blocks, then bytes (temporary allocations). */
+enum { RANK_BYTES = 0, RANK_LOST, RANK_STEADY, RANK_BLOCKS };
 
 /* Sorts a->rows (rank: RANK_*). */
 static void sort_rows(agg_t *a, int rank)
@@ -686,6 +686,8 @@ static void sort_rows(agg_t *a, int rank)
         if (rank == RANK_STEADY)
             k[i] = (sortkey_t){ (int64_t)r->x->ups - (int64_t)r->x->downs, r->bytes, r->blocks,
                                 r->key, (uint32_t)i };
+        else if (rank == RANK_BLOCKS)
+            k[i] = (sortkey_t){ r->blocks, r->bytes, 0, r->key, (uint32_t)i };
         else if (rank == RANK_LOST && r->lost)
             k[i] = (sortkey_t){ r->lost->lost_bytes + r->lost->ilost_bytes, r->bytes, r->blocks,
                                 r->key, (uint32_t)i };
@@ -807,19 +809,21 @@ static int sites_are_rows(const ht_session_t *s)
 }
 
 /* What a report counts of a site: live memory, (--allocated) all it
- * allocated since the start, or (--peak) what it held at the process's
- * peak. */
+ * allocated since the start, (--peak) what it held at the process's
+ * peak, or (--temporary) its temporary allocations. */
 static int64_t site_bytes(const ht_report_t *r, const ht_tsite_t *site)
 {
-    return (int64_t)(r->type == HT_REPORT_ALLOCATED ? site->total_bytes
-                     : r->type == HT_REPORT_PEAK    ? site->at_peak_bytes
-                                                    : site->live_bytes);
+    return (int64_t)(r->type == HT_REPORT_ALLOCATED   ? site->total_bytes
+                     : r->type == HT_REPORT_PEAK      ? site->at_peak_bytes
+                     : r->type == HT_REPORT_TEMPORARY ? site->temp_bytes
+                                                      : site->live_bytes);
 }
 static int64_t site_blocks(const ht_report_t *r, const ht_tsite_t *site)
 {
-    return (int64_t)(r->type == HT_REPORT_ALLOCATED ? site->total_blocks
-                     : r->type == HT_REPORT_PEAK    ? site->at_peak_blocks
-                                                    : site->live_blocks);
+    return (int64_t)(r->type == HT_REPORT_ALLOCATED   ? site->total_blocks
+                     : r->type == HT_REPORT_PEAK      ? site->at_peak_blocks
+                     : r->type == HT_REPORT_TEMPORARY ? site->temp_blocks
+                                                      : site->live_blocks);
 }
 
 /* A site's lost and indirectly lost blocks added to l, times sign (a
@@ -860,6 +864,13 @@ const char *ht__totals_line(const ht_report_t *r, char *buf, size_t len)
 {
     int64_t hb = r->total_bytes - r->map_bytes, hn = r->total_blocks - r->map_blocks;
     size_t hs = r->stack_count - r->map_sites;
+    if (r->type == HT_REPORT_TEMPORARY) {
+        snprintf(buf, len, "%lld temporary %s of %lld (%.1f%%), %lld bytes, from %zu allocation %s",
+                 (long long)hn, hn == 1 ? "allocation" : "allocations", (long long)r->all_blocks,
+                 r->all_blocks ? 100.0 * (double)hn / (double)r->all_blocks : 0.0, (long long)hb, hs,
+                 hs == 1 ? "site" : "sites");
+        return buf;
+    }
     if (r->type == HT_REPORT_PEAK) {
         const ht_tsnapshot_t *sn = r->snap_b;
         int n = snprintf(buf, len, "%lld bytes in %lld %s in use at the peak, from %zu allocation %s (the process's peak, heap and mappings: %llu bytes",
@@ -903,6 +914,8 @@ const char *ht__supp_line(const ht_report_t *r, char *buf, size_t len)
 
 double ht__row_share(const ht_report_t *r, const ht_row_t *row)
 {
+    if (r->type == HT_REPORT_TEMPORARY)
+        return r->total_blocks ? 100.0 * (double)row->blocks / (double)r->total_blocks : 0.0;
     int64_t of = row->kind == HT_KIND_MMAP ? r->map_bytes : r->total_bytes - r->map_bytes;
     return of ? 100.0 * (double)row->bytes / (double)of : 0.0;
 }
@@ -958,6 +971,8 @@ static void report_from_sites(ht_session_t *s, const ht_tsnapshot_t *sn, ht_repo
         uint32_t node = site_node(in->t, site->stack);
         uint64_t key = ht__mix64(((uint64_t)node << 8) + site->kind);
         sortkey_t v = { bytes, blocks, 0, key, (uint32_t)i };
+        if (r->type == HT_REPORT_TEMPORARY)
+            v = (sortkey_t){ blocks, bytes, 0, key, (uint32_t)i };
         if (lost)
             v = (sortkey_t){ (int64_t)(site->lost_bytes + site->ilost_bytes), bytes, blocks, key,
                              (uint32_t)i };
@@ -971,7 +986,7 @@ static void report_from_sites(ht_session_t *s, const ht_tsnapshot_t *sn, ht_repo
     r->rows = ht__xmalloc((n ? n : 1) * sizeof *r->rows);
     if (lost)
         r->losts = ht__xcalloc(n ? n : 1, sizeof *r->losts);
-    int64_t held = 0;
+    int64_t held = 0, held_blocks = 0;
     uint64_t min = o ? o->min_bytes : 0;
     size_t shown = 0;
     for (size_t i = 0; i < n; i++) {
@@ -995,6 +1010,7 @@ static void report_from_sites(ht_session_t *s, const ht_tsnapshot_t *sn, ht_repo
             add_lost(row->lost, site);
         }
         held += row->bytes;
+        held_blocks += row->blocks;
         if ((uint64_t)row->bytes >= min && (!top || shown < top)) {
             if (shown != i) {   /* shown rows first, as finish_rows does */
                 ht_row_t t = r->rows[shown];
@@ -1010,6 +1026,7 @@ static void report_from_sites(ht_session_t *s, const ht_tsnapshot_t *sn, ht_repo
     r->row_count = count;
     r->stack_count = count;
     r->rest_bytes = r->total_bytes - held;
+    r->rest_blocks = r->total_blocks - held_blocks;
 }
 
 /* --peak on a snapshot without PEAK records: an error, never zeros. */
@@ -1038,8 +1055,14 @@ int ht__report_build(ht_session_t *s, int64_t snapshot, int mode, ht_report_t *r
     r->by = s->opts ? s->opts->by : HT_BY_STACK;
     if (mode == HT_RMODE_PEAK && !sn->has_peak)
         return no_peak(err, errlen, s->in[0].name, sn);
+    if (mode == HT_RMODE_TEMPORARY && !sn->has_temp) {
+        snprintf(err, errlen, "%s: snapshot %u does not count temporary allocations "
+                 "(an agent older than this heaptrail wrote it)", s->in[0].name, sn->seq);
+        return -1;
+    }
     r->type = mode == HT_RMODE_ALLOCATED ? HT_REPORT_ALLOCATED
               : mode == HT_RMODE_PEAK ? HT_REPORT_PEAK
+              : mode == HT_RMODE_TEMPORARY ? HT_REPORT_TEMPORARY
               : mode == HT_RMODE_AUTO && snap_at_end(sn) ? HT_REPORT_LEAKS : HT_REPORT_INUSE;
     r->snap_b = sn;
     r->timeline = t;
@@ -1049,6 +1072,10 @@ int ht__report_build(ht_session_t *s, int64_t snapshot, int mode, ht_report_t *r
      * the plain in-use report. */
     r->reach = r->type == HT_REPORT_LEAKS || (r->type == HT_REPORT_INUSE && !snap_at_end(sn))
                    ? sn->reach : HT_REACH_NONE;
+    if (r->type == HT_REPORT_TEMPORARY)
+        for (size_t i = 0; i < sn->nsites; i++)
+            if (sn->sites[i].kind == HT_KIND_HEAP && !suppressed(s, r, 0, &sn->sites[i], 0, 0, 0))
+                r->all_blocks += (int64_t)sn->sites[i].total_blocks;
     if (sites_are_rows(s)) {
         report_from_sites(s, sn, r);
         return 0;
@@ -1084,7 +1111,7 @@ int ht__report_build(ht_session_t *s, int64_t snapshot, int mode, ht_report_t *r
     ht__progress_end(&pr);
     free(a.slots);
     a.slots = NULL;
-    sort_rows(&a, RANK_LOST);
+    sort_rows(&a, r->type == HT_REPORT_TEMPORARY ? RANK_BLOCKS : RANK_LOST);
     finish_rows(r, &a);
     return 0;
 }

@@ -64,7 +64,7 @@ static inline const ht_tjit_t *ht__node_jit(const ht_input_t *in, uint32_t n)
 enum { HT_BY_STACK = 0, HT_BY_FUNCTION, HT_BY_MODULE };
 enum { HT_FMT_TEXT = 0, HT_FMT_JSON, HT_FMT_FOLDED, HT_FMT_PPROF, HT_FMT_HTML };
 enum { HT_REPORT_LEAKS = 0, HT_REPORT_INUSE, HT_REPORT_DIFF, HT_REPORT_GROWTH, HT_REPORT_ALLOCATED,
-       HT_REPORT_PEAK };
+       HT_REPORT_PEAK, HT_REPORT_TEMPORARY };
 
 typedef struct ht_opts_s {
     int format;                 /* HT_FMT_* */
@@ -137,6 +137,9 @@ typedef struct ht_report_s {
     size_t row_count;           /* rows in the report (held or not) */
     size_t stack_count;         /* stacks in them */
     int64_t rest_bytes;         /* positive bytes of the rows not held */
+    int64_t rest_blocks;        /* and their blocks */
+    int64_t all_blocks;         /* --temporary: every heap allocation of the
+                                   snapshot's sites, temporary or not */
     int64_t total_bytes, total_blocks;      /* over every row */
     /* leaks, in-use and allocated reports: the part of the totals in
      * anonymous mappings (kind mmap), and their sites: the totals line
@@ -199,9 +202,11 @@ extern const char *const ht__default_well_tested[];
 /* Reports. Each returns 0, or -1 with a message in err. ht__report_build's
  * `mode`: HT_RMODE_AUTO (leaks at an exit or crash snapshot, in use at any
  * other), HT_RMODE_IN_USE, HT_RMODE_ALLOCATED (every site ranked by what
- * it allocated since the start, freed or not), or HT_RMODE_PEAK (every site
- * by what it held at the process's peak so far). */
-enum { HT_RMODE_AUTO = 0, HT_RMODE_IN_USE, HT_RMODE_ALLOCATED, HT_RMODE_PEAK };
+ * it allocated since the start, freed or not), HT_RMODE_PEAK (every site
+ * by what it held at the process's peak so far), or HT_RMODE_TEMPORARY
+ * (every site by its temporary allocations: rows' blocks and bytes are
+ * those; ranked by blocks). */
+enum { HT_RMODE_AUTO = 0, HT_RMODE_IN_USE, HT_RMODE_ALLOCATED, HT_RMODE_PEAK, HT_RMODE_TEMPORARY };
 HT_INTERNAL int ht__report_build(ht_session_t *s, int64_t snapshot, int mode,
                                  ht_report_t *r, char *err, size_t errlen);
 /* peak: compare what was live at each snapshot's peak instead of at the
@@ -250,6 +255,13 @@ HT_INTERNAL const char *ht__totals_line(const ht_report_t *r, char *buf, size_t 
 HT_INTERNAL const char *ht__supp_line(const ht_report_t *r, char *buf, size_t len);
 /* A row's share, in percent, of its kind's total (heap or mappings). */
 HT_INTERNAL double ht__row_share(const ht_report_t *r, const ht_row_t *row);
+/* What a row weighs in a flame graph or folded stacks: its bytes; in a
+ * --temporary report its blocks (a temporary allocation costs its calls,
+ * whatever its size). */
+static inline int64_t ht__row_weight(const ht_report_t *r, const ht_row_t *row)
+{
+    return r->type == HT_REPORT_TEMPORARY ? row->blocks : row->bytes;
+}
 /* The JSON name of a reach status: "computed", "threads", ... */
 HT_INTERNAL const char *ht__reach_name(int reach);
 

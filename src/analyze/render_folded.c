@@ -1,7 +1,7 @@
 /* render_folded.c -- collapsed stacks for flamegraph.pl, speedscope and
  * inferno: one line per row, "outermost;...;innermost VALUE", value in
- * bytes (rows whose bytes are not positive are left out: a flame graph
- * cannot draw them). Inline frames are frames of their own. ';' and line
+ * bytes, or for --temporary in allocations (rows whose value is not
+ * positive are left out: a flame graph cannot draw them). Inline frames are frames of their own. ';' and line
  * breaks in names would break the format and become ':' and ' '. */
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +22,8 @@ int ht__render_folded(const ht_report_t *r, FILE *f)
     for (size_t i = 0; i < r->nshown; i++) {
         const ht_row_t *row = &r->rows[i];
         ht__progress_step(&pr, i, r->nshown);
-        if (row->bytes <= 0)
+        int64_t w = ht__row_weight(r, row);
+        if (w <= 0)
             continue;
         size_t n = ht__row_frames(r, row, &buf, &cap);
         if (r->by == HT_BY_MODULE) {
@@ -37,7 +38,7 @@ int ht__render_folded(const ht_report_t *r, FILE *f)
             if (k)
                 putc(';', f);
         }
-        fprintf(f, " %lld\n", (long long)row->bytes);
+        fprintf(f, " %lld\n", (long long)w);
     }
     ht__progress_end(&pr);
     free(buf);

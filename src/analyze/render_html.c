@@ -162,6 +162,7 @@ static void flame_data(const ht_report_t *r, FILE *f)
     const char *root = r->type == HT_REPORT_DIFF ? "growth" : r->type == HT_REPORT_GROWTH
                        ? "growth" : r->type == HT_REPORT_LEAKS ? "leaked"
                        : r->type == HT_REPORT_ALLOCATED ? "allocated"
+                       : r->type == HT_REPORT_TEMPORARY ? "temporary allocations"
                        : r->type == HT_REPORT_PEAK ? "at the peak" : "in use";
     fputs("<script type=\"application/json\" id=\"data\">{\"root\":", f);
     ht__json_string(f, root);
@@ -171,14 +172,15 @@ static void flame_data(const ht_report_t *r, FILE *f)
     for (size_t i = 0; i < r->nrows; i++) {
         const ht_row_t *row = &r->rows[i];
         ht__progress_step(&pr, i, r->nrows);
-        if (row->bytes <= 0)
+        int64_t w = ht__row_weight(r, row);
+        if (w <= 0)
             continue;
         if (drawn >= HT_HTML_FLAME_ROWS) {
-            other += row->bytes;
+            other += w;
             continue;
         }
         size_t n = ht__row_frames(r, row, &buf, &cap);
-        fprintf(f, "%s[%lld", drawn++ ? ",\n" : "\n", (long long)row->bytes);
+        fprintf(f, "%s[%lld", drawn++ ? ",\n" : "\n", (long long)w);
         uint32_t idx;
         if (r->by == HT_BY_MODULE) {
             const char *s = strrchr(row->label, '/');
@@ -196,7 +198,7 @@ static void flame_data(const ht_report_t *r, FILE *f)
         }
         fputc(']', f);
     }
-    other += r->rest_bytes;
+    other += r->type == HT_REPORT_TEMPORARY ? r->rest_blocks : r->rest_bytes;
     ht__progress_end(&pr);
     if (other) {
         uint32_t idx;
@@ -223,6 +225,7 @@ static void summary(const ht_report_t *r, FILE *f)
     case HT_REPORT_INUSE:
     case HT_REPORT_ALLOCATED:
     case HT_REPORT_PEAK:
+    case HT_REPORT_TEMPORARY:
         {
             char line[512];
             html_text(f, ht__totals_line(r, line, sizeof line));
@@ -272,8 +275,10 @@ static void table(const ht_report_t *r, FILE *f)
      * (definitely + indirectly lost; the split in its tooltip); a diff's:
      * their change, after minus before */
     int diff = r->type == HT_REPORT_DIFF;
-    fprintf(f, "<table id=\"sites\"><thead><tr><th>#</th><th>bytes</th><th>blocks</th><th>%%</th>%s"
+    int temp = r->type == HT_REPORT_TEMPORARY;
+    fprintf(f, "<table id=\"sites\"><thead><tr><th>#</th><th>%s</th><th>%s</th><th>%%</th>%s"
                "<th>where</th><th>module</th></tr></thead><tbody>\n",
+            temp ? "temporary bytes" : "bytes", temp ? "temporary allocations" : "blocks",
             !r->losts ? ""
             : diff ? "<th title=\"change in definitely lost + indirectly lost, after - before\">"
                      "unreachable bytes (change)</th>"
@@ -349,9 +354,10 @@ int ht__render_html(const ht_report_t *r, FILE *f)
     summary(r, f);
     fputs("<h2>Memory over time</h2>\n", f);
     chart(f, r->timeline);
-    fprintf(f, "<h2>Flame graph of %s bytes</h2>\n",
-            r->type == HT_REPORT_LEAKS ? "leaked" : r->type == HT_REPORT_INUSE ? "in-use"
-            : r->type == HT_REPORT_ALLOCATED ? "allocated" : r->type == HT_REPORT_PEAK ? "peak" : "grown");
+    fprintf(f, "<h2>Flame graph of %s</h2>\n",
+            r->type == HT_REPORT_LEAKS ? "leaked bytes" : r->type == HT_REPORT_INUSE ? "in-use bytes"
+            : r->type == HT_REPORT_ALLOCATED ? "allocated bytes" : r->type == HT_REPORT_PEAK ? "peak bytes"
+            : r->type == HT_REPORT_TEMPORARY ? "temporary allocations" : "grown bytes");
     fputs("<div id=\"flamebar\"><button id=\"flamereset\" type=\"button\">Reset zoom</button>"
           "<span id=\"flameinfo\">click a frame to zoom</span></div>\n<div id=\"flame\"></div>\n", f);
     fprintf(f, "<h2>Top %s</h2>\n",

@@ -173,7 +173,7 @@ static void json_reach(const ht_report_t *r, FILE *f)
 
 static const char *mode_name(int type)
 {
-    static const char *n[] = { "leaks", "in_use", "diff", "growth", "allocated", "peak" };
+    static const char *n[] = { "leaks", "in_use", "diff", "growth", "allocated", "peak", "temporary" };
     return n[type];
 }
 
@@ -204,6 +204,8 @@ int ht__render_json(const ht_report_t *r, FILE *f)
                 (long long)r->map_blocks, r->map_sites);
     if (r->type == HT_REPORT_DIFF && r->peak)
         fputs(",\"at_peak\":true", f);
+    if (r->type == HT_REPORT_TEMPORARY)
+        fprintf(f, ",\"all_allocations\":%lld", (long long)r->all_blocks);
     if (r->type == HT_REPORT_DIFF)
         fprintf(f, ",\"bytes_before\":%lld,\"blocks_before\":%lld,\"bytes_after\":%lld,\"blocks_after\":%lld",
                 (long long)r->total_a_bytes, (long long)r->total_a_blocks,

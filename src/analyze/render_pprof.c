@@ -4,7 +4,8 @@
  *
  * Sample types inuse_objects/inuse_space/alloc_objects/alloc_space (count,
  * bytes), like Go's heap profiles, so `go tool pprof`, Pyroscope and Parca
- * read it as a heap profile. For diff and growth the values are changes
+ * read it as a heap profile (--temporary: temporary_objects/_space first,
+ * the default type temporary_objects). For diff and growth the values are changes
  * (they can be negative, as in pprof's own -diff_base). Locations are
  * symbolized here (has_functions etc. set) and keep their mapping's
  * build-id, so a backend can also re-symbolize. */
@@ -239,8 +240,9 @@ int ht__render_pprof(const ht_report_t *r, FILE *f)
     str(&p, "");
     p.mod_mapping = ht__xcalloc(ht__sym_nmods(r->ses->sym) + 1, sizeof *p.mod_mapping);
     ht_buf_t prof = { 0 }, samples = { 0 }, t = { 0 }, ids = { 0 };
-    value_type(&p, &prof, 1, "inuse_objects", "count");
-    value_type(&p, &prof, 1, "inuse_space", "bytes");
+    int temp = r->type == HT_REPORT_TEMPORARY;
+    value_type(&p, &prof, 1, temp ? "temporary_objects" : "inuse_objects", "count");
+    value_type(&p, &prof, 1, temp ? "temporary_space" : "inuse_space", "bytes");
     value_type(&p, &prof, 1, "alloc_objects", "count");
     value_type(&p, &prof, 1, "alloc_space", "bytes");
     ht_rframe_t *buf = NULL;
@@ -291,9 +293,9 @@ int ht__render_pprof(const ht_report_t *r, FILE *f)
     snprintf(c, sizeof c, "heaptrail %s, snapshot %u (%s)",
              r->type == HT_REPORT_DIFF ? "diff" : r->type == HT_REPORT_GROWTH ? "growth"
              : r->type == HT_REPORT_LEAKS ? "leaks" : r->type == HT_REPORT_ALLOCATED ? "allocated"
-             : r->type == HT_REPORT_PEAK ? "peak" : "in use",
+             : r->type == HT_REPORT_PEAK ? "peak" : temp ? "temporary" : "in use",
              r->snap_b->seq, ht__snap_reason(r->snap_b->reason));
-    int64_t comment = str(&p, c), deflt = str(&p, "inuse_space");
+    int64_t comment = str(&p, c), deflt = str(&p, temp ? "temporary_objects" : "inuse_space");
     int64_t space = str(&p, "space"), bytes = str(&p, "bytes");
     for (size_t i = 0; i < p.strings.n; i++)
         f_bytes(&prof, 6, p.strings.strs[i], strlen(p.strings.strs[i]));

@@ -237,6 +237,7 @@ int ht__render_text(const ht_report_t *r, FILE *f)
     case HT_REPORT_INUSE:
     case HT_REPORT_ALLOCATED:
     case HT_REPORT_PEAK:
+    case HT_REPORT_TEMPORARY:
         fprintf(f, "heaptrail report: %s, ", name);
         print_snap(f, r->snap_b);
         fprintf(f, "%s\n", by);
@@ -305,6 +306,11 @@ int ht__render_text(const ht_report_t *r, FILE *f)
                     (long long)row->blocks, plural(row->blocks, "block", "blocks"),
                     ht__row_share(r, row));
             print_row_lost(row, f);
+            break;
+        case HT_REPORT_TEMPORARY:
+            fprintf(f, "#%zu  %lld temporary %s (%.1f%%) of %lld from here, %lld bytes", i + 1,
+                    (long long)row->blocks, plural(row->blocks, "allocation", "allocations"),
+                    ht__row_share(r, row), (long long)row->alloc_blocks, (long long)row->bytes);
             break;
         case HT_REPORT_PEAK:
             fprintf(f, "#%zu  %lld bytes in %lld %s at the peak (%.1f%%)", i + 1, (long long)row->bytes,

@@ -406,6 +406,30 @@ static int rec_peak(rd_t *r, cur_t *c)
     return 0;
 }
 
+/* TEMP: seq, n, then n triples: the position of a site among those the
+ * snapshot's SITES records listed so far (increasing), its temporary
+ * blocks and their bytes. One follows each SITES record; sites it does
+ * not name had none. */
+static int rec_temp(rd_t *r, cur_t *c)
+{
+    ht_tsnapshot_t *s = &r->snap;
+    uint64_t seq = get(c), n = get(c);
+    if (c->bad || !r->pending || seq != r->snap_seq || n > s->nsites || n > (uint64_t)(c->end - c->p) / 3)
+        return -1;
+    uint64_t next = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t pos = get(c), k = get(c), b = get(c);
+        if (c->bad || pos < next || pos >= s->nsites || k > s->sites[pos].total_blocks ||
+            b > s->sites[pos].total_bytes)
+            return -1;
+        s->sites[pos].temp_blocks = k;
+        s->sites[pos].temp_bytes = b;
+        next = pos + 1;
+    }
+    s->has_temp = 1;
+    return 0;
+}
+
 static int rec_snap_end(rd_t *r, cur_t *c)
 {
     ht_trace_t *t = r->t;
@@ -500,6 +524,7 @@ static int parse_payload(rd_t *r, const uint8_t *p, size_t len)
         case HT_REC_SNAP_BEGIN: rc = rec_snap_begin(r, &c); break;
         case HT_REC_SITES: rc = rec_sites(r, &c); break;
         case HT_REC_PEAK: rc = rec_peak(r, &c); break;
+        case HT_REC_TEMP: rc = rec_temp(r, &c); break;
         case HT_REC_SNAP_END: rc = rec_snap_end(r, &c); break;
         case HT_REC_DROPS: rc = rec_drops(r, &c); break;
         case HT_REC_JIT: rc = rec_jit(r, &c); break;

@@ -46,6 +46,9 @@ typedef struct ht_tsite_s {
     uint64_t peak_bytes;        /* highest live_bytes this site reached */
     uint64_t at_peak_bytes;     /* its live bytes and blocks at the process's */
     uint64_t at_peak_blocks;    /* peak (PEAK records; has_peak in the snapshot) */
+    uint64_t temp_blocks;       /* of total_blocks, those freed by their thread */
+    uint64_t temp_bytes;        /* before it allocated or freed anything else,
+                                   and their bytes (TEMP records; has_temp) */
     /* Reachability (snapshots whose reach is HT_REACH_DONE; else 0):
      * live blocks no pointer in the program's memory leads to. Directly
      * lost blocks head a lost structure (nothing points to them but, for a
@@ -104,6 +107,8 @@ typedef struct ht_tsnapshot_s {
                                    (with has_peak; 0: unknown) */
     uint8_t has_peak;           /* the sites' at_peak_bytes are recorded
                                    (agents from the sixteenth session on) */
+    uint8_t has_temp;           /* the sites' temp_* are recorded (agents
+                                   from the eighteenth session on) */
 } ht_tsnapshot_t;
 
 /* JIT code as the traced process saw it (perf maps, registration API). */
