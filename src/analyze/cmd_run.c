@@ -52,6 +52,9 @@ static int run_usage(void)
 }
 
 /* 1234567 -> "1,234,567" */
+/* "block" or "blocks" (site, region...) for n */
+static const char *pl(uint64_t n, const char *one, const char *many) { return n == 1 ? one : many; }
+
 static const char *commas(uint64_t v, char *buf)
 {
     char tmp[32];
@@ -526,11 +529,13 @@ int ht__run_summary(const char *path, int when, int64_t seq, ht_supp_t *supp, in
      * mappings beside 7.5 MB of heap) */
     char b1[32], b2[32], b3[32];
     if (now)
-        fprintf(out, "heaptrail: in use now: %s bytes in %s blocks from %s allocation sites",
-                commas(heap, b1), commas(heap_n, b2), commas(heap_sites, b3));
+        fprintf(out, "heaptrail: in use now: %s bytes in %s %s from %s allocation %s", commas(heap, b1),
+                commas(heap_n, b2), pl(heap_n, "block", "blocks"), commas(heap_sites, b3),
+                pl(heap_sites, "site", "sites"));
     else
-        fprintf(out, "heaptrail: %s bytes leaked in %s blocks from %s allocation sites (unique stacks)",
-                commas(heap, b1), commas(heap_n, b2), commas(heap_sites, b3));
+        fprintf(out, "heaptrail: %s bytes leaked in %s %s from %s allocation %s (unique stacks)",
+                commas(heap, b1), commas(heap_n, b2), pl(heap_n, "block", "blocks"), commas(heap_sites, b3),
+                pl(heap_sites, "site", "sites"));
     if (nlive > heap_sites)
         fprintf(out, "; anonymous mappings %s: %s bytes in %s %s from %s %s", now ? "live" : "never unmapped",
                 commas(bytes - heap, b1), commas(blocks - heap_n, b2), blocks - heap_n == 1 ? "region" : "regions",
@@ -553,17 +558,18 @@ int ht__run_summary(const char *path, int when, int64_t seq, ht_supp_t *supp, in
     if (reach) {
         fprintf(out, "heaptrail: unreachable %s: ", now ? "now" : "at exit");
         if (lost_n || ilost_n) {
-            fprintf(out, "%s bytes in %s blocks from %s sites (definitely lost", commas(lost, b1),
-                    commas(lost_n, b2), commas(lost_sites, b3));
+            fprintf(out, "%s bytes in %s %s from %s %s (definitely lost", commas(lost, b1),
+                    commas(lost_n, b2), pl(lost_n, "block", "blocks"), commas(lost_sites, b3),
+                    pl(lost_sites, "site", "sites"));
             if (ilost_n)
-                fprintf(out, "; plus %s bytes in %s blocks reachable only through them",
-                        commas(ilost, b4), commas(ilost_n, b5));
+                fprintf(out, "; plus %s bytes in %s %s reachable only through them", commas(ilost, b4),
+                        commas(ilost_n, b5), pl(ilost_n, "block", "blocks"));
             fputc(')', out);
         } else {
             fputs("none", out);
         }
-        fprintf(out, "; still reachable: %s bytes in %s blocks", commas(heap - lost - ilost, b6),
-                commas(heap_n - lost_n - ilost_n, b1));
+        fprintf(out, "; still reachable: %s bytes in %s %s", commas(heap - lost - ilost, b6),
+                commas(heap_n - lost_n - ilost_n, b1), pl(heap_n - lost_n - ilost_n, "block", "blocks"));
         fputc('\n', out);
         char unseen[256];
         if (ht__reach_unseen(s, unseen, sizeof unseen))
@@ -578,18 +584,21 @@ int ht__run_summary(const char *path, int when, int64_t seq, ht_supp_t *supp, in
                      "leak checks (it wrote a plain snapshot)\n");
     }
     if (sup_sites) {
-        fprintf(out, "heaptrail: suppressed: %s bytes in %s blocks from %s %s", commas(sup_bytes, b1),
-                commas(sup_n, b2), commas(sup_sites, b3), sup_sites == 1 ? "site" : "sites");
+        fprintf(out, "heaptrail: suppressed: %s bytes in %s %s from %s %s", commas(sup_bytes, b1),
+                commas(sup_n, b2), pl(sup_n, "block", "blocks"), commas(sup_sites, b3),
+                pl(sup_sites, "site", "sites"));
         if (reach)
-            fprintf(out, " (unreachable: %s bytes in %s blocks)", commas(sup_lost, b1), commas(sup_lost_n, b2));
+            fprintf(out, " (unreachable: %s bytes in %s %s)", commas(sup_lost, b1), commas(sup_lost_n, b2),
+                    pl(sup_lost_n, "block", "blocks"));
         fputs(", by\n", out);
         for (size_t i = 0; i < supp->n; i++) {
             if (!supp->sites[i])
                 continue;
             fputs("  leak:", out);
             put_clean(out, supp->pat[i]);
-            fprintf(out, "  %s %s, %s bytes in %s blocks\n", commas(supp->sites[i], b1),
-                    supp->sites[i] == 1 ? "site" : "sites", commas(supp->bytes[i], b2), commas(supp->blocks[i], b3));
+            fprintf(out, "  %s %s, %s bytes in %s %s\n", commas(supp->sites[i], b1),
+                    pl(supp->sites[i], "site", "sites"), commas(supp->bytes[i], b2), commas(supp->blocks[i], b3),
+                    pl(supp->blocks[i], "block", "blocks"));
         }
     }
     if (now) {
@@ -639,15 +648,17 @@ int ht__run_summary(const char *path, int when, int64_t seq, ht_supp_t *supp, in
     name_wants(&t, w, nw);
     for (size_t i = 0, at = 0; i < nleaks && i < TOP_STACKS; i++) {
         const ht_tsite_t *x = leaks[i].s;
-        fprintf(out, "  %s bytes in %s blocks (%s", commas(x->live_bytes, b1),
-                commas(x->live_blocks, b2), x->kind == HT_KIND_MMAP ? "mmap" : "heap");
-        if (reach && x->kind == HT_KIND_HEAP) {
+        int map = x->kind == HT_KIND_MMAP;
+        fprintf(out, "  %s bytes in %s %s (%s", commas(x->live_bytes, b1), commas(x->live_blocks, b2),
+                map ? pl(x->live_blocks, "region", "regions") : pl(x->live_blocks, "block", "blocks"),
+                map ? "mmap" : "heap");
+        if (reach && !map) {
             if (x->lost_blocks)
-                fprintf(out, "; definitely lost: %s bytes in %s blocks", commas(x->lost_bytes, b1),
-                        commas(x->lost_blocks, b2));
+                fprintf(out, "; definitely lost: %s bytes in %s %s", commas(x->lost_bytes, b1),
+                        commas(x->lost_blocks, b2), pl(x->lost_blocks, "block", "blocks"));
             if (x->ilost_blocks)
-                fprintf(out, "%s indirectly lost: %s bytes in %s blocks", x->lost_blocks ? "," : ";",
-                        commas(x->ilost_bytes, b1), commas(x->ilost_blocks, b2));
+                fprintf(out, "%s indirectly lost: %s bytes in %s %s", x->lost_blocks ? "," : ";",
+                        commas(x->ilost_bytes, b1), commas(x->ilost_blocks, b2), pl(x->ilost_blocks, "block", "blocks"));
             if (!x->lost_blocks && !x->ilost_blocks)
                 fputs("; still reachable", out);
         }

@@ -29,7 +29,7 @@ grep -q '^heaptrail: no trace: ' s.err && echo "ok: says no trace" || fail "no '
 expect_eq "descriptors exhausted: exit status" "$rc" 0
 expect_eq "descriptors exhausted: the program got to its limit" "$(grep -c '^OPENED [0-9]' fdfull.out)" 1
 expect_eq "descriptors exhausted: the leak reported" \
-    "$(grep -c '^heaptrail: unreachable at exit: 100 bytes in 1 blocks from 1 sites (definitely lost)' fdfull.err)" 1
+    "$(grep -c '^heaptrail: unreachable at exit: 100 bytes in 1 block from 1 site (definitely lost)' fdfull.err)" 1
 expect_eq "descriptors exhausted: the trace reads whole" "$("$HT" report fdfull.ht -n 1 2>&1 | grep -c 'cut short\|damaged\|no snapshot')" 0
 
 # programs the loader will not preload into say why, by name: the

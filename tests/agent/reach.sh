@@ -51,7 +51,7 @@ run_mode exit-rbx 1 0 17
 "$HT" run -o alt.ht "$P/altstack" >alt.out 2>alt.err
 expect_eq "altstack: exit status" "$?" 0
 expect_eq "altstack: main's held, the exited thread's lost" \
-    "$(grep -c '^heaptrail: unreachable at exit: 65,536 bytes in 1 blocks from 1 sites (definitely lost)' alt.err)" 1
+    "$(grep -c '^heaptrail: unreachable at exit: 65,536 bytes in 1 block from 1 site (definitely lost)' alt.err)" 1
 expect_eq "altstack: the child's check" "$(cat alt.out)" "CHILD 1"
 
 # more epoll descriptors than the agent lists: the block only an epoll
@@ -114,7 +114,7 @@ expect_eq "allocbench: leaked blocks (live lost ilost)" \
 # line says the same
 "$HT" run -o leaky.ht "$B/examples/leaky" >/dev/null 2>errl
 expect_eq "leaky: the summary's unreachable line" \
-    "$(grep -c '^heaptrail: unreachable at exit: 1,280 bytes in 5 blocks from 1 sites (definitely lost); still reachable: 4,176 bytes in 11 blocks$' errl)" 1
+    "$(grep -c '^heaptrail: unreachable at exit: 1,280 bytes in 5 blocks from 1 site (definitely lost); still reachable: 4,176 bytes in 11 blocks$' errl)" 1
 
 # turned off
 HEAPTRAIL_REACH=0 "$HT" run -o off.ht "$P/reach" >/dev/null 2>&1

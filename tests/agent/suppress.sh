@@ -40,11 +40,11 @@ sup one 'leak:lose_one'
 run_ht one --suppressions one.supp --error-exitcode 23 -- "$EL"
 expect_eq "lose_one suppressed: lose_list's leaks still fail" "$rc" 23
 expect_eq "lose_one suppressed: summary" "$(summary_numbers one.err)" "144 3 1"
-grep -q '^heaptrail: unreachable at exit: 48 bytes in 1 blocks from 1 sites (definitely lost; plus 96 bytes in 2 blocks reachable only through them); still reachable: 0 bytes in 0 blocks$' one.err ||
+grep -q '^heaptrail: unreachable at exit: 48 bytes in 1 block from 1 site (definitely lost; plus 96 bytes in 2 blocks reachable only through them); still reachable: 0 bytes in 0 blocks$' one.err ||
     fail "one: unreachable line"
-grep -q '^heaptrail: suppressed: 100 bytes in 1 blocks from 1 site (unreachable: 100 bytes in 1 blocks), by$' one.err ||
+grep -q '^heaptrail: suppressed: 100 bytes in 1 block from 1 site (unreachable: 100 bytes in 1 block), by$' one.err ||
     fail "one: suppressed line"
-grep -q '^  leak:lose_one  1 site, 100 bytes in 1 blocks$' one.err || fail "one: pattern line"
+grep -q '^  leak:lose_one  1 site, 100 bytes in 1 block$' one.err || fail "one: pattern line"
 grep -q 'lose_one (exitleak' one.err && fail "one: the suppressed stack is still listed"
 grep -q 'lose_list (exitleak' one.err || fail "one: the other stack is not listed"
 

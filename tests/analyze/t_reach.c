@@ -457,7 +457,7 @@ static void test_summary(void)
         "  400,000 bytes in 2 blocks (heap; definitely lost: 400,000 bytes in 2 blocks):\n"
         "      0x402000\n"
         "      0x401000\n"
-        "  5,000 bytes in 5 blocks (heap; definitely lost: 1,000 bytes in 1 blocks, indirectly lost: "
+        "  5,000 bytes in 5 blocks (heap; definitely lost: 1,000 bytes in 1 block, indirectly lost: "
         "2,000 bytes in 2 blocks):\n"
         "      0x401000\n"
         "  96 bytes in 3 blocks (heap; indirectly lost: 96 bytes in 3 blocks):\n"
@@ -465,7 +465,7 @@ static void test_summary(void)
         "  1,000,000 bytes in 50 blocks (heap; still reachable):\n"
         "      0x403000\n"
         "      0x401000\n"
-        "  8,192 bytes in 1 blocks (mmap):\n"
+        "  8,192 bytes in 1 region (mmap):\n"
         "      0x402000\n"
         "      0x401000\n"));
     free(s);
@@ -478,7 +478,7 @@ static void test_summary(void)
         "  400,000 bytes in 2 blocks (heap):\n"
         "      0x402000\n"
         "      0x401000\n"
-        "  8,192 bytes in 1 blocks (mmap):\n"
+        "  8,192 bytes in 1 region (mmap):\n"
         "      0x402000\n"
         "      0x401000\n"
         "  5,000 bytes in 5 blocks (heap):\n"
@@ -752,7 +752,7 @@ static char *summary_now(int64_t seq, int *rc)
     "4,096 bytes in 1 region from 1 site\n"
 #define NOW_LINES \
     NOW_TOTALS \
-    "heaptrail: unreachable now: 300 bytes in 2 blocks from 1 sites (definitely lost); still reachable: " \
+    "heaptrail: unreachable now: 300 bytes in 2 blocks from 1 site (definitely lost); still reachable: " \
     "10,064 bytes in 11 blocks\n"
 #define NOW_STACKS \
     "  300 bytes in 2 blocks (heap; definitely lost: 300 bytes in 2 blocks):\n" \
