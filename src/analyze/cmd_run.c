@@ -540,10 +540,11 @@ int ht__run_summary(const char *path, int when, int64_t seq, ht_supp_t *supp, in
         fprintf(out, "; anonymous mappings %s: %s bytes in %s %s from %s %s", now ? "live" : "never unmapped",
                 commas(bytes - heap, b1), commas(blocks - heap_n, b2), blocks - heap_n == 1 ? "region" : "regions",
                 commas(nlive - heap_sites, b3), nlive - heap_sites == 1 ? "site" : "sites");
-    if (now && s->has_peak && s->peak_ns) {
-        fprintf(out, "; peak so far: %s bytes (heap and mappings) at %.3f s", commas(s->peak_bytes, b1),
-                (double)s->peak_ns / 1e9);
-    }
+    /* the process's peak (heaptrack's "peak heap memory consumption"),
+     * when the agent timed it */
+    if (s->has_peak && s->peak_ns)
+        fprintf(out, "; peak%s: %s bytes (heap and mappings) at %.3f s", now ? " so far" : "",
+                commas(s->peak_bytes, b1), (double)s->peak_ns / 1e9);
     if (!now) {
         fputs("; trace: ", out);
         put_clean(out, path);

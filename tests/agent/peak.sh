@@ -23,6 +23,10 @@ for mode in early late; do
         "$(site_peak_blocks $mode.ht 1 small_helper)" "$(site_peak_blocks $mode.ht 1 map_region)" \
         "$(site_peak_blocks $mode.ht 1 phase_two)")
     expect_eq "$mode: blocks at the peak per site (exit snapshot)" "$got" "$(sed -n 's/^TRUTH_BLOCKS //p' out.$mode)"
+    # the run's summary names the process's peak, as the exit snapshot holds it
+    expect_eq "$mode: the summary's peak" \
+        "$(sed -n 's/^heaptrail: .* leaked in .*; peak: \([0-9,]*\) bytes (heap and mappings) at [0-9]*\.[0-9]* s; trace: .*/\1/p' err.$mode | tr -d ,)" \
+        "$(field peak_bytes "$(snap_line $mode.ht 1)")"
     # one thread: the sites' bytes at the peak add up to the process's peak
     for s in 0 1; do
         l=$(snap_line $mode.ht $s)
