@@ -184,10 +184,9 @@ typedef struct ht_totals_s {
 HT_INTERNAL ht_site_t *ht__site_get(uint32_t stack, int kind);
 /* Account an allocation / a release of `size` bytes at `s`. */
 HT_INTERNAL void ht__site_alloc(ht_site_t *s, uint64_t size);
-HT_INTERNAL void ht__site_free(ht_site_t *s, uint64_t size);
-/* The same for a temporary block (freed by the thread that made it, with
+/* `temp`: the block was temporary (freed by the thread that made it, with
  * no allocation or free of that thread in between), counted as such. */
-HT_INTERNAL void ht__site_free_temp(ht_site_t *s, uint64_t size);
+HT_INTERNAL void ht__site_free(ht_site_t *s, uint64_t size, int temp);
 /* A site's temporary blocks (returned) and their bytes (*bytes). */
 HT_INTERNAL uint64_t ht__site_temp(const ht_site_t *s, uint64_t *bytes);
 /* Releases `bytes` and `blocks` (0 for a partial munmap) at `s`. */

@@ -237,6 +237,15 @@ static HT_ALWAYS_INLINE ht_site_t *site_of(void **frames, int nf, uint64_t hash,
  * one read as held in tests/agent/reach.sh). */
 static HT_TLS uintptr_t t_last;     /* ~address; 0: none */
 
+/* A free (or realloc) of p: was p this thread's last allocation? Forgets
+ * it either way. */
+static HT_ALWAYS_INLINE int freed_last(const void *p)
+{
+    int temp = ~(uintptr_t)p == t_last;
+    t_last = 0;
+    return temp;
+}
+
 static HT_NOINLINE void record_alloc(void *p, size_t n, int kind, void **frames, int nf,
                                      uint64_t hash, uint32_t *memo)
 {
@@ -258,7 +267,7 @@ static HT_NOINLINE void record_alloc(void *p, size_t n, int kind, void **frames,
         } else {
             /* the address was released without our knowing (a free made
              * while this thread's guard was up): retire the stale entry */
-            ht__site_free(ht__site_by_index(osite), osize);
+            ht__site_free(ht__site_by_index(osite), osize, 0);
             ht_fetch_add(&ht__drops.reentrant, 1);
         }
     }
@@ -272,13 +281,9 @@ static HT_NOINLINE void record_free(void *p)
     uint32_t site;
     ht__note_acted();
     int solo = ht__solo_enter();
-    int temp = ~(uintptr_t)p == t_last;
-    t_last = 0;
+    int temp = freed_last(p);
     if (ht__live_remove((uintptr_t)p, &size, &site)) {
-        if (temp)
-            ht__site_free_temp(ht__site_by_index(site), size);
-        else
-            ht__site_free(ht__site_by_index(site), size);
+        ht__site_free(ht__site_by_index(site), size, temp);
     } else {
         ht_fetch_add(&ht__drops.unknown_frees, 1);
     }
@@ -445,14 +450,10 @@ static HT_ALWAYS_INLINE void *do_realloc(void *old, size_t n)
     }
     /* a block reallocated right after its allocation was temporary, as
      * heaptrack counts it (realloc frees it and makes another) */
-    int temp = ~(uintptr_t)old == t_last;
-    t_last = 0;
+    int temp = freed_last(old);
     if (had) {
         solo = ht__solo_enter();
-        if (temp)
-            ht__site_free_temp(ht__site_by_index(osite), osize);
-        else
-            ht__site_free(ht__site_by_index(osite), osize);
+        ht__site_free(ht__site_by_index(osite), osize, temp);
         ht__solo_exit(solo);
     } else {
         ht_fetch_add(&ht__drops.unknown_frees, 1);
@@ -902,7 +903,7 @@ static void around_confine(int after, int kind)
 
 /* unshare: what the kernel refuses in a process with other threads (a new
  * user namespace; CLONE_NEWUSER implies CLONE_THREAD); -1: none of it */
-static int unshare_kind(long flags)
+static HT_ALWAYS_INLINE int unshare_kind(long flags)
 {
     return flags & (CLONE_NEWUSER | CLONE_THREAD | CLONE_SIGHAND | CLONE_VM) ? HT_CONFINE_ALONE : -1;
 }
@@ -937,7 +938,7 @@ CONFINE(unshare, unshare_kind(flags), (int flags), (flags))
 CONFINE(setns, HT_CONFINE_ALONE, (int fd, int nstype), (fd, nstype))
 
 /* the kind of a system call made through syscall(), or -1 */
-static int confines(long n, long a)
+static HT_ALWAYS_INLINE int confines(long n, long a)
 {
     if (n == SYS_setuid || n == SYS_setreuid || n == SYS_setresuid || n == SYS_setgid ||
         n == SYS_setregid || n == SYS_setresgid || n == SYS_setgroups)
@@ -1152,11 +1153,9 @@ static HT_NOINLINE long syscall_watched(long n, long a, long b, long c, long d, 
 HT_API long ht__syscall_hook(long n, long a, long b, long c, long d, long e, long f) __asm__("syscall");
 HT_API long ht__syscall_hook(long n, long a, long b, long c, long d, long e, long f)
 {
-    int watched = n == SYS_seccomp || n == SYS_prctl || n == SYS_epoll_create1 || n == SYS_epoll_create ||
-                  n == SYS_setuid || n == SYS_setreuid || n == SYS_setresuid || n == SYS_setgid ||
-                  n == SYS_setregid || n == SYS_setresgid || n == SYS_setgroups || n == SYS_chroot ||
-                  n == SYS_unshare || n == SYS_setns;     /* (confines' calls) */
-    if (ht_likely(real.syscall != NULL) && !watched)
+    /* (confines is inlined: a call would store a and c across it) */
+    if (ht_likely(real.syscall != NULL) && n != SYS_seccomp && n != SYS_prctl && n != SYS_epoll_create1 &&
+        n != SYS_epoll_create && confines(n, a) < 0)
         return real.syscall(n, a, b, c, d, e, f);
     return syscall_watched(n, a, b, c, d, e, f);
 }

@@ -45,7 +45,7 @@ static uint64_t *g_peak_blocks;     /* per record: live blocks at the peak's
                                        epoch (no room in the record's line;
                                        written only at an epoch's first touch) */
 static uint64_t (*g_temp)[2];       /* per record: temporary blocks and bytes
-                                       (ht__site_free_temp; written only then) */
+                                       (ht__site_free's; written only then) */
 static uint32_t g_max_sites;        /* MAX_SITES, fewer under an address-space limit */
 static uint32_t g_nsites;           /* records handed out */
 static int g_init_state;            /* 0 no, 1 ready, -1 failed */
@@ -320,23 +320,25 @@ void ht__site_alloc(ht_site_t *s, uint64_t size)
     proc_add((int64_t)size, 1);
 }
 
-void ht__site_free(ht_site_t *s, uint64_t size) { ht__site_release(s, 1, size); }
-
-/* A temporary block's free (heaptrack's "temporary allocation": freed by
+/* `temp`: a temporary block (heaptrack's "temporary allocation": freed by
  * the thread that made it before that thread allocated or freed anything
- * else); counted beside the record, whose line is full, under its lock. */
-void ht__site_free_temp(ht_site_t *s, uint64_t size)
+ * else), counted beside the record, whose line is full, under its lock. */
+static HT_ALWAYS_INLINE void release(ht_site_t *s, uint64_t blocks, uint64_t bytes, int temp)
 {
-    uint64_t *t = g_temp[s - g_sites];
     ht__lock(&s->lock);
     epoch_touch(s);
-    s->live_blocks--;
-    s->live_bytes -= size;
-    t[0]++;
-    t[1] += size;
+    s->live_blocks -= blocks;
+    s->live_bytes -= bytes;
+    if (temp) {
+        uint64_t *t = g_temp[s - g_sites];
+        t[0]++;
+        t[1] += bytes;
+    }
     ht__unlock(&s->lock);
-    proc_add(-(int64_t)size, -1);
+    proc_add(-(int64_t)bytes, -(int64_t)blocks);
 }
+
+void ht__site_free(ht_site_t *s, uint64_t size, int temp) { release(s, 1, size, temp); }
 
 uint64_t ht__site_temp(const ht_site_t *s, uint64_t *bytes)
 {
@@ -345,15 +347,7 @@ uint64_t ht__site_temp(const ht_site_t *s, uint64_t *bytes)
     return ht_load_relaxed(&t[0]);
 }
 
-void ht__site_release(ht_site_t *s, uint64_t blocks, uint64_t bytes)
-{
-    ht__lock(&s->lock);
-    epoch_touch(s);
-    s->live_blocks -= blocks;
-    s->live_bytes -= bytes;
-    ht__unlock(&s->lock);
-    proc_add(-(int64_t)bytes, -(int64_t)blocks);
-}
+void ht__site_release(ht_site_t *s, uint64_t blocks, uint64_t bytes) { release(s, blocks, bytes, 0); }
 
 uint32_t ht__site_index(const ht_site_t *s) { return (uint32_t)(s - g_sites); }
 ht_site_t *ht__site_by_index(uint32_t i) { return &g_sites[i]; }

@@ -52,9 +52,6 @@ static int run_usage(void)
 }
 
 /* 1234567 -> "1,234,567" */
-/* "block" or "blocks" (site, region...) for n */
-static const char *pl(uint64_t n, const char *one, const char *many) { return n == 1 ? one : many; }
-
 static const char *commas(uint64_t v, char *buf)
 {
     char tmp[32];
@@ -530,12 +527,13 @@ int ht__run_summary(const char *path, int when, int64_t seq, ht_supp_t *supp, in
     char b1[32], b2[32], b3[32];
     if (now)
         fprintf(out, "heaptrail: in use now: %s bytes in %s %s from %s allocation %s", commas(heap, b1),
-                commas(heap_n, b2), pl(heap_n, "block", "blocks"), commas(heap_sites, b3),
-                pl(heap_sites, "site", "sites"));
+                commas(heap_n, b2), ht__plural(heap_n, "block", "blocks"), commas(heap_sites, b3),
+                ht__plural(heap_sites, "site", "sites"));
     else
         fprintf(out, "heaptrail: %s bytes leaked in %s %s from %s allocation %s (unique stacks)",
-                commas(heap, b1), commas(heap_n, b2), pl(heap_n, "block", "blocks"), commas(heap_sites, b3),
-                pl(heap_sites, "site", "sites"));
+                commas(heap, b1), commas(heap_n, b2), ht__plural(heap_n, "block", "blocks"),
+                commas(heap_sites, b3),
+                ht__plural(heap_sites, "site", "sites"));
     if (nlive > heap_sites)
         fprintf(out, "; anonymous mappings %s: %s bytes in %s %s from %s %s", now ? "live" : "never unmapped",
                 commas(bytes - heap, b1), commas(blocks - heap_n, b2), blocks - heap_n == 1 ? "region" : "regions",
@@ -560,17 +558,18 @@ int ht__run_summary(const char *path, int when, int64_t seq, ht_supp_t *supp, in
         fprintf(out, "heaptrail: unreachable %s: ", now ? "now" : "at exit");
         if (lost_n || ilost_n) {
             fprintf(out, "%s bytes in %s %s from %s %s (definitely lost", commas(lost, b1),
-                    commas(lost_n, b2), pl(lost_n, "block", "blocks"), commas(lost_sites, b3),
-                    pl(lost_sites, "site", "sites"));
+                    commas(lost_n, b2), ht__plural(lost_n, "block", "blocks"), commas(lost_sites, b3),
+                    ht__plural(lost_sites, "site", "sites"));
             if (ilost_n)
                 fprintf(out, "; plus %s bytes in %s %s reachable only through them", commas(ilost, b4),
-                        commas(ilost_n, b5), pl(ilost_n, "block", "blocks"));
+                        commas(ilost_n, b5), ht__plural(ilost_n, "block", "blocks"));
             fputc(')', out);
         } else {
             fputs("none", out);
         }
         fprintf(out, "; still reachable: %s bytes in %s %s", commas(heap - lost - ilost, b6),
-                commas(heap_n - lost_n - ilost_n, b1), pl(heap_n - lost_n - ilost_n, "block", "blocks"));
+                commas(heap_n - lost_n - ilost_n, b1),
+                ht__plural(heap_n - lost_n - ilost_n, "block", "blocks"));
         fputc('\n', out);
         char unseen[256];
         if (ht__reach_unseen(s, unseen, sizeof unseen))
@@ -586,11 +585,11 @@ int ht__run_summary(const char *path, int when, int64_t seq, ht_supp_t *supp, in
     }
     if (sup_sites) {
         fprintf(out, "heaptrail: suppressed: %s bytes in %s %s from %s %s", commas(sup_bytes, b1),
-                commas(sup_n, b2), pl(sup_n, "block", "blocks"), commas(sup_sites, b3),
-                pl(sup_sites, "site", "sites"));
+                commas(sup_n, b2), ht__plural(sup_n, "block", "blocks"), commas(sup_sites, b3),
+                ht__plural(sup_sites, "site", "sites"));
         if (reach)
             fprintf(out, " (unreachable: %s bytes in %s %s)", commas(sup_lost, b1), commas(sup_lost_n, b2),
-                    pl(sup_lost_n, "block", "blocks"));
+                    ht__plural(sup_lost_n, "block", "blocks"));
         fputs(", by\n", out);
         for (size_t i = 0; i < supp->n; i++) {
             if (!supp->sites[i])
@@ -598,8 +597,9 @@ int ht__run_summary(const char *path, int when, int64_t seq, ht_supp_t *supp, in
             fputs("  leak:", out);
             put_clean(out, supp->pat[i]);
             fprintf(out, "  %s %s, %s bytes in %s %s\n", commas(supp->sites[i], b1),
-                    pl(supp->sites[i], "site", "sites"), commas(supp->bytes[i], b2), commas(supp->blocks[i], b3),
-                    pl(supp->blocks[i], "block", "blocks"));
+                    ht__plural(supp->sites[i], "site", "sites"), commas(supp->bytes[i], b2),
+                    commas(supp->blocks[i], b3),
+                    ht__plural(supp->blocks[i], "block", "blocks"));
         }
     }
     if (now) {
@@ -651,15 +651,17 @@ int ht__run_summary(const char *path, int when, int64_t seq, ht_supp_t *supp, in
         const ht_tsite_t *x = leaks[i].s;
         int map = x->kind == HT_KIND_MMAP;
         fprintf(out, "  %s bytes in %s %s (%s", commas(x->live_bytes, b1), commas(x->live_blocks, b2),
-                map ? pl(x->live_blocks, "region", "regions") : pl(x->live_blocks, "block", "blocks"),
+                map ? ht__plural(x->live_blocks, "region", "regions")
+                    : ht__plural(x->live_blocks, "block", "blocks"),
                 map ? "mmap" : "heap");
         if (reach && !map) {
             if (x->lost_blocks)
                 fprintf(out, "; definitely lost: %s bytes in %s %s", commas(x->lost_bytes, b1),
-                        commas(x->lost_blocks, b2), pl(x->lost_blocks, "block", "blocks"));
+                        commas(x->lost_blocks, b2), ht__plural(x->lost_blocks, "block", "blocks"));
             if (x->ilost_blocks)
                 fprintf(out, "%s indirectly lost: %s bytes in %s %s", x->lost_blocks ? "," : ";",
-                        commas(x->ilost_bytes, b1), commas(x->ilost_blocks, b2), pl(x->ilost_blocks, "block", "blocks"));
+                        commas(x->ilost_bytes, b1), commas(x->ilost_blocks, b2),
+                        ht__plural(x->ilost_blocks, "block", "blocks"));
             if (!x->lost_blocks && !x->ilost_blocks)
                 fputs("; still reachable", out);
         }

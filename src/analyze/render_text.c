@@ -6,11 +6,6 @@
 #include "model.h"
 #include "suppress.h"
 
-static const char *plural(int64_t n, const char *one, const char *many)
-{
-    return n == 1 || n == -1 ? one : many;
-}
-
 static const char *basename_of(const char *p)
 {
     const char *s = p ? strrchr(p, '/') : NULL;
@@ -79,18 +74,18 @@ static const char *diff_reach_summary(const ht_report_t *r, char *buf, size_t le
     int64_t di = b->ilost_bytes - a->ilost_bytes, din = b->ilost_blocks - a->ilost_blocks;
     int n = snprintf(buf, len, "unreachable: %+lld bytes, %+lld %s: %lld bytes in %lld %s before, "
                                "%lld bytes in %lld %s after",
-                     (long long)(ub - ua), (long long)(um - un), plural(um - un, "block", "blocks"),
-                     (long long)ua, (long long)un, plural(un, "block", "blocks"), (long long)ub,
-                     (long long)um, plural(um, "block", "blocks"));
+                     (long long)(ub - ua), (long long)(um - un), ht__plural(um - un, "block", "blocks"),
+                     (long long)ua, (long long)un, ht__plural(un, "block", "blocks"), (long long)ub,
+                     (long long)um, ht__plural(um, "block", "blocks"));
     const char *sep = " (";
     if ((dl || dln) && n > 0 && (size_t)n < len) {
         n += snprintf(buf + n, len - (size_t)n, "%sdefinitely lost: %+lld bytes, %+lld %s", sep,
-                      (long long)dl, (long long)dln, plural(dln, "block", "blocks"));
+                      (long long)dl, (long long)dln, ht__plural(dln, "block", "blocks"));
         sep = "; ";
     }
     if ((di || din) && n > 0 && (size_t)n < len) {
         n += snprintf(buf + n, len - (size_t)n, "%sindirectly lost: %+lld bytes, %+lld %s", sep,
-                      (long long)di, (long long)din, plural(din, "block", "blocks"));
+                      (long long)di, (long long)din, ht__plural(din, "block", "blocks"));
         sep = "; ";
     }
     if (sep[0] == ';' && n > 0 && (size_t)n < len)
@@ -118,14 +113,14 @@ const char *ht__reach_summary(const ht_report_t *r, char *buf, size_t len)
     int64_t rn = r->heap_blocks - l->lost_blocks - l->ilost_blocks;
     int n = snprintf(buf, len, "unreachable: %lld bytes in %lld %s (definitely lost)",
                      (long long)l->lost_bytes, (long long)l->lost_blocks,
-                     plural(l->lost_blocks, "block", "blocks"));
+                     ht__plural(l->lost_blocks, "block", "blocks"));
     if ((l->ilost_blocks || l->ilost_bytes) && n > 0 && (size_t)n < len)
         n += snprintf(buf + n, len - (size_t)n, ", %lld bytes in %lld %s indirectly",
                       (long long)l->ilost_bytes, (long long)l->ilost_blocks,
-                      plural(l->ilost_blocks, "block", "blocks"));
+                      ht__plural(l->ilost_blocks, "block", "blocks"));
     if (n > 0 && (size_t)n < len)
         n += snprintf(buf + n, len - (size_t)n, "; still reachable: %lld bytes in %lld %s",
-                      (long long)rb, (long long)rn, plural(rn, "block", "blocks"));
+                      (long long)rb, (long long)rn, ht__plural(rn, "block", "blocks"));
     return buf;
 }
 
@@ -138,10 +133,10 @@ static void print_row_lost(const ht_row_t *row, FILE *f)
         return;
     if (l->lost_blocks || l->lost_bytes)
         fprintf(f, ", definitely lost: %lld bytes in %lld %s", (long long)l->lost_bytes,
-                (long long)l->lost_blocks, plural(l->lost_blocks, "block", "blocks"));
+                (long long)l->lost_blocks, ht__plural(l->lost_blocks, "block", "blocks"));
     if (l->ilost_blocks || l->ilost_bytes)
         fprintf(f, ", indirectly lost: %lld bytes in %lld %s", (long long)l->ilost_bytes,
-                (long long)l->ilost_blocks, plural(l->ilost_blocks, "block", "blocks"));
+                (long long)l->ilost_blocks, ht__plural(l->ilost_blocks, "block", "blocks"));
     if (!l->lost_blocks && !l->lost_bytes && !l->ilost_blocks && !l->ilost_bytes)
         fputs(", still reachable", f);
 }
@@ -157,7 +152,7 @@ static void print_row_lost_change(const ht_row_t *row, FILE *f)
     int64_t b = l->lost_bytes + l->ilost_bytes, n = l->lost_blocks + l->ilost_blocks;
     if (b || n)
         fprintf(f, ", unreachable: %+lld bytes, %+lld %s", (long long)b, (long long)n,
-                plural(n, "block", "blocks"));
+                ht__plural(n, "block", "blocks"));
 }
 
 static void print_snap(FILE *f, const ht_tsnapshot_t *s)
@@ -202,7 +197,7 @@ static void row_group(const ht_report_t *r, const ht_row_t *row, FILE *f)
     if (r->by == HT_BY_MODULE)
         fprintf(f, "  %s", basename_of(row->label));
     if (r->by != HT_BY_STACK)
-        fprintf(f, "  (%u %s)", row->nstacks, plural(row->nstacks, "stack", "stacks"));
+        fprintf(f, "  (%u %s)", row->nstacks, ht__plural(row->nstacks, "stack", "stacks"));
     if (row->kind == HT_KIND_MMAP)
         fputs("  [mmap]", f);
     fputc('\n', f);
@@ -262,13 +257,13 @@ int ht__render_text(const ht_report_t *r, FILE *f)
         fprintf(f, "%s%s\n", by, r->peak ? ", at each one's peak" : "");
         fprintf(f, "%+lld bytes, %+lld %s%s: %lld bytes in %lld blocks before, %lld bytes in %lld blocks after",
                 (long long)r->total_bytes, (long long)r->total_blocks,
-                plural(r->total_blocks, "block", "blocks"), r->peak ? " at the peak" : "",
+                ht__plural(r->total_blocks, "block", "blocks"), r->peak ? " at the peak" : "",
                 (long long)r->total_a_bytes, (long long)r->total_a_blocks, (long long)r->total_b_bytes,
                 (long long)r->total_b_blocks);
         if (r->peak)
             fprintf(f, " (the peaks: %llu and %llu bytes)", (unsigned long long)r->snap_a->peak_bytes,
                     (unsigned long long)r->snap_b->peak_bytes);
-        fprintf(f, "; %zu %s changed\n", nst, plural((int64_t)nst, "stack", "stacks"));
+        fprintf(f, "; %zu %s changed\n", nst, ht__plural((int64_t)nst, "stack", "stacks"));
         {
             char line[512];
             if (ht__reach_summary(r, line, sizeof line))
@@ -279,8 +274,8 @@ int ht__render_text(const ht_report_t *r, FILE *f)
         fprintf(f, "heaptrail growth: %s, %u snapshots over %.3f s%s\n", name, r->nsnaps,
                 (double)(r->snap_b->time_ns - r->snap_a->time_ns) / 1e9, by);
         fprintf(f, "%zu %s grew, by %lld bytes in %lld %s together\n", nst,
-                plural((int64_t)nst, "stack", "stacks"), (long long)r->total_bytes,
-                (long long)r->total_blocks, plural(r->total_blocks, "block", "blocks"));
+                ht__plural((int64_t)nst, "stack", "stacks"), (long long)r->total_bytes,
+                (long long)r->total_blocks, ht__plural(r->total_blocks, "block", "blocks"));
         break;
     }
     print_trace_notes(r, f);
@@ -303,30 +298,30 @@ int ht__render_text(const ht_report_t *r, FILE *f)
         case HT_REPORT_INUSE:
         case HT_REPORT_ALLOCATED:
             fprintf(f, "#%zu  %lld bytes in %lld %s (%.1f%%)", i + 1, (long long)row->bytes,
-                    (long long)row->blocks, plural(row->blocks, "block", "blocks"),
+                    (long long)row->blocks, ht__plural(row->blocks, "block", "blocks"),
                     ht__row_share(r, row));
             print_row_lost(row, f);
             break;
         case HT_REPORT_TEMPORARY:
             fprintf(f, "#%zu  %lld temporary %s (%.1f%%) of %lld from here, %lld bytes", i + 1,
-                    (long long)row->blocks, plural(row->blocks, "allocation", "allocations"),
+                    (long long)row->blocks, ht__plural(row->blocks, "allocation", "allocations"),
                     ht__row_share(r, row), (long long)row->alloc_blocks, (long long)row->bytes);
             break;
         case HT_REPORT_PEAK:
             fprintf(f, "#%zu  %lld bytes in %lld %s at the peak (%.1f%%)", i + 1, (long long)row->bytes,
-                    (long long)row->blocks, plural(row->blocks, "block", "blocks"), ht__row_share(r, row));
+                    (long long)row->blocks, ht__plural(row->blocks, "block", "blocks"), ht__row_share(r, row));
             break;
         case HT_REPORT_DIFF:
             fprintf(f, "#%zu  %+lld bytes (%lld - %lld), %+lld %s (%lld - %lld)%s", i + 1,
                     (long long)row->bytes, (long long)row->x->b_bytes, (long long)row->x->a_bytes,
-                    (long long)row->blocks, plural(row->blocks, "block", "blocks"),
+                    (long long)row->blocks, ht__plural(row->blocks, "block", "blocks"),
                     (long long)row->x->b_blocks, (long long)row->x->a_blocks, r->peak ? " at the peak" : "");
             print_row_lost_change(row, f);  /* (none with --peak: no reach) */
             break;
         case HT_REPORT_GROWTH:
             fprintf(f, "#%zu  %+lld bytes, %+lld %s, steadiness %d%% (%u up, %u down in %u intervals)  ",
                     i + 1, (long long)row->bytes, (long long)row->blocks,
-                    plural(row->blocks, "block", "blocks"), (int)(row->x->steadiness * 100 + 0.5),
+                    ht__plural(row->blocks, "block", "blocks"), (int)(row->x->steadiness * 100 + 0.5),
                     row->x->ups, row->x->downs, row->x->intervals);
             if (row->x->series)
                 sparkline(f, row->x->series, r->nsnaps);

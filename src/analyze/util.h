@@ -63,6 +63,12 @@ HT_INTERNAL uint64_t ht__hash_bytes(const void *p, size_t n);
 /* "1.5 KiB"-style size for human text (exact numbers go elsewhere). */
 HT_INTERNAL const char *ht__human_bytes(uint64_t v, char buf[32]);
 
+/* `one` for a count of 1 (or -1, a change), else `many`: "1 block", "2 blocks". */
+static inline const char *ht__plural(int64_t n, const char *one, const char *many)
+{
+    return n == 1 || n == -1 ? one : many;
+}
+
 /* Seconds from a monotonic clock (for progress and benchmarks). */
 HT_INTERNAL double ht__now(void);
 

@@ -615,7 +615,7 @@ static int step_compact(walk_t *w, rule_t ru, uintptr_t *pc, uintptr_t *sp, uint
  *
  * A trail is a run of consecutive fast steps (and slow steps with a fast
  * form: JIT frames, recorded with their tagged frame, and frames whose
- * fast-table entry another address held; see slow_step's jit_e), stored
+ * fast-table entry another address held; see slow_step's step_e), stored
  * outermost first in a
  * buffer at [base, base + len). Its outermost state may be terminal: the
  * walk left the fast path there (outermost frame, signal frame, a rule
@@ -948,8 +948,8 @@ typedef struct wstate_s {
     /* set by slow_step when its step was a JIT frame's with a fast form
      * (CFI or frame pointer): what the trail records for it, as for a
      * fast step, so later walks verify through JIT frames too */
-    uint64_t jit_e;             /* slow_step: the step's fast form, when it has one */
-    uintptr_t jit_sval;         /* (a JIT frame, or a frame the fast table missed) */
+    uint64_t step_e;             /* slow_step: the step's fast form, when it has one */
+    uintptr_t step_sval;         /* (a JIT frame, or a frame the fast table missed) */
     int outermost;              /* slow_step stopped at the stack's outermost frame */
     uintptr_t join_bp;
 } wstate_t;
@@ -1155,7 +1155,7 @@ static HT_NOINLINE int slow_step(wstate_t *st, void **frames, int last)
     uintptr_t *pc = &st->pc, *sp = &st->sp, *bp = &st->bp;
     ht_regs_t *r = &st->regs;
     int unknown_code = 0, fp_jit = 0, jit = 0;
-    st->jit_e = 0;
+    st->step_e = 0;
     st->outermost = 0;
     if (!st->exact) {
         rule_t ru = rule_lookup(*pc, st->gen);
@@ -1176,8 +1176,8 @@ static HT_NOINLINE int slow_step(wstate_t *st, void **frames, int last)
              * malloc hook's return address shared one with
              * __libc_start_main's) */
             uint64_t e = !(ru.s.how & HOW_JIT) || jit ? fast_form(ru) : 0;
-            if (e && rd_stack(&st->w, *sp - 8 - 8 * ((e >> 16) & 0xf), &st->jit_sval))
-                st->jit_e = e;
+            if (e && rd_stack(&st->w, *sp - 8 - 8 * ((e >> 16) & 0xf), &st->step_sval))
+                st->step_e = e;
             return SLOW_OK;
         }
         if (ru.s.kind == K_OUTERMOST || ru.s.kind == K_BAD) {
@@ -1221,8 +1221,8 @@ static HT_NOINLINE int slow_step(wstate_t *st, void **frames, int last)
     *bp = (r->valid & (1u << HT_DW_RBP)) ? r->r[HT_DW_RBP] : 0;
     /* a frame-pointer JIT step is the standard frame-pointer rule: the
      * saved rbp it reloaded is at the new CFA - 16 */
-    if (fp_jit && rd_stack(&st->w, *sp - 16, &st->jit_sval))
-        st->jit_e = FAST_FPSTD;
+    if (fp_jit && rd_stack(&st->w, *sp - 16, &st->step_sval))
+        st->step_e = FAST_FPSTD;
     st->exact = 0;
     return *pc ? SLOW_OK : SLOW_STOP;
 }
@@ -1666,12 +1666,13 @@ static HT_NOINLINE int walk(uintptr_t pc, uintptr_t sp, uintptr_t bp, const ht_r
         st.pc = pc, st.sp = sp, st.bp = bp, st.sum = sum;
         int ss = slow_step(&st, frames, last);
         if (st.rec) {
-            if (ss == SLOW_OK && st.jit_e && last >= 0) {
-                /* a JIT frame with a fast form: recorded like a fast step,
-                 * with the tagged frame it emitted */
+            if (ss == SLOW_OK && st.step_e && last >= 0) {
+                /* a step with a fast form (a JIT frame, or one the fast
+                 * table missed): recorded like a fast step, with the frame
+                 * it emitted (a JIT frame's is tagged) */
                 if (ht_unlikely(st.spec_j >= 0 && !st.appended))
                     append_verified(&st);
-                record(&st, (uintptr_t)frames[last], osp, obp, st.jit_e, st.jit_sval);
+                record(&st, (uintptr_t)frames[last], osp, obp, st.step_e, st.step_sval);
             } else if (ss == SLOW_STOP && st.outermost) {
                 /* the stack's end, as a fast step's FS_STOP records it */
                 record(&st, opc, osp, obp, 0, hi);
