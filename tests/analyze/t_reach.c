@@ -334,6 +334,13 @@ static const site_t sum_sites[6] = {
 enum { BAD_NONE = 0, BAD_LOST_OVER_LIVE, BAD_POS, BAD_ENTRY_NOT_DONE };
 static int g_bad;
 
+/* A TEMP record write_snapshot can add after its SITES: none, a valid one
+ * (3 of the freed site's 4 blocks, 300 of its 400 bytes, and 1 of the
+ * indirectly lost site's 3 blocks), or damage: more temporary blocks than
+ * the site ever allocated, positions out of order. */
+enum { TEMP_NONE = 0, TEMP_OK, TEMP_OVER_TOTAL, TEMP_UNORDERED };
+static int g_temp;
+
 /* The PROCESS and NODES records every trace here starts with. */
 static void write_process(wbuf_t *p, wbuf_t *b)
 {
@@ -371,6 +378,16 @@ static void write_snapshot(wbuf_t *p, wbuf_t *b, uint64_t seq, int reason, const
             w_var(b, v[k]);
     }
     w_rec(p, HT_REC_SITES, b);
+    if (g_temp != TEMP_NONE) {
+        /* (seq, count, then position, blocks, bytes) */
+        uint64_t e[2][3] = { { 2, 1, 32 }, { 5, g_temp == TEMP_OVER_TOTAL ? 5 : 3, 300 } };
+        w_var(b, seq), w_var(b, 2);
+        for (int i = 0; i < 2; i++) {
+            int k = g_temp == TEMP_UNORDERED ? 1 - i : i;
+            w_var(b, e[k][0]), w_var(b, e[k][1]), w_var(b, e[k][2]);
+        }
+        w_rec(p, HT_REC_TEMP, b);
+    }
     if (status != HT_REACH_NONE) {
         int k = 0, entries = status == HT_REACH_DONE || g_bad == BAD_ENTRY_NOT_DONE;
         for (int i = 0; entries && i < n; i++)
@@ -556,6 +573,50 @@ static void test_bad_reach(void)
     CHECK_EQ(t.truncated, 1);
     CHECK_EQ(t.nsnaps, 0);
     ht_trace_free(&t);
+}
+
+/* Temporary allocations (TEMP records) read per site; a TEMP record that
+ * contradicts its snapshot is damage, named by its offset, as REACH's. */
+static void test_temp_record(void)
+{
+    const char *path = ADIR "/temp.ht";
+    ht_trace_t t;
+    char err[256];
+    g_temp = TEMP_OK;
+    CHECK_EQ(write_summary_trace(path, HT_REACH_NONE, 0), 0);
+    CHECK_EQ(ht_trace_read(path, &t, err, sizeof err), 0);
+    CHECK_EQ(t.truncated, 0);
+    CHECK_EQ(t.nsnaps, 1);
+    if (t.nsnaps == 1) {
+        const ht_tsnapshot_t *sn = &t.snaps[0];
+        CHECK_EQ(sn->has_temp, 1);
+        CHECK_EQ(sn->nsites, 6);
+        for (size_t i = 0; i < sn->nsites; i++) {
+            CHECK_EQ(sn->sites[i].temp_blocks, i == 5 ? 3u : i == 2 ? 1u : 0u);
+            CHECK_EQ(sn->sites[i].temp_bytes, i == 5 ? 300u : i == 2 ? 32u : 0u);
+        }
+    }
+    ht_trace_free(&t);
+    static const int bad[] = { TEMP_OVER_TOTAL, TEMP_UNORDERED };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        g_temp = bad[i];
+        CHECK_EQ(write_summary_trace(path, HT_REACH_NONE, 0), 0);
+        CHECK_EQ(ht_trace_read(path, &t, err, sizeof err), 0);
+        CHECK_EQ(t.truncated, 1);
+        CHECK_EQ(t.truncated_at, 16);
+        CHECK_EQ(t.nsnaps, 0);
+        CHECK(streq(err, ADIR "/temp.ht: offset 16: malformed record of type 14"));
+        ht_trace_free(&t);
+    }
+    /* without a TEMP record: not counted (an older agent), not zeros */
+    g_temp = TEMP_NONE;
+    CHECK_EQ(write_summary_trace(path, HT_REACH_NONE, 0), 0);
+    CHECK_EQ(ht_trace_read(path, &t, err, sizeof err), 0);
+    CHECK_EQ(t.nsnaps, 1);
+    if (t.nsnaps == 1)
+        CHECK_EQ(t.snaps[0].has_temp, 0);
+    ht_trace_free(&t);
+    remove(path);
 }
 
 /*------------------------------------- leak checks while the program runs */
@@ -946,6 +1007,7 @@ int main(void)
     test_model();
     test_summary();
     test_bad_reach();
+    test_temp_record();
     test_check_report();
     test_check_summary();
     test_check_client();
