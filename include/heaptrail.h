@@ -207,7 +207,9 @@ HT_API int ht_snapshot(void);
  *  paused meanwhile (those asleep in a system call are read as they
  *  stand); the program then goes on.
  *  @return : the number of unreachable blocks (definitely lost plus those
- *            reachable only through them), or -1 if the program is not
+ *            reachable only through them; not the possibly lost ones,
+ *            reached only through pointers into blocks' middles, which
+ *            the trace counts apart), or -1 if the program is not
  *            traced, reachability is off (HEAPTRAIL_REACH=0), it could not
  *            be computed (another thread could not be paused, or one
  *            asleep in a system call woke during every try; the trace

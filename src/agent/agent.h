@@ -285,6 +285,7 @@ HT_INTERNAL void ht__reach_note_altstack(int tid, uintptr_t sp);
  * writer notes each site's position in the snapshot's list. */
 typedef struct ht_reach_site_s {
     uint64_t lost_blocks, lost_bytes, ilost_blocks, ilost_bytes;
+    uint64_t plost_blocks, plost_bytes;     /* possibly lost */
     uint32_t pos;
     uint32_t pad;
 } ht_reach_site_t;

@@ -69,7 +69,17 @@
 #define OWN_MAX     4096
 #define MAP_MAX_BYTES (64u << 20)    /* /proc/self/maps text we accept */
 
-enum { M_NONE = 0, M_REACHED = 1, M_LEADER = 2, M_INDIRECT = 3 };
+/* A block's mark: its state in the low bits, what was learnt of its
+ * first word above them (read once, for the heuristics of start_like()). */
+enum {
+    M_NONE = 0, M_REACHED = 1, M_LEADER = 2, M_INDIRECT = 3,
+    M_PCAND = 4,                /* phase 1: so far only pointers into its middle */
+    M_POSSIBLE = 5,             /* reached only through such a pointer (phase 3) */
+    M_STATE = 7u,
+    M_WORD0 = 1u << 8,          /* its first word was read: */
+    M_COUNT = 1u << 9,          /*   a count that divides the rest of the block */
+    M_VTABLE = 1u << 10         /*   a primary C++ vtable pointer */
+};
 
 typedef struct {
     uintptr_t start, end;
@@ -87,6 +97,8 @@ static struct {
     uintptr_t lo, span;         /* candidates lie in [lo, lo + span) */
     uint32_t *stack;
     size_t top;
+    uint32_t *cand;             /* blocks marked M_PCAND, in order */
+    size_t ncand;
     map_t *maps;
     size_t nmaps, maps_cap;
     uintptr_t own[OWN_MAX][2];
@@ -826,19 +838,107 @@ static size_t first_ending_above(uintptr_t v)
 
 /* ---- marking ------------------------------------------------------------- */
 
-static HT_ALWAYS_INLINE void visit(long k, int phase)
+static HT_ALWAYS_INLINE uint32_t state(const ht_live_block_t *x) { return x->mark & M_STATE; }
+
+static HT_ALWAYS_INLINE void set_state(ht_live_block_t *x, uint32_t st)
+{
+    x->mark = (x->mark & ~M_STATE) | st;
+}
+
+static const map_t *map_of(uintptr_t a);
+
+/* One aligned word: in place when every other thread is parked and a
+ * readable mapping holds it (the python3 of PYTHONMALLOC=malloc points
+ * 16 bytes into most of its blocks: a system call for each would cost
+ * seconds at exit), else through the scan's reader. */
+static int read_word(uintptr_t a, uint64_t *v)
+{
+    if (a & 7 || a < 4096)
+        return 0;
+    if (S.direct) {
+        const map_t *m = map_of(a);
+        if (!m || !m->r)
+            return 0;
+        *v = *(const volatile uint64_t *)a;
+        return 1;
+    }
+    return read_mem(v, a, sizeof *v) == sizeof *v;
+}
+
+/* Whether vptr may be a C++ vtable pointer (into memory the program
+ * cannot write: vtables live in .data.rel.ro) whose offset-to-top (the
+ * word two before the one it points at, Itanium ABI) is `off`. */
+static int vtable_offset_is(uint64_t vptr, int64_t off)
+{
+    uint64_t w;
+    const map_t *m;
+    return vptr >= 4096 + 16 && (m = map_of(vptr - 16)) && m->r && !m->w &&
+           read_word(vptr - 16, &w) && (int64_t)w == off;
+}
+
+/* memcheck's heuristics: a pointer v into the middle of block x that
+ * counts as one to its start, because the program keeps such pointers
+ * to live data as a rule.
+ *  - 8 bytes in, the first word a count that divides the rest of the
+ *    block: a C++ new[] array's cookie (its element count), a length
+ *    prefix (sqlite3's allocator keeps the size there and hands out the
+ *    address after it);
+ *  - a secondary C++ vtable pointer of an object whose first word is its
+ *    primary one (multiple inheritance: a pointer to a base class
+ *    subobject), told by the vtables' offset-to-top: 0 for the first,
+ *    minus v's offset in the block for the second.
+ * What the first word says is read once and kept in the mark. */
+static HT_NOINLINE int start_like(ht_live_block_t *x, uintptr_t v)
+{
+    if (v & 7 || x->size < 16)
+        return 0;
+    if (!(x->mark & M_WORD0)) {
+        uint64_t w0;
+        x->mark |= M_WORD0;
+        if (read_word(x->addr, &w0)) {
+            uint64_t rest = x->size - 8;
+            if (w0 && w0 <= rest && rest % w0 == 0)
+                x->mark |= M_COUNT;
+            else if (vtable_offset_is(w0, 0))
+                x->mark |= M_VTABLE;
+        }
+    }
+    if (v == x->addr + 8 && (x->mark & M_COUNT))
+        return 1;
+    uint64_t vp;
+    return (x->mark & M_VTABLE) && v + 8 <= x->addr + x->size && read_word(v, &vp) &&
+           vtable_offset_is(vp, -(int64_t)(v - x->addr));
+}
+
+/* Phase 1 reaches blocks through pointers to their start (or what
+ * start_like() accepts) and queues those hit only in their middle; phase
+ * 3 reaches, from the queued ones still unreached, what only such
+ * pointers lead to (possibly lost, as memcheck says); phase 2 groups what
+ * neither reached into lost cliques. */
+static HT_ALWAYS_INLINE void visit(long k, int phase, uintptr_t v)
 {
     ht_live_block_t *x = &S.b[k];
+    uint32_t st = state(x);
     if (phase == 1) {
-        if (x->mark == M_NONE) {
-            x->mark = M_REACHED;
+        if (st != M_NONE && st != M_PCAND)
+            return;
+        if (v == x->addr || start_like(x, v)) {
+            set_state(x, M_REACHED);
+            S.stack[S.top++] = (uint32_t)k;
+        } else if (st == M_NONE) {
+            set_state(x, M_PCAND);
+            S.cand[S.ncand++] = (uint32_t)k;
+        }
+    } else if (phase == 3) {
+        if (st == M_NONE || st == M_PCAND) {
+            set_state(x, M_POSSIBLE);
             S.stack[S.top++] = (uint32_t)k;
         }
-    } else if (x->mark == M_NONE) {
-        x->mark = M_INDIRECT;
+    } else if (st == M_NONE) {
+        set_state(x, M_INDIRECT);
         S.stack[S.top++] = (uint32_t)k;
-    } else if (x->mark == M_LEADER && (uint32_t)k != S.leader) {
-        x->mark = M_INDIRECT;   /* an earlier clique's head: now part of this one */
+    } else if (st == M_LEADER && (uint32_t)k != S.leader) {
+        set_state(x, M_INDIRECT);   /* an earlier clique's head: now part of this one */
     }
 }
 
@@ -872,7 +972,7 @@ static void scan_words(const uintptr_t *w, size_t nw, int phase)
         if (v - lo < span) {
             long k = find_block(v);
             if (k >= 0 && (v & 7 || !is_next_chunk_header(&S.b[k], v)))
-                visit(k, phase);
+                visit(k, phase, v);
         }
     }
     S.scanned += nw * sizeof(uintptr_t);
@@ -897,8 +997,6 @@ static void scan_read_phase(uintptr_t lo, uintptr_t hi, int phase)
 }
 
 static void scan_read(uintptr_t lo, uintptr_t hi) { scan_read_phase(lo, hi, 1); }
-
-static const map_t *map_of(uintptr_t a);
 
 /* [lo, hi) read (or, `direct`, scanned in place), less the pages never
  * touched, neither present nor swapped out by /proc/self/pagemap: they
@@ -1503,14 +1601,15 @@ static HT_NOINLINE int scan(uintptr_t sp)
     /* 60 bytes a block, populated at once: never more than a quarter of
      * the memory the system says is available (a scan that pushed the
      * process into the OOM killer would lose the exit snapshot) */
-    uint64_t need = (uint64_t)S.cap * (2 * sizeof *S.b + sizeof *S.keys + sizeof *S.stack);
+    uint64_t need = (uint64_t)S.cap * (2 * sizeof *S.b + sizeof *S.keys + 2 * sizeof *S.stack);
     uint64_t avail = mem_available();
     if (avail && need > avail / 4)
         return HT_REACH_NOMEM;
     S.b = ht__map_populated(S.cap * sizeof *S.b);
     S.stack = ht__map(S.cap * sizeof *S.stack);
+    S.cand = ht__map(S.cap * sizeof *S.cand);
     S.buf = ht__map(BUF_BYTES);
-    if (!S.b || !S.stack || !S.buf)
+    if (!S.b || !S.stack || !S.cand || !S.buf)
         return HT_REACH_NOMEM;
     S.n = ht__live_copy(S.b, S.cap);
     if (sort_blocks(S.b, S.n) != 0)
@@ -1583,11 +1682,21 @@ static HT_NOINLINE int scan(uintptr_t sp)
     scan_altstack_roots();
     drain(1);
 
+    /* phase 3: what only pointers into the middle of blocks reach */
+    for (size_t i = 0; i < S.ncand; i++) {
+        ht_live_block_t *x = &S.b[S.cand[i]];
+        if (state(x) == M_PCAND) {
+            set_state(x, M_POSSIBLE);
+            S.stack[S.top++] = S.cand[i];
+            drain(3);
+        }
+    }
+
     /* phase 2: cliques of lost blocks */
     for (size_t i = 0; i < S.n; i++) {
-        if (S.b[i].mark != M_NONE)
+        if (state(&S.b[i]) != M_NONE)
             continue;
-        S.b[i].mark = M_LEADER;
+        set_state(&S.b[i], M_LEADER);
         S.leader = (uint32_t)i;
         S.stack[S.top++] = (uint32_t)i;
         drain(2);
@@ -1600,12 +1709,16 @@ static HT_NOINLINE int scan(uintptr_t sp)
         return HT_REACH_NOMEM;
     for (size_t i = 0; i < S.n; i++) {
         const ht_live_block_t *x = &S.b[i];
-        if (x->site >= R.nsites || x->mark == M_REACHED)
+        uint32_t st = state(x);
+        if (x->site >= R.nsites || st == M_REACHED)
             continue;
         ht_reach_site_t *r = &R.sites[x->site];
-        if (x->mark == M_LEADER) {
+        if (st == M_LEADER) {
             r->lost_blocks++;
             r->lost_bytes += x->size;
+        } else if (st == M_POSSIBLE) {
+            r->plost_blocks++;
+            r->plost_bytes += x->size;
         } else {
             r->ilost_blocks++;
             r->ilost_bytes += x->size;
@@ -1620,6 +1733,8 @@ static void release(void)
         ht__unmap(S.b, S.cap * sizeof *S.b);
     if (S.stack)
         ht__unmap(S.stack, S.cap * sizeof *S.stack);
+    if (S.cand)
+        ht__unmap(S.cand, S.cap * sizeof *S.cand);
     if (S.keys)
         ht__unmap(S.keys, S.cap * sizeof *S.keys);
     if (S.sample)

@@ -943,6 +943,30 @@ static void stage_reach(uint32_t seq, const ht_reach_t *r, uint32_t nlost)
     } while (left);
 }
 
+/* POSSIBLE records after a computed check's REACH: up to 1024 sites
+ * each, in site order (always one: its presence says they were counted). */
+static void stage_possible(uint32_t seq, const ht_reach_t *r, uint32_t nposs)
+{
+    uint32_t i = 0, left = nposs;
+    do {
+        size_t at = rec_begin(HT_REC_POSSIBLE);
+        put_varint(seq);
+        uint32_t cnt = left < 1024 ? left : 1024;
+        put_varint(cnt);
+        for (uint32_t k = 0; k < cnt; i++) {
+            const ht_reach_site_t *x = &r->sites[i];
+            if (!x->plost_blocks)
+                continue;
+            put_varint(x->pos);
+            put_varint(x->plost_blocks);
+            put_varint(x->plost_bytes);
+            k++;
+        }
+        left -= cnt;
+        rec_end(at);
+    } while (left);
+}
+
 static void stage_snapshot(int reason, ht_reach_t *reach)
 {
     ht_totals_t t;
@@ -962,7 +986,7 @@ static void stage_snapshot(int reason, ht_reach_t *reach)
     put_varint(ht__peak_ns());      /* appended in the sixteenth session */
     rec_end(at);
 
-    uint32_t n = ht__site_count(), nsites = 0, i = 0, nlost = 0;
+    uint32_t n = ht__site_count(), nsites = 0, i = 0, nlost = 0, nposs = 0;
     uint32_t epoch = ht__peak_epoch();
     while (i < n) {
         at = rec_begin(HT_REC_SITES);
@@ -972,14 +996,17 @@ static void stage_snapshot(int reason, ht_reach_t *reach)
         uint32_t cnt = 0, ntemp = 0;
         for (; i < n && cnt < 1024; i++) {
             ht_site_t *s = ht__site_at(i);
-            if (!s || ht_load_relaxed(&s->total_blocks) == 0)
-                continue;
             /* a site made since stage_nodes may name a stack whose nodes
              * the file does not hold yet (the program runs on while we
              * write): it waits for the next snapshot. Writing it made the
-             * reader call the record damaged. */
-            if (s->stack >= W.node_mark && s->stack != HT_STACK_ID_OVERFLOW)
+             * reader call the record damaged. A site not written has no
+             * position for REACH and POSSIBLE to name. */
+            if (!s || ht_load_relaxed(&s->total_blocks) == 0 ||
+                (s->stack >= W.node_mark && s->stack != HT_STACK_ID_OVERFLOW)) {
+                if (reach && reach->status == HT_REACH_DONE && i < reach->nsites)
+                    __builtin_memset(&reach->sites[i], 0, sizeof reach->sites[i]);
                 continue;
+            }
             uint64_t lk = ht_load_relaxed(&s->live_blocks), lb = ht_load_relaxed(&s->live_bytes);
             put_varint(s->stack);
             put_varint(s->kind);
@@ -1011,7 +1038,11 @@ static void stage_snapshot(int reason, ht_reach_t *reach)
                 r->ilost_blocks = r->ilost_blocks < lk - r->lost_blocks ? r->ilost_blocks : lk - r->lost_blocks;
                 r->lost_bytes = r->lost_bytes < lb ? r->lost_bytes : lb;
                 r->ilost_bytes = r->ilost_bytes < lb - r->lost_bytes ? r->ilost_bytes : lb - r->lost_bytes;
+                uint64_t pk = lk - r->lost_blocks - r->ilost_blocks, pb = lb - r->lost_bytes - r->ilost_bytes;
+                r->plost_blocks = r->plost_blocks < pk ? r->plost_blocks : pk;
+                r->plost_bytes = r->plost_bytes < pb ? r->plost_bytes : pb;
                 nlost += (r->lost_blocks | r->ilost_blocks) != 0;
+                nposs += r->plost_blocks != 0;
             }
             cnt++;
         }
@@ -1042,8 +1073,11 @@ static void stage_snapshot(int reason, ht_reach_t *reach)
         rec_end(at);
         nsites += cnt;
     }
-    if (reach)
+    if (reach) {
         stage_reach(seq, reach, nlost);
+        if (reach->status == HT_REACH_DONE)
+            stage_possible(seq, reach, nposs);
+    }
     at = rec_begin(HT_REC_SNAP_END);
     put_varint(seq);
     put_varint(nsites);

@@ -132,13 +132,15 @@ static int by_bytes(const void *a, const void *b)
 }
 
 /* With reachability: by unreachable bytes (definitely + indirectly
- * lost) first, then as by_bytes. */
+ * lost) first, then by possibly lost bytes, then as by_bytes. */
 static int by_lost(const void *a, const void *b)
 {
     const ht_tsite_t *x = ((const leak_t *)a)->s, *y = ((const leak_t *)b)->s;
     uint64_t ux = x->lost_bytes + x->ilost_bytes, uy = y->lost_bytes + y->ilost_bytes;
     if (ux != uy)
         return ux > uy ? -1 : 1;
+    if (x->plost_bytes != y->plost_bytes)
+        return x->plost_bytes > y->plost_bytes ? -1 : 1;
     return by_bytes(a, b);
 }
 
@@ -489,6 +491,7 @@ int ht__run_summary(const char *path, int when, int64_t seq, ht_supp_t *supp, in
     /* reachability (s->reach == HT_REACH_DONE): lost, indirectly lost, the
      * live heap it was computed over, and mmap regions (never checked) */
     uint64_t lost = 0, lost_n = 0, ilost = 0, ilost_n = 0, heap = 0, heap_n = 0, lost_sites = 0;
+    uint64_t plost = 0, plost_n = 0, plost_sites = 0;   /* possibly lost (has_possible) */
     uint64_t heap_sites = 0;
     for (size_t i = 0; leaks && i < s->nsites; i++) {
         const ht_tsite_t *x = &s->sites[i];
@@ -506,7 +509,7 @@ int ht__run_summary(const char *path, int when, int64_t seq, ht_supp_t *supp, in
             continue;
         }
         nlive++;
-        if (!now || x->lost_blocks || x->ilost_blocks)
+        if (!now || x->lost_blocks || x->ilost_blocks || x->plost_blocks)
             leaks[nleaks++].s = x;
         bytes += x->live_bytes;
         blocks += x->live_blocks;
@@ -515,6 +518,9 @@ int ht__run_summary(const char *path, int when, int64_t seq, ht_supp_t *supp, in
         ilost += x->ilost_bytes;
         ilost_n += x->ilost_blocks;
         lost_sites += x->lost_blocks > 0;
+        plost += x->plost_bytes;
+        plost_n += x->plost_blocks;
+        plost_sites += x->plost_blocks > 0;
         if (x->kind == HT_KIND_HEAP) {
             heap += x->live_bytes;
             heap_n += x->live_blocks;
@@ -567,9 +573,14 @@ int ht__run_summary(const char *path, int when, int64_t seq, ht_supp_t *supp, in
         } else {
             fputs("none", out);
         }
-        fprintf(out, "; still reachable: %s bytes in %s %s", commas(heap - lost - ilost, b6),
-                commas(heap_n - lost_n - ilost_n, b1),
-                ht__plural(heap_n - lost_n - ilost_n, "block", "blocks"));
+        if (plost_n)
+            fprintf(out, "; possibly lost: %s bytes in %s %s from %s %s (reached only through pointers "
+                         "into the middle of blocks)",
+                    commas(plost, b4), commas(plost_n, b5), ht__plural(plost_n, "block", "blocks"),
+                    commas(plost_sites, b3), ht__plural(plost_sites, "site", "sites"));
+        fprintf(out, "; still reachable: %s bytes in %s %s", commas(heap - lost - ilost - plost, b6),
+                commas(heap_n - lost_n - ilost_n - plost_n, b1),
+                ht__plural(heap_n - lost_n - ilost_n - plost_n, "block", "blocks"));
         fputc('\n', out);
         char unseen[256];
         if (ht__reach_unseen(s, unseen, sizeof unseen))
@@ -662,7 +673,11 @@ int ht__run_summary(const char *path, int when, int64_t seq, ht_supp_t *supp, in
                 fprintf(out, "%s indirectly lost: %s bytes in %s %s", x->lost_blocks ? "," : ";",
                         commas(x->ilost_bytes, b1), commas(x->ilost_blocks, b2),
                         ht__plural(x->ilost_blocks, "block", "blocks"));
-            if (!x->lost_blocks && !x->ilost_blocks)
+            if (x->plost_blocks)
+                fprintf(out, "%s possibly lost: %s bytes in %s %s", x->lost_blocks || x->ilost_blocks ? "," : ";",
+                        commas(x->plost_bytes, b1), commas(x->plost_blocks, b2),
+                        ht__plural(x->plost_blocks, "block", "blocks"));
+            if (!x->lost_blocks && !x->ilost_blocks && !x->plost_blocks)
                 fputs("; still reachable", out);
         }
         fprintf(out, ")%s\n", x->stack == 0xffffffffu ? ": stack not recorded (database full)" : ":");

@@ -672,7 +672,8 @@ static int cmp_sortkey(const void *x, const void *y)
 /* How sort_rows ranks: by bytes, then blocks (then, for a diff's rows with
  * reachability, by the change in their unreachable bytes: among rows that
  * grew alike, the one that lost more first); by unreachable bytes (lost +
- * indirectly lost) first (a report's rows with reachability); by ups -
+ * indirectly lost), then possibly lost bytes, then bytes (a report's rows
+ * with reachability); by ups -
  * downs first (growth); by blocks, then bytes (temporary allocations). */
 enum { RANK_BYTES = 0, RANK_LOST, RANK_STEADY, RANK_BLOCKS };
 
@@ -689,7 +690,7 @@ static void sort_rows(agg_t *a, int rank)
         else if (rank == RANK_BLOCKS)
             k[i] = (sortkey_t){ r->blocks, r->bytes, 0, r->key, (uint32_t)i };
         else if (rank == RANK_LOST && r->lost)
-            k[i] = (sortkey_t){ r->lost->lost_bytes + r->lost->ilost_bytes, r->bytes, r->blocks,
+            k[i] = (sortkey_t){ r->lost->lost_bytes + r->lost->ilost_bytes, r->lost->plost_bytes, r->bytes,
                                 r->key, (uint32_t)i };
         else
             k[i] = (sortkey_t){ r->bytes, r->blocks,
@@ -826,24 +827,32 @@ static int64_t site_blocks(const ht_report_t *r, const ht_tsite_t *site)
                                                       : site->live_blocks);
 }
 
-/* A site's lost and indirectly lost blocks added to l, times sign (a
- * diff subtracts its older snapshot's). */
-static void add_lost_signed(ht_rowlost_t *l, const ht_tsite_t *site, int64_t sign)
+/* A site's lost, indirectly lost and (when the report counts them,
+ * r->possible) possibly lost blocks added to l, times sign (a diff
+ * subtracts its older snapshot's). */
+static void add_lost_signed(const ht_report_t *r, ht_rowlost_t *l, const ht_tsite_t *site, int64_t sign)
 {
     l->lost_bytes += sign * (int64_t)site->lost_bytes;
     l->lost_blocks += sign * (int64_t)site->lost_blocks;
     l->ilost_bytes += sign * (int64_t)site->ilost_bytes;
     l->ilost_blocks += sign * (int64_t)site->ilost_blocks;
+    if (r->possible) {
+        l->plost_bytes += sign * (int64_t)site->plost_bytes;
+        l->plost_blocks += sign * (int64_t)site->plost_blocks;
+    }
 }
 
-static void add_lost(ht_rowlost_t *l, const ht_tsite_t *site) { add_lost_signed(l, site, 1); }
+static void add_lost(const ht_report_t *r, ht_rowlost_t *l, const ht_tsite_t *site)
+{
+    add_lost_signed(r, l, site, 1);
+}
 
 /* A site with reachability (its live `bytes` and `blocks`) added to one
  * snapshot's totals: lost, sites with lost blocks, the live heap. */
-static void add_reach_to(ht_rowlost_t *l, size_t *lost_sites, int64_t *heap_bytes,
+static void add_reach_to(const ht_report_t *r, ht_rowlost_t *l, size_t *lost_sites, int64_t *heap_bytes,
                          int64_t *heap_blocks, const ht_tsite_t *site, int64_t bytes, int64_t blocks)
 {
-    add_lost(l, site);
+    add_lost(r, l, site);
     *lost_sites += site->lost_blocks > 0;
     if (site->kind == HT_KIND_HEAP) {
         *heap_bytes += bytes;
@@ -856,7 +865,7 @@ static void add_reach_to(ht_rowlost_t *l, size_t *lost_sites, int64_t *heap_byte
 static void add_reach_total(ht_report_t *r, const ht_tsite_t *site, int64_t bytes, int64_t blocks)
 {
     if (r->reach == HT_REACH_DONE)
-        add_reach_to(&r->total_lost, &r->lost_sites, &r->heap_bytes, &r->heap_blocks, site, bytes,
+        add_reach_to(r, &r->total_lost, &r->lost_sites, &r->heap_bytes, &r->heap_blocks, site, bytes,
                      blocks);
 }
 
@@ -974,8 +983,8 @@ static void report_from_sites(ht_session_t *s, const ht_tsnapshot_t *sn, ht_repo
         if (r->type == HT_REPORT_TEMPORARY)
             v = (sortkey_t){ blocks, bytes, 0, key, (uint32_t)i };
         if (lost)
-            v = (sortkey_t){ (int64_t)(site->lost_bytes + site->ilost_bytes), bytes, blocks, key,
-                             (uint32_t)i };
+            v = (sortkey_t){ (int64_t)(site->lost_bytes + site->ilost_bytes), (int64_t)site->plost_bytes,
+                             bytes, key, (uint32_t)i };
         if (hold)
             heap_offer(k, &n, hold, &v);
         else
@@ -1007,7 +1016,7 @@ static void report_from_sites(ht_session_t *s, const ht_tsnapshot_t *sn, ht_repo
         row->key = k[i].key;
         if (r->losts) {
             row->lost = &r->losts[i];
-            add_lost(row->lost, site);
+            add_lost(r, row->lost, site);
         }
         held += row->bytes;
         held_blocks += row->blocks;
@@ -1072,6 +1081,7 @@ int ht__report_build(ht_session_t *s, int64_t snapshot, int mode, ht_report_t *r
      * the plain in-use report. */
     r->reach = r->type == HT_REPORT_LEAKS || (r->type == HT_REPORT_INUSE && !snap_at_end(sn))
                    ? sn->reach : HT_REACH_NONE;
+    r->possible = r->reach == HT_REACH_DONE && sn->has_possible;
     if (r->type == HT_REPORT_TEMPORARY)
         for (size_t i = 0; i < sn->nsites; i++)
             if (sn->sites[i].kind == HT_KIND_HEAP && !suppressed(s, r, 0, &sn->sites[i], 0, 0, 0))
@@ -1102,7 +1112,7 @@ int ht__report_build(ht_session_t *s, int64_t snapshot, int mode, ht_report_t *r
         row->alloc_blocks += (int64_t)site->total_blocks;
         row->peak_bytes += (int64_t)site->peak_bytes;
         if (row->lost)
-            add_lost(row->lost, site);
+            add_lost(r, row->lost, site);
         add_reach_total(r, site, bytes, blocks);
         add_map_total(r, site, bytes, blocks);
         r->total_bytes += bytes;
@@ -1118,11 +1128,13 @@ int ht__report_build(ht_session_t *s, int64_t snapshot, int mode, ht_report_t *r
 
 /*------------------------------------------------------------------- diff */
 
-/* Did a diff row's unreachable memory (definitely + indirectly lost)
- * change? (Blocks moving from one kind to the other alone do not count.) */
-static int unreachable_changed(const ht_rowlost_t *l)
+/* Did a diff row's unreachable memory (definitely + indirectly lost), or
+ * its possibly lost memory, change? (Blocks moving from definitely to
+ * indirectly lost alone do not count.) */
+static int reach_changed(const ht_rowlost_t *l)
 {
-    return l->lost_bytes + l->ilost_bytes || l->lost_blocks + l->ilost_blocks;
+    return l->lost_bytes + l->ilost_bytes || l->lost_blocks + l->ilost_blocks || l->plost_bytes ||
+           l->plost_blocks;
 }
 
 /* A diff compares two snapshots UMDH style: rows are stacks (or groups)
@@ -1130,9 +1142,10 @@ static int unreachable_changed(const ht_rowlost_t *l)
  * carry reachability (reach HT_REACH_DONE: leak checks made while the
  * program ran, or an exit snapshot), the diff has it too: the totals of
  * each snapshot, and per row the change in lost and indirectly lost
- * blocks; a row whose live memory did not change but whose unreachable
- * memory did (a block allocated before the first snapshot and lost
- * since) is kept. The ranking stays by growth; rows that grew alike are
+ * blocks (and possibly lost ones, when both snapshots counted them); a
+ * row whose live memory did not change but whose unreachable (or
+ * possibly lost) memory did (a block allocated before the first snapshot
+ * and lost since) is kept. The ranking stays by growth; rows that grew alike are
  * ranked by the change in their unreachable bytes (--by function's row
  * keys are not stable from run to run, so ties must not decide). */
 int ht__diff_build(ht_session_t *s, int64_t na, int64_t nb, int peak, ht_report_t *r, char *err,
@@ -1163,6 +1176,9 @@ int ht__diff_build(ht_session_t *s, int64_t na, int64_t nb, int peak, ht_report_
     r->timeline = s->in[ib].t;
     r->reach = !peak && sa->reach == HT_REACH_DONE && sb->reach == HT_REACH_DONE ? HT_REACH_DONE
                                                                                  : HT_REACH_NONE;
+    /* possibly lost only when both counted them: else one side's would
+     * be compared with the other's still reachable */
+    r->possible = r->reach == HT_REACH_DONE && sa->has_possible && sb->has_possible;
     agg_t a;
     agg_init(&a, s, r->by, sa->nsites + sb->nsites, 1, rows_lost(s, r));
     /* B first, so rows show the newer stack (both are equal anyway) */
@@ -1194,11 +1210,11 @@ int ht__diff_build(ht_session_t *s, int64_t na, int64_t nb, int peak, ht_report_
             row->alloc_bytes += sign * (int64_t)site->total_bytes;
             row->alloc_blocks += sign * (int64_t)site->total_blocks;
             if (row->lost)
-                add_lost_signed(row->lost, site, sign);
+                add_lost_signed(r, row->lost, site, sign);
             if (r->reach != HT_REACH_DONE)
                 continue;
             if (pass)
-                add_reach_to(&r->total_lost_a, &r->lost_sites_a, &r->heap_a_bytes, &r->heap_a_blocks,
+                add_reach_to(r, &r->total_lost_a, &r->lost_sites_a, &r->heap_a_bytes, &r->heap_a_blocks,
                              site, (int64_t)site->live_bytes, (int64_t)site->live_blocks);
             else
                 add_reach_total(r, site, (int64_t)site->live_bytes, (int64_t)site->live_blocks);
@@ -1213,7 +1229,7 @@ int ht__diff_build(ht_session_t *s, int64_t na, int64_t nb, int peak, ht_report_
         r->total_a_blocks += row->x->a_blocks;
         r->total_b_bytes += row->x->b_bytes;
         r->total_b_blocks += row->x->b_blocks;
-        if (!row->bytes && !row->blocks && !(row->lost && unreachable_changed(row->lost)))
+        if (!row->bytes && !row->blocks && !(row->lost && reach_changed(row->lost)))
             continue;
         if (!row->nstacks)
             row->nstacks = 1;

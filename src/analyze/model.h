@@ -101,11 +101,14 @@ typedef struct ht_rowx_s {
  * computed (REACH: leaks reports of exit snapshots, in-use reports of leak
  * checks made while the program ran): sums over the row's sites, like
  * bytes and blocks. Kept apart like ht_rowx_t: reports without it pay 8 bytes a
- * row, not 32. */
+ * row, not 48. */
 typedef struct ht_rowlost_s {
     /* diff: each is after minus before (the change) */
     int64_t lost_bytes, lost_blocks;    /* directly ("definitely") lost */
     int64_t ilost_bytes, ilost_blocks;  /* indirectly lost: reachable only through lost blocks */
+    int64_t plost_bytes, plost_blocks;  /* possibly lost: reached only through a pointer
+                                           into the middle of a block; 0 unless the
+                                           report's `possible` */
 } ht_rowlost_t;
 
 typedef struct ht_row_s {
@@ -159,8 +162,12 @@ typedef struct ht_report_s {
      * exit snapshot read --in-use too). When HT_REACH_DONE, rows carry `lost`,
      * and these hold sums over every row (shown or not); heap_* is the
      * live heap (mmap regions are never checked), so still reachable is
-     * heap - lost - ilost. */
+     * heap - lost - ilost - plost. */
     int reach;
+    /* With reach HT_REACH_DONE: the check counted possibly lost blocks
+     * (the snapshot's has_possible; a diff's: both snapshots'). Else the
+     * plost_* figures are 0 and such blocks count as still reachable. */
+    int possible;
     ht_rowlost_t total_lost;
     int64_t heap_bytes, heap_blocks;
     size_t lost_sites;          /* sites with directly lost blocks */

@@ -139,10 +139,11 @@ static void chart(FILE *f, const ht_trace_t *t)
     for (size_t i = 0; i < t->nsnaps; i++) {
         double x = L + (t1 > t0 ? W * (double)(t->snaps[i].time_ns - t0) / span : W / 2);
         double y = H - H * 0.95 * (double)t->snaps[i].live_bytes / (double)max;
-        fprintf(f, "<circle class=\"pt\" cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"#c0392b\"><title>snapshot %u (%s) at %.3f s: %llu bytes in %llu blocks</title></circle>\n",
+        fprintf(f, "<circle class=\"pt\" cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"#c0392b\"><title>snapshot %u (%s) at %.3f s: %llu bytes in %llu %s</title></circle>\n",
                 x, y, t->snaps[i].seq, ht__snap_reason(t->snaps[i].reason),
                 (double)t->snaps[i].time_ns / 1e9, (unsigned long long)t->snaps[i].live_bytes,
-                (unsigned long long)t->snaps[i].live_blocks);
+                (unsigned long long)t->snaps[i].live_blocks,
+                t->snaps[i].live_blocks == 1 ? "block" : "blocks");
     }
     fputs("</svg>\n", f);
 }
@@ -232,13 +233,15 @@ static void summary(const ht_report_t *r, FILE *f)
         }
         break;
     case HT_REPORT_DIFF:
-        fprintf(f, "%+lld bytes, %+lld blocks %sbetween the snapshots (%lld bytes before, %lld after)",
-                (long long)r->total_bytes, (long long)r->total_blocks, r->peak ? "at the peak " : "",
+        fprintf(f, "%+lld bytes, %+lld %s %sbetween the snapshots (%lld bytes before, %lld after)",
+                (long long)r->total_bytes, (long long)r->total_blocks,
+                ht__plural(r->total_blocks, "block", "blocks"), r->peak ? "at the peak " : "",
                 (long long)r->total_a_bytes, (long long)r->total_b_bytes);
         break;
     case HT_REPORT_GROWTH:
-        fprintf(f, "%zu stacks grew, by %lld bytes in %lld blocks together, over %u snapshots", nst,
-                (long long)r->total_bytes, (long long)r->total_blocks, r->nsnaps);
+        fprintf(f, "%zu %s grew, by %lld bytes in %lld %s together, over %u snapshots", nst,
+                ht__plural((int64_t)nst, "stack", "stacks"), (long long)r->total_bytes,
+                (long long)r->total_blocks, ht__plural(r->total_blocks, "block", "blocks"), r->nsnaps);
         break;
     }
     fputs("</p>\n", f);
@@ -267,13 +270,42 @@ static void summary(const ht_report_t *r, FILE *f)
             ht__snap_reason(r->snap_b->reason), (double)r->snap_b->time_ns / 1e9);
 }
 
+/* One part of a lost cell's tooltip: "definitely lost: 2000 bytes in 2
+ * blocks", a diff's "definitely lost: +1000 bytes, +1 block". */
+static void lost_part(FILE *f, int diff, const char *what, int64_t bytes, int64_t blocks)
+{
+    if (diff)
+        fprintf(f, "%s: %+lld bytes, %+lld %s", what, (long long)bytes, (long long)blocks,
+                ht__plural(blocks, "block", "blocks"));
+    else
+        fprintf(f, "%s: %lld bytes in %lld %s", what, (long long)bytes, (long long)blocks,
+                ht__plural(blocks, "block", "blocks"));
+}
+
+/* A row's unreachable cell: its value, definitely + indirectly lost bytes
+ * (a diff's: their change), and in its tooltip the split, with possibly
+ * lost after it when the check counted those. */
+static void lost_cell(const ht_report_t *r, const ht_rowlost_t *l, FILE *f)
+{
+    int diff = r->type == HT_REPORT_DIFF;
+    fputs("<td class=\"n lost\" title=\"", f);
+    lost_part(f, diff, "definitely lost", l->lost_bytes, l->lost_blocks);
+    fputs("; ", f);
+    lost_part(f, diff, "indirectly lost", l->ilost_bytes, l->ilost_blocks);
+    if (r->possible) {
+        fputs("; ", f);
+        lost_part(f, diff, "possibly lost", l->plost_bytes, l->plost_blocks);
+    }
+    fprintf(f, diff ? "\">%+lld</td>" : "\">%lld</td>", (long long)(l->lost_bytes + l->ilost_bytes));
+}
+
 static void table(const ht_report_t *r, FILE *f)
 {
     ht_rframe_t *buf = NULL;
     size_t cap = 0;
     /* with reachability, one more column: the row's unreachable bytes
-     * (definitely + indirectly lost; the split in its tooltip); a diff's:
-     * their change, after minus before */
+     * (definitely + indirectly lost; the split, and possibly lost when
+     * counted, in its tooltip); a diff's: their change, after minus before */
     int diff = r->type == HT_REPORT_DIFF;
     int temp = r->type == HT_REPORT_TEMPORARY;
     fprintf(f, "<table id=\"sites\"><thead><tr><th>#</th><th>%s</th><th>%s</th><th>%%</th>%s"
@@ -298,13 +330,7 @@ static void table(const ht_report_t *r, FILE *f)
         if (row->lost && row->kind == HT_KIND_MMAP)
             fputs("<td class=\"n lost\" title=\"mmap regions are not checked\"></td>", f);
         else if (row->lost)
-            fprintf(f, diff ? "<td class=\"n lost\" title=\"definitely lost: %+lld bytes, %+lld blocks; "
-                              "indirectly lost: %+lld bytes, %+lld blocks\">%+lld</td>"
-                            : "<td class=\"n lost\" title=\"definitely lost: %lld bytes in %lld blocks; "
-                              "indirectly lost: %lld bytes in %lld blocks\">%lld</td>",
-                    (long long)row->lost->lost_bytes, (long long)row->lost->lost_blocks,
-                    (long long)row->lost->ilost_bytes, (long long)row->lost->ilost_blocks,
-                    (long long)(row->lost->lost_bytes + row->lost->ilost_bytes));
+            lost_cell(r, row->lost, f);
         fputs("<td>", f);
         const char *head = r->by == HT_BY_MODULE ? row->label : n ? frame_name(r, &buf[o]) : "[no stack]";
         fputs("<details><summary>", f);

@@ -109,39 +109,49 @@ void ht__json_frames(const ht_report_t *r, const ht_row_t *row, FILE *f, ht_rfra
 }
 
 /* One snapshot's computed reachability totals, as keys (no braces):
- * lost (l), sites with lost blocks, the live heap (heap_bytes, heap_blocks). */
+ * lost (l), sites with lost blocks, possibly lost (only when `possible`:
+ * the check counted them), the live heap (heap_bytes, heap_blocks) less
+ * all of them (l's plost_* are 0 when not `possible`). */
 static void json_reach_totals(FILE *f, const ht_tsnapshot_t *s, const ht_rowlost_t *l,
-                              size_t lost_sites, int64_t heap_bytes, int64_t heap_blocks)
+                              size_t lost_sites, int64_t heap_bytes, int64_t heap_blocks, int possible)
 {
     fprintf(f, "\"lost_bytes\":%lld,\"lost_blocks\":%lld,\"lost_sites\":%zu,"
-               "\"indirectly_lost_bytes\":%lld,\"indirectly_lost_blocks\":%lld,"
-               "\"reachable_bytes\":%lld,\"reachable_blocks\":%lld,"
-               "\"scanned_bytes\":%llu,\"time_ns\":%llu,\"threads_without_registers\":%u",
+               "\"indirectly_lost_bytes\":%lld,\"indirectly_lost_blocks\":%lld,",
             (long long)l->lost_bytes, (long long)l->lost_blocks, lost_sites,
-            (long long)l->ilost_bytes, (long long)l->ilost_blocks,
-            (long long)(heap_bytes - l->lost_bytes - l->ilost_bytes),
-            (long long)(heap_blocks - l->lost_blocks - l->ilost_blocks),
+            (long long)l->ilost_bytes, (long long)l->ilost_blocks);
+    if (possible)
+        fprintf(f, "\"possibly_lost_bytes\":%lld,\"possibly_lost_blocks\":%lld,", (long long)l->plost_bytes,
+                (long long)l->plost_blocks);
+    fprintf(f, "\"reachable_bytes\":%lld,\"reachable_blocks\":%lld,"
+               "\"scanned_bytes\":%llu,\"time_ns\":%llu,\"threads_without_registers\":%u",
+            (long long)(heap_bytes - l->lost_bytes - l->ilost_bytes - l->plost_bytes),
+            (long long)(heap_blocks - l->lost_blocks - l->ilost_blocks - l->plost_blocks),
             (unsigned long long)s->reach_roots_bytes, (unsigned long long)s->reach_ns,
             s->reach_threads);
 }
 
 /* A diff's "reach" (both snapshots computed it): the change in lost,
- * indirectly lost and unreachable (both) memory, after minus before, then
- * each snapshot's totals as a report's "reach" holds them. */
+ * indirectly lost and unreachable (both) memory, after minus before (and
+ * in possibly lost memory when both counted it), then each snapshot's
+ * totals as a report's "reach" holds them. */
 static void json_diff_reach(const ht_report_t *r, FILE *f)
 {
     const ht_rowlost_t *a = &r->total_lost_a, *b = &r->total_lost;
     fprintf(f, ",\"reach\":{\"status\":\"%s\",\"unreachable_bytes\":%lld,\"unreachable_blocks\":%lld,"
                "\"lost_bytes\":%lld,\"lost_blocks\":%lld,"
-               "\"indirectly_lost_bytes\":%lld,\"indirectly_lost_blocks\":%lld,\"before\":{",
+               "\"indirectly_lost_bytes\":%lld,\"indirectly_lost_blocks\":%lld,",
             ht__reach_name(r->reach),
             (long long)(b->lost_bytes + b->ilost_bytes - a->lost_bytes - a->ilost_bytes),
             (long long)(b->lost_blocks + b->ilost_blocks - a->lost_blocks - a->ilost_blocks),
             (long long)(b->lost_bytes - a->lost_bytes), (long long)(b->lost_blocks - a->lost_blocks),
             (long long)(b->ilost_bytes - a->ilost_bytes), (long long)(b->ilost_blocks - a->ilost_blocks));
-    json_reach_totals(f, r->snap_a, a, r->lost_sites_a, r->heap_a_bytes, r->heap_a_blocks);
+    if (r->possible)
+        fprintf(f, "\"possibly_lost_bytes\":%lld,\"possibly_lost_blocks\":%lld,",
+                (long long)(b->plost_bytes - a->plost_bytes), (long long)(b->plost_blocks - a->plost_blocks));
+    fputs("\"before\":{", f);
+    json_reach_totals(f, r->snap_a, a, r->lost_sites_a, r->heap_a_bytes, r->heap_a_blocks, r->possible);
     fputs("},\"after\":{", f);
-    json_reach_totals(f, r->snap_b, b, r->lost_sites, r->heap_bytes, r->heap_blocks);
+    json_reach_totals(f, r->snap_b, b, r->lost_sites, r->heap_bytes, r->heap_blocks, r->possible);
     fputs("}}", f);
 }
 
@@ -159,7 +169,7 @@ static void json_reach(const ht_report_t *r, FILE *f)
     fprintf(f, ",\"reach\":{\"status\":\"%s\"", ht__reach_name(r->reach));
     if (r->reach == HT_REACH_DONE) {
         fputc(',', f);
-        json_reach_totals(f, s, &r->total_lost, r->lost_sites, r->heap_bytes, r->heap_blocks);
+        json_reach_totals(f, s, &r->total_lost, r->lost_sites, r->heap_bytes, r->heap_blocks, r->possible);
         fputc('}', f);
         return;
     }
@@ -271,6 +281,9 @@ int ht__render_json(const ht_report_t *r, FILE *f)
                        "\"indirectly_lost_blocks\":%lld",
                     (long long)row->lost->lost_bytes, (long long)row->lost->lost_blocks,
                     (long long)row->lost->ilost_bytes, (long long)row->lost->ilost_blocks);
+        if (row->lost && r->possible)
+            fprintf(f, ",\"possibly_lost_bytes\":%lld,\"possibly_lost_blocks\":%lld",
+                    (long long)row->lost->plost_bytes, (long long)row->lost->plost_blocks);
         if (r->type == HT_REPORT_DIFF || r->type == HT_REPORT_GROWTH)
             fprintf(f, ",\"bytes_before\":%lld,\"blocks_before\":%lld,\"bytes_after\":%lld,\"blocks_after\":%lld",
                     (long long)row->x->a_bytes, (long long)row->x->a_blocks, (long long)row->x->b_bytes,

@@ -64,7 +64,10 @@ static void print_frames(const ht_report_t *r, const ht_row_t *row, FILE *f, ht_
  * "unreachable: +700 bytes, +1 block: 3900 bytes in 6 blocks before, 4600
  * bytes in 7 blocks after (definitely lost: +800 bytes, +2 blocks;
  * indirectly lost: -100 bytes, -1 block)". A part of the split that did
- * not change is left out. */
+ * not change is left out. When both snapshots counted possibly lost
+ * blocks and either had some, the same for them after it: "; possibly
+ * lost: +64 bytes, +2 blocks: 0 bytes in 0 blocks before, 64 bytes in 2
+ * blocks after". */
 static const char *diff_reach_summary(const ht_report_t *r, char *buf, size_t len)
 {
     const ht_rowlost_t *a = &r->total_lost_a, *b = &r->total_lost;
@@ -89,7 +92,17 @@ static const char *diff_reach_summary(const ht_report_t *r, char *buf, size_t le
         sep = "; ";
     }
     if (sep[0] == ';' && n > 0 && (size_t)n < len)
-        snprintf(buf + n, len - (size_t)n, ")");
+        n += snprintf(buf + n, len - (size_t)n, ")");
+    if (r->possible && (a->plost_blocks || a->plost_bytes || b->plost_blocks || b->plost_bytes) && n > 0 &&
+        (size_t)n < len) {
+        int64_t dp = b->plost_bytes - a->plost_bytes, dpn = b->plost_blocks - a->plost_blocks;
+        snprintf(buf + n, len - (size_t)n, "; possibly lost: %+lld bytes, %+lld %s: %lld bytes in %lld %s "
+                                           "before, %lld bytes in %lld %s after",
+                 (long long)dp, (long long)dpn, ht__plural(dpn, "block", "blocks"), (long long)a->plost_bytes,
+                 (long long)a->plost_blocks, ht__plural(a->plost_blocks, "block", "blocks"),
+                 (long long)b->plost_bytes, (long long)b->plost_blocks,
+                 ht__plural(b->plost_blocks, "block", "blocks"));
+    }
     return buf;
 }
 
@@ -108,9 +121,9 @@ const char *ht__reach_summary(const ht_report_t *r, char *buf, size_t len)
         snprintf(buf, len, "reachability not computed: %s", ht__reach_why(r->snap_b, why, sizeof why));
         return buf;
     }
-    const ht_rowlost_t *l = &r->total_lost;
-    int64_t rb = r->heap_bytes - l->lost_bytes - l->ilost_bytes;
-    int64_t rn = r->heap_blocks - l->lost_blocks - l->ilost_blocks;
+    const ht_rowlost_t *l = &r->total_lost;     /* plost_*: 0 unless r->possible */
+    int64_t rb = r->heap_bytes - l->lost_bytes - l->ilost_bytes - l->plost_bytes;
+    int64_t rn = r->heap_blocks - l->lost_blocks - l->ilost_blocks - l->plost_blocks;
     int n = snprintf(buf, len, "unreachable: %lld bytes in %lld %s (definitely lost)",
                      (long long)l->lost_bytes, (long long)l->lost_blocks,
                      ht__plural(l->lost_blocks, "block", "blocks"));
@@ -118,13 +131,19 @@ const char *ht__reach_summary(const ht_report_t *r, char *buf, size_t len)
         n += snprintf(buf + n, len - (size_t)n, ", %lld bytes in %lld %s indirectly",
                       (long long)l->ilost_bytes, (long long)l->ilost_blocks,
                       ht__plural(l->ilost_blocks, "block", "blocks"));
+    if ((l->plost_blocks || l->plost_bytes) && n > 0 && (size_t)n < len)
+        n += snprintf(buf + n, len - (size_t)n, "; possibly lost: %lld bytes in %lld %s",
+                      (long long)l->plost_bytes, (long long)l->plost_blocks,
+                      ht__plural(l->plost_blocks, "block", "blocks"));
     if (n > 0 && (size_t)n < len)
         n += snprintf(buf + n, len - (size_t)n, "; still reachable: %lld bytes in %lld %s",
                       (long long)rb, (long long)rn, ht__plural(rn, "block", "blocks"));
     return buf;
 }
 
-/* ", definitely lost: ..." after a row's bytes in a report with
+/* ", definitely lost: ..., indirectly lost: ..., possibly lost: ..."
+ * (the parts that are not 0; possibly lost only when the check counted
+ * them) or ", still reachable" after a row's bytes in a report with
  * reachability; nothing for mmap rows (never checked). */
 static void print_row_lost(const ht_row_t *row, FILE *f)
 {
@@ -137,13 +156,19 @@ static void print_row_lost(const ht_row_t *row, FILE *f)
     if (l->ilost_blocks || l->ilost_bytes)
         fprintf(f, ", indirectly lost: %lld bytes in %lld %s", (long long)l->ilost_bytes,
                 (long long)l->ilost_blocks, ht__plural(l->ilost_blocks, "block", "blocks"));
-    if (!l->lost_blocks && !l->lost_bytes && !l->ilost_blocks && !l->ilost_bytes)
+    if (l->plost_blocks || l->plost_bytes)
+        fprintf(f, ", possibly lost: %lld bytes in %lld %s", (long long)l->plost_bytes,
+                (long long)l->plost_blocks, ht__plural(l->plost_blocks, "block", "blocks"));
+    if (!l->lost_blocks && !l->lost_bytes && !l->ilost_blocks && !l->ilost_bytes && !l->plost_blocks &&
+        !l->plost_bytes)
         fputs(", still reachable", f);
 }
 
 /* ", unreachable: +200 bytes, +2 blocks" after a diff row's growth, when
  * both snapshots have reachability and the row's unreachable memory
- * (definitely + indirectly lost) changed; nothing for mmap rows. */
+ * (definitely + indirectly lost) changed; then ", possibly lost: -64
+ * bytes, -1 block" when both counted those and the row's changed;
+ * nothing for mmap rows. */
 static void print_row_lost_change(const ht_row_t *row, FILE *f)
 {
     const ht_rowlost_t *l = row->lost;
@@ -153,6 +178,9 @@ static void print_row_lost_change(const ht_row_t *row, FILE *f)
     if (b || n)
         fprintf(f, ", unreachable: %+lld bytes, %+lld %s", (long long)b, (long long)n,
                 ht__plural(n, "block", "blocks"));
+    if (l->plost_bytes || l->plost_blocks)
+        fprintf(f, ", possibly lost: %+lld bytes, %+lld %s", (long long)l->plost_bytes,
+                (long long)l->plost_blocks, ht__plural(l->plost_blocks, "block", "blocks"));
 }
 
 static void print_snap(FILE *f, const ht_tsnapshot_t *s)

@@ -362,8 +362,11 @@ static int rec_reach(rd_t *r, cur_t *c)
     ht_tsnapshot_t *s = &r->snap;
     uint64_t seq = get(c), status = get(c), threads = get(c), scanned = get(c), ns = get(c);
     uint64_t n = get(c);
+    /* after a POSSIBLE record the check's counts are final: a REACH
+     * there could raise a site's lost blocks past what its possibly lost
+     * ones leave (the writer puts every REACH first) */
     if (c->bad || !r->pending || seq != r->snap_seq || status == HT_REACH_NONE ||
-        status > HT_REACH_YOUNG_CHILD || n > (uint64_t)(c->end - c->p) / 5)
+        status > HT_REACH_YOUNG_CHILD || s->has_possible || n > (uint64_t)(c->end - c->p) / 5)
         return -1;
     s->reach = (uint8_t)status;
     s->reach_threads = threads > UINT32_MAX ? UINT32_MAX : (uint32_t)threads;
@@ -378,9 +381,11 @@ static int rec_reach(rd_t *r, cur_t *c)
         x->lost_bytes = get(c);
         x->ilost_blocks = get(c);
         x->ilost_bytes = get(c);
+        /* each alone too: a sum can wrap */
         if (c->bad || x->lost_blocks + x->ilost_blocks > x->live_blocks ||
-            x->lost_blocks > x->live_blocks || x->lost_bytes + x->ilost_bytes > x->live_bytes ||
-            x->lost_bytes > x->live_bytes)
+            x->lost_blocks > x->live_blocks || x->ilost_blocks > x->live_blocks ||
+            x->lost_bytes + x->ilost_bytes > x->live_bytes || x->lost_bytes > x->live_bytes ||
+            x->ilost_bytes > x->live_bytes)
             return -1;
     }
     return 0;
@@ -427,6 +432,37 @@ static int rec_temp(rd_t *r, cur_t *c)
         next = pos + 1;
     }
     s->has_temp = 1;
+    return 0;
+}
+
+/* POSSIBLE: seq, n, then n triples: a site's position (increasing within
+ * the record), its possibly lost blocks and bytes. Only after the REACH
+ * records of a computed check of the same snapshot; never more than the
+ * site's live blocks and bytes less its lost and indirectly lost ones
+ * (rec_reach keeps that difference from wrapping). Its presence says the
+ * check counted them (has_possible; an older agent's check left them
+ * among the still reachable). */
+static int rec_possible(rd_t *r, cur_t *c)
+{
+    ht_tsnapshot_t *s = &r->snap;
+    uint64_t seq = get(c), n = get(c);
+    if (c->bad || !r->pending || seq != r->snap_seq || s->reach != HT_REACH_DONE || n > s->nsites ||
+        n > (uint64_t)(c->end - c->p) / 3)
+        return -1;
+    uint64_t next = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t pos = get(c), k = get(c), b = get(c);
+        if (c->bad || pos < next || pos >= s->nsites)
+            return -1;
+        ht_tsite_t *x = &s->sites[pos];
+        if (k > x->live_blocks - x->lost_blocks - x->ilost_blocks ||
+            b > x->live_bytes - x->lost_bytes - x->ilost_bytes)
+            return -1;
+        x->plost_blocks = k;
+        x->plost_bytes = b;
+        next = pos + 1;
+    }
+    s->has_possible = 1;
     return 0;
 }
 
@@ -525,6 +561,7 @@ static int parse_payload(rd_t *r, const uint8_t *p, size_t len)
         case HT_REC_SITES: rc = rec_sites(r, &c); break;
         case HT_REC_PEAK: rc = rec_peak(r, &c); break;
         case HT_REC_TEMP: rc = rec_temp(r, &c); break;
+        case HT_REC_POSSIBLE: rc = rec_possible(r, &c); break;
         case HT_REC_SNAP_END: rc = rec_snap_end(r, &c); break;
         case HT_REC_DROPS: rc = rec_drops(r, &c); break;
         case HT_REC_JIT: rc = rec_jit(r, &c); break;

@@ -53,9 +53,12 @@ typedef struct ht_tsite_s {
      * live blocks no pointer in the program's memory leads to. Directly
      * lost blocks head a lost structure (nothing points to them but, for a
      * cycle, its own members); indirectly lost ones are pointed to only
-     * from lost blocks. Live minus both is still reachable. */
+     * from lost blocks. Possibly lost ones are reached only through a
+     * chain with a pointer into the middle of a block (POSSIBLE records;
+     * has_possible). Live minus the three is still reachable. */
     uint64_t lost_blocks, lost_bytes;
     uint64_t ilost_blocks, ilost_bytes;
+    uint64_t plost_blocks, plost_bytes;
 } ht_tsite_t;
 
 /* Whether a snapshot carries reachability (REACH records: exit snapshots,
@@ -109,6 +112,10 @@ typedef struct ht_tsnapshot_s {
                                    (agents from the sixteenth session on) */
     uint8_t has_temp;           /* the sites' temp_* are recorded (agents
                                    from the eighteenth session on) */
+    uint8_t has_possible;       /* the sites' plost_* are recorded (reach
+                                   HT_REACH_DONE, agents from the nineteenth
+                                   session on; before, such blocks counted
+                                   as still reachable) */
 } ht_tsnapshot_t;
 
 /* JIT code as the traced process saw it (perf maps, registration API). */

@@ -40,7 +40,8 @@ enum {
     HT_REC_JIT_NODE = 11,
     HT_REC_REACH = 12,
     HT_REC_PEAK = 13,
-    HT_REC_TEMP = 14
+    HT_REC_TEMP = 14,
+    HT_REC_POSSIBLE = 15
 };
 
 static inline void ht_wr_u32(uint8_t *p, uint32_t v)

@@ -78,7 +78,7 @@ expect_eq "check: reason reach threads" "$(field reason "$s0") $(field reach "$s
 expect_eq "check: peak so far" \
     "$(sed -n 's/^heaptrail: in use now: .*; peak so far: \([0-9,]*\) bytes (heap and mappings) at [0-9]*\.[0-9]* s$/\1/p' check.err | tr -d ,)" \
     "$(field peak_bytes "$s0")"
-check_truths lc.ht 0 "" lc.out check 18
+check_truths lc.ht 0 "" lc.out check 21
 # the report of the check says what the scan could not see, as the
 # check's own summary does
 "$HT" report lc.ht --snapshot 0 >lc-report.txt 2>&1
@@ -87,7 +87,7 @@ expect_eq "check: report names the threads read without registers" \
 # the exit: the reader sleeps in a mutex wait (a futex: parked like the
 # spinner), so no thread is read without its registers
 expect_eq "exit: reason reach threads" "$(field reason "$s1") $(field reach "$s1") $(field reach_threads "$s1")" "0 1 0"
-check_truths lc.ht 1 EXIT lc.out exit 18
+check_truths lc.ht 1 EXIT lc.out exit 21
 
 # leak checks while the program is inside realloc most of the time
 # (tests/progs/regrow): the array being moved holds the only pointers to
@@ -157,14 +157,14 @@ k=0
 while [ $k -lt 5 ]; do
     s=$("$DUMP" tk.ht | grep '^snap ' | sed -n "$((k + 1))p")
     expect_eq "ticking: check $k reason reach" "$(field reason "$s") $(field reach "$s")" "1 1"
-    check_truths tk.ht $k "" tk.out "ticking $k" 17
+    check_truths tk.ht $k "" tk.out "ticking $k" 20
     k=$((k + 1))
 done
 # the exit scans in place first; when the ticker has spoiled that, in a
 # child too
 s=$("$DUMP" tk.ht | grep '^snap ' | sed -n 6p)
 expect_eq "ticking: exit reason reach" "$(field reason "$s") $(field reach "$s")" "0 1"
-check_truths tk.ht 5 EXIT tk.out "ticking exit" 17
+check_truths tk.ht 5 EXIT tk.out "ticking exit" 20
 
 # threads that sleep 30 us at a time (timed waits, read as they stand,
 # never parked): a fork for the scan is spoiled when one of them ran
@@ -209,7 +209,7 @@ finish_prog df
 for k in 0 1; do
     s=$("$DUMP" df.ht | grep '^snap ' | sed -n "$((k + 1))p")
     expect_eq "dontfork: check $k reason reach" "$(field reason "$s") $(field reach "$s")" "1 1"
-    check_truths df.ht $k "" df.out "dontfork $k" 18
+    check_truths df.ht $k "" df.out "dontfork $k" 21
 done
 
 # the same on a loaded machine: the forked try lets the spinning thread go
@@ -264,7 +264,7 @@ expect_eq "api: exit status" "$?" 0
 expect_eq "api: returned" "$(sed -n 's/^API //p' api.out)" 22
 s0=$("$DUMP" api.ht | grep '^snap ' | sed -n 1p)
 expect_eq "api: reason reach" "$(field reason "$s0") $(field reach "$s0")" "3 1"
-check_truths api.ht 0 CHECK api.out api 17
+check_truths api.ht 0 CHECK api.out api 20
 expect_eq "api: untraced" "$("$P/reach" api | sed -n 's/^API //p')" -1
 
 # with --suppressions: lost_plain's 10 blocks (400 bytes) leave the

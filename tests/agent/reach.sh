@@ -28,22 +28,22 @@ run_mode() {
 
 # (threads 0: the agent's control thread is not the program's, even when
 # the program ends before that thread has run at all)
-run_mode exit 1 0 17
+run_mode exit 1 0 20
 cat exit.out exit.err
 
 # under a seccomp filter that kills on process_vm_readv: read through a pipe
-run_mode seccomp 1 0 17
+run_mode seccomp 1 0 20
 
 # exit called by another thread than main, main asleep in pthread_join:
 # main's static TLS (beside its TCB, not on its stack) is still a root;
 # main sleeps in a futex wait: parked, so no thread is read without its
 # registers
-run_mode exit-thread 1 0 17
+run_mode exit-thread 1 0 20
 
 # exit called with the only pointer to a block in rbx: the exit hook's
 # prologue saves rbx and gcc reuses it before the hook reads the
 # registers, so the hook's stack is scanned from its own stack pointer
-run_mode exit-rbx 1 0 17
+run_mode exit-rbx 1 0 20
 
 # alternate signal stacks from malloc (tests/progs/altstack): main's is
 # held (the kernel keeps its base), an exited thread's is lost, and a
@@ -57,39 +57,39 @@ expect_eq "altstack: the child's check" "$(cat alt.out)" "CHILD 1"
 # more epoll descriptors than the agent lists: the block only an epoll
 # registration holds (held_epoll) is found by looking through every
 # descriptor
-run_mode epoll-many 1 0 17
+run_mode epoll-many 1 0 20
 
 # _exit from a signal handler that interrupted the program, not heaptrail
-run_mode in-handler 1 0 16
+run_mode in-handler 1 0 19
 
 # another thread is still there at exit, asleep in a read() of a pipe, a
 # block's only pointer in its frame: its stack is read as it stands (no
 # signal: it would end many system calls with EINTR), not its registers
-run_mode thread-running 1 1 18
+run_mode thread-running 1 1 21
 expect_eq "thread-running: summary says its registers were not scanned" \
     "$(grep -c '^heaptrail: 1 other thread slept in a system call: its stack was scanned, its registers not' thread-running.err)" 1
 
 # asleep in a futex wait instead (a mutex, a condition variable), a
 # block's only pointer in a callee-saved register: a futex wait restarts
 # unseen after a signal, so it is parked and its registers read
-run_mode thread-futex 1 0 17
+run_mode thread-futex 1 0 20
 
 # asleep in sem_timedwait: a futex wait with a timeout ends with EINTR
 # after a signal handler, so it is not signalled but read as it stands
-run_mode thread-timedwait 1 1 17
+run_mode thread-timedwait 1 1 20
 expect_eq "thread-timedwait: its wait was not interrupted" "$(grep -c 'SEM EINTR' thread-timedwait.out)" 0
 
 # it spins instead, a block's only pointer in a register: parked by the
 # agent's signal, its registers read
-run_mode thread-busy 1 0 17
+run_mode thread-busy 1 0 20
 
 # the only pointer in a vector register (memmove keeps what it moves in
 # them): the parked thread's saved SSE/AVX state is scanned too
-run_mode thread-vector 1 0 17
+run_mode thread-vector 1 0 20
 
 # it blocks every signal and waits in sigwaitinfo: it must be sent
 # nothing; asleep, its stack is read
-run_mode thread-masked 1 1 18
+run_mode thread-masked 1 1 21
 expect_eq "thread-masked: its sigwaitinfo was sent nothing" "$(grep -c 'GOT SIGNAL' thread-masked.out)" 0
 
 # it blocks every signal and spins: nothing is computed (nothing called

@@ -3,7 +3,7 @@
 # ran (`heaptrail snapshot --leaks`: reason 1, request, with
 # reachability), for diffs between two snapshots with reachability:
 #
-#   awk [-v checks="2 5"] [-v failed=N] -f tests/analyze/diff_reach_fixture.awk symfix.fix
+#   awk [-v checks="2 5"] [-v failed=N] [-v possible=1] -f tests/analyze/diff_reach_fixture.awk symfix.fix
 #
 # turns each snapshot of `checks` (default "2 5") into a check with a
 # `reach 1 0 32768 800000` line (fixwriter.h) and these lost blocks, the
@@ -40,18 +40,37 @@
 # from 2 stacks), grow_steady's 3 unreachable blocks unchanged (one moved
 # from indirectly to definitely lost), leak_small's too; unreachable
 # +1264 bytes, +4 blocks.
+#
+# With possible=1 each computed check also counted possibly lost blocks
+# (a `possible` line; PLOST_BLOCKS PLOST_BYTES after the lost fields):
+#
+#   snapshot 2: 4 temporary (1, 2000)     1 2000
+#   snapshot 5: 2 leak_big (1, 4096)      1 4096   +4096 +1, did not grow
+#               4 temporary (1, 2000)     -        -2000 -1, did not grow
+#               5 grow_steady (5, 5000)   1 1000   +1000 +1 (grew by 2000)
+#
+#   2 -> 5: possibly lost +3096 bytes, +1 block: 2000 bytes in 1 block
+#   before, 5096 bytes in 2 blocks after; still reachable 6860 bytes in 7
+#   blocks before, 4464 bytes in 6 blocks after; leak_big and temporary
+#   listed for that alone (after the rows that grew, ranking by growth
+#   unchanged); the unreachable figures as above.
 BEGIN {
     if (checks == "") checks = "2 5"
     n = split(checks, c, " ")
     for (i = 1; i <= n; i++) check[c[i]] = 1
     l[2, 1] = "1 100 0 0"; l[2, 5] = "0 0 1 1000"; l[2, 7] = "2 1400 0 0"
     l[5, 1] = "3 300 0 0"; l[5, 5] = "1 1000 2 2000"; l[5, 7] = "0 0 1 700"
+    if (possible == 1) { p[2, 4] = "1 2000"; p[5, 2] = "1 4096"; p[5, 5] = "1 1000" }
 }
 $1 == "snapshot" { snap = $2; on = ($2 in check) }
 on && $1 == "snapshot" {
     print $1, $2, 1, $4
     if ($2 == failed) print "reach 2 1"; else print "reach 1 0 32768 800000"
+    if ($2 != failed && possible == 1) print "possible"
     next
+}
+on && $1 == "site" && snap != failed && ((snap, $2) in p) {
+    print $0, ((snap, $2) in l) ? l[snap, $2] : "0 0 0 0", p[snap, $2]; next
 }
 on && $1 == "site" && snap != failed && ((snap, $2) in l) { print $0, l[snap, $2]; next }
 { print }

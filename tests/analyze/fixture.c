@@ -98,6 +98,10 @@ int fixture_load(const char *path, ht_trace_t *t, char *err, size_t errlen)
             s->reach_threads = (uint32_t)(v[1] ? strtoul(v[1], NULL, 0) : 0);
             s->reach_roots_bytes = v[2] ? strtoull(v[2], NULL, 0) : 0;
             s->reach_ns = v[3] ? strtoull(v[3], NULL, 0) : 0;
+        } else if (!strcmp(w, "possible") && t->nsnaps) {
+            /* the snapshot's check counted possibly lost blocks (it had
+             * POSSIBLE records; the sites' PLOST_* fields) */
+            t->snaps[t->nsnaps - 1].has_possible = 1;
         } else if (!strcmp(w, "site") && t->nsnaps) {
             ht_tsnapshot_t *s = &t->snaps[t->nsnaps - 1];
             if (s->nsites == sitecap)
@@ -113,9 +117,11 @@ int fixture_load(const char *path, ht_trace_t *t, char *err, size_t errlen)
             x->total_blocks = strtoull(strtok_r(NULL, " ", &save), NULL, 0);
             x->total_bytes = strtoull(strtok_r(NULL, " ", &save), NULL, 0);
             x->peak_bytes = strtoull(strtok_r(NULL, " \n", &save), NULL, 0);
-            /* optional: LOST_BLOCKS LOST_BYTES ILOST_BLOCKS ILOST_BYTES */
-            uint64_t *lost[4] = { &x->lost_blocks, &x->lost_bytes, &x->ilost_blocks, &x->ilost_bytes };
-            for (int k = 0; k < 4; k++) {
+            /* optional: LOST_BLOCKS LOST_BYTES ILOST_BLOCKS ILOST_BYTES
+             * [PLOST_BLOCKS PLOST_BYTES] */
+            uint64_t *lost[6] = { &x->lost_blocks, &x->lost_bytes, &x->ilost_blocks, &x->ilost_bytes,
+                                  &x->plost_blocks, &x->plost_bytes };
+            for (int k = 0; k < 6; k++) {
                 char *v = strtok_r(NULL, " \n", &save);
                 *lost[k] = v ? strtoull(v, NULL, 0) : 0;
             }

@@ -16,9 +16,12 @@
  *   stack ID N ADDR...                 (innermost first)
  *   snapshot SEQ REASON TIME_NS
  *   site STACK KIND LIVE_BLOCKS LIVE_BYTES TOTAL_BLOCKS TOTAL_BYTES PEAK_BYTES
- *        [LOST_BLOCKS LOST_BYTES ILOST_BLOCKS ILOST_BYTES]   (reachability; 0 if absent)
+ *        [LOST_BLOCKS LOST_BYTES ILOST_BLOCKS ILOST_BYTES [PLOST_BLOCKS PLOST_BYTES]]
+ *        (reachability, possibly lost last; 0 if absent)
  *   reach STATUS THREADS [SCANNED_BYTES TIME_NS]   (after a snapshot line: its REACH
  *        header, STATUS as trace.h's HT_REACH_*; tests add it)
+ *   possible                            (after a snapshot line: its check counted
+ *        possibly lost blocks, has_possible; tests add it)
  *   truth STACK FUNCTION LINE           (the innermost frame's truth)
  *   drops OVERFLOW UNKNOWN_FREES WRITE_ERRORS OTHER   (tests add it)
  * A site whose STACK names no stack line stands for HT_STACK_ID_OVERFLOW.

@@ -86,7 +86,7 @@ dom "$(url "$out/reach.html")" >"$out/reach.dom"
 expect "$out/reach.dom" '<p id="reach">unreachable: 3200 bytes in 7 blocks (definitely lost), 2064 bytes in 4 blocks indirectly; still reachable: 6596 bytes in 4 blocks</p>' "reach summary"
 expect "$out/reach.dom" '<th title="definitely lost + indirectly lost">unreachable bytes</th>' "unreachable column"
 expect_count "$out/reach.dom" '<td class="n lost"' 8 "an unreachable cell per row"
-expect_re "$out/reach.dom" '<tr><td class="n">1</td><td class="n">5000</td><td class="n">5</td><td class="n">42.2</td><td class="n lost" title="definitely lost: 2000 bytes in 2 blocks; indirectly lost: 1000 bytes in 1 blocks">3000</td><td><details><summary>grow_steady' "first row: most unreachable"
+expect_re "$out/reach.dom" '<tr><td class="n">1</td><td class="n">5000</td><td class="n">5</td><td class="n">42.2</td><td class="n lost" title="definitely lost: 2000 bytes in 2 blocks; indirectly lost: 1000 bytes in 1 block">3000</td><td><details><summary>grow_steady' "first row: most unreachable"
 expect_re "$out/reach.dom" '<tr><td class="n">7</td><td class="n">4096</td>.{0,160}>0</td><td><details><summary>leak_big' "still reachable row after the lost ones"
 expect_count "$out/symfix.dom" 'unreachable' 0 "no reachability without REACH"
 awk -v status=2 -v threads=3 -f tests/analyze/reach_fixture.awk $ADIR/symfix.fix >"$out/reach2.fix"
@@ -103,7 +103,7 @@ dom "$(url "$out/check.html")" >"$out/check.dom"
 expect "$out/check.dom" '13360 bytes in use in 14 blocks from 7 allocation sites' "leak check: in use"
 expect "$out/check.dom" '<p id="reach">unreachable: 1200 bytes in 3 blocks (definitely lost), 2700 bytes in 3 blocks indirectly; still reachable: 9460 bytes in 8 blocks</p>' "leak check: reach summary"
 expect_count "$out/check.dom" '<td class="n lost"' 7 "leak check: an unreachable cell per row"
-expect_re "$out/check.dom" '<tr><td class="n">1</td><td class="n">5000</td><td class="n">5</td><td class="n">37.4</td><td class="n lost" title="definitely lost: 1000 bytes in 1 blocks; indirectly lost: 2000 bytes in 2 blocks">3000</td><td><details><summary>grow_steady' "leak check: first row most unreachable"
+expect_re "$out/check.dom" '<tr><td class="n">1</td><td class="n">5000</td><td class="n">5</td><td class="n">37.4</td><td class="n lost" title="definitely lost: 1000 bytes in 1 block; indirectly lost: 2000 bytes in 2 blocks">3000</td><td><details><summary>grow_steady' "leak check: first row most unreachable"
 expect_count "$out/check.dom" 'leaked' 0 "leak check: nothing called leaked"
 # a diff between two leak checks (snapshots 2 and 5; truths in
 # diff_reach_fixture.awk): the change in the summary and a column of each
@@ -114,9 +114,25 @@ dom "$(url "$out/diffreach.html")" >"$out/diffreach.dom"
 expect "$out/diffreach.dom" '<p id="reach">unreachable: +1500 bytes, +3 blocks: 2500 bytes in 4 blocks before, 4000 bytes in 7 blocks after (definitely lost: -200 bytes, +1 block; indirectly lost: +1700 bytes, +2 blocks)</p>' "diff reach summary"
 expect "$out/diffreach.dom" '>unreachable bytes (change)</th>' "diff: unreachable change column"
 expect_count "$out/diffreach.dom" '<td class="n lost"' 4 "diff: a change cell per row"
-expect_re "$out/diffreach.dom" '<tr><td class="n">1</td><td class="n">2000</td><td class="n">2</td><td class="n">90.9</td><td class="n lost" title="definitely lost: \+1000 bytes, \+1 blocks; indirectly lost: \+1000 bytes, \+1 blocks">\+2000</td><td><details><summary>grow_steady' "diff: first row grew most"
+expect_re "$out/diffreach.dom" '<tr><td class="n">1</td><td class="n">2000</td><td class="n">2</td><td class="n">90.9</td><td class="n lost" title="definitely lost: \+1000 bytes, \+1 block; indirectly lost: \+1000 bytes, \+1 block">\+2000</td><td><details><summary>grow_steady' "diff: first row grew most"
 expect_re "$out/diffreach.dom" '<tr><td class="n">4</td><td class="n">0</td>.{0,160}>-700</td><td><details><summary>plateau' "diff: a row that did not grow, less unreachable"
 expect_count "$out/diff.dom" 'unreachable' 0 "diff without reachability: no column"
+# counts of one are singular, signed ones too (the tooltips said "1 blocks")
+expect_count "$out/reach.dom" ' 1 blocks' 0 "no '1 blocks'"
+expect_count "$out/diffreach.dom" ' +1 blocks' 0 "no '+1 blocks'"
+expect_re "$out/diffreach.dom" 'title="definitely lost: -1400 bytes, -2 blocks; indirectly lost: \+700 bytes, \+1 block">-700</td><td><details><summary>plateau' "diff: a change of one block singular, of two plural"
+
+# possibly lost (POSSIBLE; truths in reach_fixture.awk, possible=1): the
+# summary says it and still reachable excludes it, each row's tooltip too;
+# the column stays definitely + indirectly lost
+awk -v status=1 -v possible=1 -f tests/analyze/reach_fixture.awk $ADIR/symfix.fix >"$out/possible.fix"
+$ADIR/htdrive report --format html -o "$out/possible.html" "$out/possible.fix"
+dom "$(url "$out/possible.html")" >"$out/possible.dom"
+expect "$out/possible.dom" '<p id="reach">unreachable: 3200 bytes in 7 blocks (definitely lost), 2064 bytes in 4 blocks indirectly; possibly lost: 5096 bytes in 2 blocks; still reachable: 1500 bytes in 2 blocks</p>' "possibly lost: summary"
+expect_re "$out/possible.dom" '<tr><td class="n">1</td><td class="n">5000</td><td class="n">5</td><td class="n">42.2</td><td class="n lost" title="definitely lost: 2000 bytes in 2 blocks; indirectly lost: 1000 bytes in 1 block; possibly lost: 1000 bytes in 1 block">3000</td><td><details><summary>grow_steady' "possibly lost: first row's tooltip"
+expect_re "$out/possible.dom" '<tr><td class="n">7</td><td class="n">4096</td><td class="n">1</td><td class="n">34.5</td><td class="n lost" title="definitely lost: 0 bytes in 0 blocks; indirectly lost: 0 bytes in 0 blocks; possibly lost: 4096 bytes in 1 block">0</td><td><details><summary>leak_big' "possibly lost: leak_big's tooltip, still ranked by unreachable bytes"
+expect_count "$out/possible.dom" 'possibly lost: ' 9 "possibly lost: the summary and every row's tooltip"
+expect_count "$out/reach.dom" 'possibly' 0 "no possibly lost when not counted"
 
 chrome --screenshot="$out/report.png" "$(url "$out/symfix.html")" >/dev/null
 [ -s "$out/report.png" ] && echo "screenshot: $out/report.png"

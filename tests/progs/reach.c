@@ -2,8 +2,8 @@
  * each site's function name says what its blocks are, and the program
  * prints the truth for tests/agent/reach.sh, summed over the sites whose
  * innermost frame is NAME:
- *   TRUTH site=NAME live=K lost=D ilost=I
- * (live blocks, directly lost, indirectly lost). No stdio before the
+ *   TRUTH site=NAME live=K lost=D ilost=I plost=P
+ * (live blocks, directly lost, indirectly lost, possibly lost). No stdio before the
  * blocks are made (so libc's own buffers do not mix in), printf at the end.
  *
  *   reach [exit|thread-running|thread-busy|thread-vector|thread-futex|thread-timedwait|thread-masked|thread-spinning|in-handler|seccomp|exit-thread|exit-rbx|epoll-many|leakcheck|api|ticking|restless|restless-masked|dontfork]
@@ -106,16 +106,18 @@ NOINLINE static void scrub_stack(void)
 }
 static int g_scrub_thread;      /* thread_main scrubs: its cached stack is reused */
 
-static struct { const char *name; int live, lost, ilost; } truth[32];
+static struct { const char *name; int live, lost, ilost, plost; } truth[32];
 static int ntruth;
-static void note(const char *name, int live, int lost, int ilost)
+static void note_p(const char *name, int live, int lost, int ilost, int plost)
 {
     truth[ntruth].name = name;
     truth[ntruth].live = live;
     truth[ntruth].lost = lost;
     truth[ntruth].ilost = ilost;
+    truth[ntruth].plost = plost;
     ntruth++;
 }
+static void note(const char *name, int live, int lost, int ilost) { note_p(name, live, lost, ilost, 0); }
 
 /* 10 blocks whose pointers are dropped */
 NOINLINE static void lost_plain(void)
@@ -169,11 +171,65 @@ NOINLINE static void lost_cycle(void)
     note("lost_cycle", 3, 1, 2);
 }
 
-/* only a pointer into the middle of the block */
+/* only a pointer into the middle of the block: possibly lost */
 NOINLINE static void held_interior(void)
 {
     interior = (char *)malloc(256) + 100;
-    note("held_interior", 1, 0, 0);
+    note_p("held_interior", 1, 0, 0, 1);
+}
+
+/* Pointers 8 bytes into a block, as memcheck's heuristics take them:
+ * after a count that divides the rest of the block (a C++ new[] cookie:
+ * 5 elements of 24 bytes; a length prefix, as sqlite3's allocator keeps
+ * one) they are as good as pointers to its start; after a word that does
+ * not (7 does not divide 30) the block is possibly lost. */
+void *cookie_array, *length_prefixed, *not_a_cookie;
+NOINLINE static void held_offset8(void)
+{
+    uint64_t *a = malloc(8 + 5 * 24), *b = malloc(8 + 64), *c = malloc(8 + 30);
+    a[0] = 5;
+    b[0] = 64;
+    c[0] = 7;
+    cookie_array = a + 1;
+    length_prefixed = b + 1;
+    not_a_cookie = c + 1;
+    note_p("held_offset8", 3, 0, 0, 1);
+}
+
+/* A C++ object with two bases, held through a pointer to its second
+ * base's subobject (16 bytes in), laid out as the Itanium ABI does: each
+ * vtable pointer points past its offset-to-top (0, then -16) and RTTI
+ * words. The same with a wrong offset-to-top is possibly lost. */
+static void vfn(void) {}
+static const uintptr_t vt_primary[3] = { 0, 0, (uintptr_t)vfn };
+static const uintptr_t vt_second[3] = { (uintptr_t)-16, 0, (uintptr_t)vfn };
+static const uintptr_t vt_wrong[3] = { (uintptr_t)-8, 0, (uintptr_t)vfn };
+void *as_second_base, *as_wrong_base;
+NOINLINE static void held_second_base(void)
+{
+    uintptr_t *o = malloc(32), *w = malloc(32);
+    o[0] = w[0] = (uintptr_t)&vt_primary[2];
+    o[1] = w[1] = 42;
+    o[2] = (uintptr_t)&vt_second[2];
+    w[2] = (uintptr_t)&vt_wrong[2];
+    o[3] = w[3] = 7;
+    as_second_base = o + 2;
+    as_wrong_base = w + 2;
+    note_p("held_second_base", 2, 0, 0, 1);
+}
+
+/* A 3-block list whose head only a pointer into its middle holds: all
+ * three possibly lost (what only such a chain reaches is) */
+char *chain_interior;
+NOINLINE static void possible_chain(void)
+{
+    struct node *c = malloc(sizeof *c), *b = malloc(sizeof *b);
+    struct node *a = malloc(64);
+    c->next = NULL;
+    b->next = c;
+    a->next = b;
+    chain_interior = (char *)a + 24;
+    note_p("possible_chain", 3, 0, 0, 3);
 }
 
 NOINLINE static void held_tls(void)
@@ -423,8 +479,8 @@ static void *blocked_main(void *arg)
 static void report_as(const char *prefix)
 {
     for (int i = 0; i < ntruth; i++)
-        printf("%sTRUTH site=%s live=%d lost=%d ilost=%d\n", prefix, truth[i].name, truth[i].live,
-               truth[i].lost, truth[i].ilost);
+        printf("%sTRUTH site=%s live=%d lost=%d ilost=%d plost=%d\n", prefix, truth[i].name, truth[i].live,
+               truth[i].lost, truth[i].ilost, truth[i].plost);
     fflush(stdout);
 }
 static void report(void) { report_as(""); }
@@ -663,6 +719,9 @@ int main(int argc, char **argv)
     note("make_list", 13, 1, 5);        /* 7 held + 6 lost */
     lost_cycle();
     held_interior();
+    held_offset8();
+    held_second_base();
+    possible_chain();
     held_tls();
     held_mmap();
     held_guarded();

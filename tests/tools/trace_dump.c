@@ -100,7 +100,7 @@ int main(int argc, char **argv)
     static char buf[1 << 16];
     if (match) {
         unsigned long long lb = 0, lk = 0, tb = 0, tk = 0, sites = 0, all = 0, pk = 0, pn = 0;
-        unsigned long long xb = 0, xk = 0, ib = 0, ik = 0, mb = 0, mk = 0;
+        unsigned long long xb = 0, xk = 0, ib = 0, ik = 0, mb = 0, mk = 0, qb = 0, qk = 0;
         size_t at = argc >= 6 && !strcmp(argv[4], "--snapshot") ? (size_t)atol(argv[5]) : t.nsnaps - 1;
         if (at < t.nsnaps) {
             const ht_tsnapshot_t *s = &t.snaps[at];
@@ -124,13 +124,15 @@ int main(int argc, char **argv)
                 pn += s->sites[i].at_peak_blocks;
                 mb += s->sites[i].temp_bytes;
                 mk += s->sites[i].temp_blocks;
+                qk += s->sites[i].plost_blocks;
+                qb += s->sites[i].plost_bytes;
                 all++;
             }
         }
         printf("match live_bytes=%llu live_blocks=%llu sites=%llu total_bytes=%llu total_blocks=%llu allsites=%llu "
                "lost_bytes=%llu lost_blocks=%llu ilost_bytes=%llu ilost_blocks=%llu at_peak=%llu "
-               "at_peak_blocks=%llu temp_blocks=%llu temp_bytes=%llu\n",
-               lb, lk, sites, tb, tk, all, xb, xk, ib, ik, pk, pn, mk, mb);
+               "at_peak_blocks=%llu temp_blocks=%llu temp_bytes=%llu plost_blocks=%llu plost_bytes=%llu\n",
+               lb, lk, sites, tb, tk, all, xb, xk, ib, ik, pk, pn, mk, mb, qk, qb);
         return 0;
     }
     printf("trace pid=%lld complete=%d truncated=%d truncated_at=%llu snaps=%zu nodes=%zu modules=%zu\n",
@@ -155,13 +157,15 @@ int main(int argc, char **argv)
         const ht_tsnapshot_t *s = &t.snaps[k];
         printf("snap %u reason=%u live_blocks=%llu live_bytes=%llu total_blocks=%llu total_bytes=%llu "
                "total_frees=%llu peak_bytes=%llu peak_blocks=%llu sites=%zu reach=%u reach_threads=%u "
-               "reach_scanned=%llu reach_ns=%llu has_peak=%u at_peak=%llu peak_ns=%llu time_ns=%llu has_temp=%u\n",
+               "reach_scanned=%llu reach_ns=%llu has_peak=%u at_peak=%llu peak_ns=%llu time_ns=%llu has_temp=%u "
+               "has_possible=%u\n",
                s->seq, s->reason, (unsigned long long)s->live_blocks, (unsigned long long)s->live_bytes,
                (unsigned long long)s->total_blocks, (unsigned long long)s->total_bytes,
                (unsigned long long)s->total_frees, (unsigned long long)s->peak_bytes,
                (unsigned long long)s->peak_blocks, s->nsites, s->reach, s->reach_threads,
                (unsigned long long)s->reach_roots_bytes, (unsigned long long)s->reach_ns, s->has_peak,
-               at_peak_sum(s), (unsigned long long)s->peak_ns, (unsigned long long)s->time_ns, s->has_temp);
+               at_peak_sum(s), (unsigned long long)s->peak_ns, (unsigned long long)s->time_ns, s->has_temp,
+               s->has_possible);
     }
     if (t.nsnaps) {
         const ht_tsnapshot_t *s = &t.snaps[t.nsnaps - 1];
@@ -170,14 +174,16 @@ int main(int argc, char **argv)
             frames(&t, x->stack, buf, sizeof buf);
             printf("site kind=%s live_blocks=%llu live_bytes=%llu total_blocks=%llu total_bytes=%llu "
                    "peak_bytes=%llu lost_blocks=%llu lost_bytes=%llu ilost_blocks=%llu ilost_bytes=%llu "
-                   "at_peak=%llu at_peak_blocks=%llu temp_blocks=%llu temp_bytes=%llu frames=%s\n",
+                   "at_peak=%llu at_peak_blocks=%llu temp_blocks=%llu temp_bytes=%llu frames=%s "
+                   "plost_blocks=%llu plost_bytes=%llu\n",
                    x->kind == HT_KIND_MMAP ? "mmap" : "heap", (unsigned long long)x->live_blocks,
                    (unsigned long long)x->live_bytes, (unsigned long long)x->total_blocks,
                    (unsigned long long)x->total_bytes, (unsigned long long)x->peak_bytes,
                    (unsigned long long)x->lost_blocks, (unsigned long long)x->lost_bytes,
                    (unsigned long long)x->ilost_blocks, (unsigned long long)x->ilost_bytes,
                    (unsigned long long)x->at_peak_bytes, (unsigned long long)x->at_peak_blocks,
-                   (unsigned long long)x->temp_blocks, (unsigned long long)x->temp_bytes, buf);
+                   (unsigned long long)x->temp_blocks, (unsigned long long)x->temp_bytes, buf,
+                   (unsigned long long)x->plost_blocks, (unsigned long long)x->plost_bytes);
         }
     }
     ht_trace_free(&t);
