@@ -171,6 +171,15 @@ static int program_frames_gone(void)
     return n < HT_MAX_FRAMES;
 }
 
+/* Whether site record `site` allocated from code in [lo, hi): its
+ * stack's innermost return address. */
+static int made_in(uint32_t site, uintptr_t lo, uintptr_t hi)
+{
+    const ht_site_t *s = ht__site_at(site);
+    ht_stacknode_t n;
+    return s && ht__stackdb_node(s->stack, &n) == 0 && n.addr > lo && n.addr <= hi;
+}
+
 /* ---- raw system calls ---------------------------------------------------- */
 
 static int sys_open(const char *path)
@@ -1681,6 +1690,22 @@ static HT_NOINLINE int scan(uintptr_t sp)
     scan_timer_roots();
     scan_altstack_roots();
     drain(1);
+
+    /* the dynamic loader's own blocks: it keeps pointers into their
+     * middle (a thread's DTV 16 bytes in, _dl_find_object's segments) and
+     * they are never the program's to free: reached, not possibly lost
+     * (memcheck calls every cached thread's DTV possibly lost) */
+    struct dl_find_object ld;
+    if (S.ncand && _dl_find_object((void *)&__libc_stack_end, &ld) == 0) {
+        for (size_t i = 0; i < S.ncand; i++) {
+            ht_live_block_t *x = &S.b[S.cand[i]];
+            if (state(x) == M_PCAND && made_in(x->site, (uintptr_t)ld.dlfo_map_start, (uintptr_t)ld.dlfo_map_end)) {
+                set_state(x, M_REACHED);
+                S.stack[S.top++] = S.cand[i];
+                drain(1);
+            }
+        }
+    }
 
     /* phase 3: what only pointers into the middle of blocks reach */
     for (size_t i = 0; i < S.ncand; i++) {
