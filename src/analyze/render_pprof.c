@@ -5,7 +5,8 @@
  * Sample types inuse_objects/inuse_space/alloc_objects/alloc_space (count,
  * bytes), like Go's heap profiles, so `go tool pprof`, Pyroscope and Parca
  * read it as a heap profile (--temporary: temporary_objects/_space first,
- * the default type temporary_objects). For diff and growth the values are changes
+ * the default type temporary_objects; --peak: peak_objects/_space, what
+ * each stack held at the process's peak, the default peak_space). For diff and growth the values are changes
  * (they can be negative, as in pprof's own -diff_base). Locations are
  * symbolized here (has_functions etc. set) and keep their mapping's
  * build-id, so a backend can also re-symbolize. */
@@ -240,9 +241,13 @@ int ht__render_pprof(const ht_report_t *r, FILE *f)
     str(&p, "");
     p.mod_mapping = ht__xcalloc(ht__sym_nmods(r->ses->sym) + 1, sizeof *p.mod_mapping);
     ht_buf_t prof = { 0 }, samples = { 0 }, t = { 0 }, ids = { 0 };
-    int temp = r->type == HT_REPORT_TEMPORARY;
-    value_type(&p, &prof, 1, temp ? "temporary_objects" : "inuse_objects", "count");
-    value_type(&p, &prof, 1, temp ? "temporary_space" : "inuse_space", "bytes");
+    int temp = r->type == HT_REPORT_TEMPORARY, peak = r->type == HT_REPORT_PEAK;
+    /* the first two values: in use (at the snapshot), at the process's
+     * peak (--peak), or temporary allocations (--temporary) */
+    const char *objects = temp ? "temporary_objects" : peak ? "peak_objects" : "inuse_objects";
+    const char *space = temp ? "temporary_space" : peak ? "peak_space" : "inuse_space";
+    value_type(&p, &prof, 1, objects, "count");
+    value_type(&p, &prof, 1, space, "bytes");
     value_type(&p, &prof, 1, "alloc_objects", "count");
     value_type(&p, &prof, 1, "alloc_space", "bytes");
     ht_rframe_t *buf = NULL;
@@ -295,15 +300,15 @@ int ht__render_pprof(const ht_report_t *r, FILE *f)
              : r->type == HT_REPORT_LEAKS ? "leaks" : r->type == HT_REPORT_ALLOCATED ? "allocated"
              : r->type == HT_REPORT_PEAK ? "peak" : temp ? "temporary" : "in use",
              r->snap_b->seq, ht__snap_reason(r->snap_b->reason));
-    int64_t comment = str(&p, c), deflt = str(&p, temp ? "temporary_objects" : "inuse_space");
-    int64_t space = str(&p, "space"), bytes = str(&p, "bytes");
+    int64_t comment = str(&p, c), deflt = str(&p, temp ? objects : space);
+    int64_t space_s = str(&p, "space"), bytes = str(&p, "bytes");
     for (size_t i = 0; i < p.strings.n; i++)
         f_bytes(&prof, 6, p.strings.strs[i], strlen(p.strings.strs[i]));
     const ht_trace_t *tr = r->ses->in[r->input_b].t;
     f_varint(&prof, 9, tr->start_realtime_ns + r->snap_b->time_ns);
     f_varint(&prof, 10, r->snap_b->time_ns);
     t.len = 0;
-    f_varint(&t, 1, (uint64_t)space);
+    f_varint(&t, 1, (uint64_t)space_s);
     f_varint(&t, 2, (uint64_t)bytes);
     f_msg(&prof, 11, &t);
     f_varint(&prof, 12, 1);

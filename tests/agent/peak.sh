@@ -61,6 +61,10 @@ expect_eq "report --peak totals" "$(sed -n 2p rep | sed 's/, at [0-9]*\.[0-9]* s
     "10526720 bytes in 80 blocks in use at the peak, from 2 allocation sites (the process's peak, heap and mappings: 11575296 bytes, at T s); anonymous mappings live at the peak: 1048576 bytes in 1 region from 1 site"
 expect_eq "report --peak first row" "$(grep '^#1 ' rep)" "#1  10485760 bytes in 40 blocks at the peak (99.6%)"
 expect_eq "report --peak first row's function" "$(sed -n '/^#1 /{n;p}' rep | awk '{print $1}')" phase_one
+# pprof names the values for what they are: held at the peak, not in use now
+"$HT" report early.ht --peak -f pprof -o peak.pb.gz 2>/dev/null
+expect_eq "report --peak -f pprof: sample types" \
+    "$(gzip -dc peak.pb.gz | grep -ac peak_space) $(gzip -dc peak.pb.gz | grep -ac inuse_space)" "1 0"
 expect_eq "report --peak: the mapping's row" "$(grep -c '^#[0-9]*  1048576 bytes in 1 block at the peak (100.0%)  \[mmap\]$' rep)" 1
 "$HT" report late.ht --peak -s 0 >rep0 2>&1
 expect_eq "report --peak of the mid-run snapshot" "$(sed -n '/^#1 /{n;p}' rep0 | awk '{print $1}')" phase_one
