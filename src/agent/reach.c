@@ -1,13 +1,15 @@
 /* reach.c -- reachability at exit: which of the blocks still allocated
  * when the program ends can it no longer reach? The answer LeakSanitizer
- * and memcheck give ("definitely lost", "indirectly lost", "still
+ * and memcheck give ("definitely lost", "indirectly lost", "possibly lost", "still
  * reachable"), computed inside the process at a normal exit, and on
  * demand while it runs (then in a forked copy: attempt_forked).
  *
  * Conservative marking, as a garbage collector does it:
  *  - candidates: every live heap block of the live table (mmap regions are
  *    not candidates), sorted by address so that any word can be looked up
- *    (an interior pointer counts: it points anywhere inside the block);
+ *    (an interior pointer counts: it points anywhere inside the block,
+ *    but only through start pointers, or what start_like() takes for
+ *    them, is a block reached; one reached otherwise is possibly lost);
  *  - roots: the program's writable memory, from /proc/self/maps: module
  *    data and bss, its anonymous mappings, TLS, stacks. Not roots: the
  *    heap itself ([heap] and glibc's per-thread arena heaps, recognized by
@@ -38,6 +40,7 @@
  * reasons and what the scan cannot see.
  *
  * Memory: 24 bytes a live block (the sorted copy) + 8 (the search index)
+ * + 4 (the queue of blocks hit only in their middle)
  * + 4 (the work stack) + 24 temporary (the sort), mapped for the scan and
  * released after it; the big ones populated at once (MAP_POPULATE: a
  * fault per page cost more than the copy itself, 70 of 250 ms for a
@@ -69,16 +72,17 @@
 #define OWN_MAX     4096
 #define MAP_MAX_BYTES (64u << 20)    /* /proc/self/maps text we accept */
 
-/* A block's mark: its state in the low bits, what was learnt of its
- * first word above them (read once, for the heuristics of start_like()). */
+/* A block's mark: its state in the low bits, what start_like() learnt of
+ * it above them (once a block). */
 enum {
     M_NONE = 0, M_REACHED = 1, M_LEADER = 2, M_INDIRECT = 3,
     M_PCAND = 4,                /* phase 1: so far only pointers into its middle */
     M_POSSIBLE = 5,             /* reached only through such a pointer (phase 3) */
     M_STATE = 7u,
-    M_WORD0 = 1u << 8,          /* its first word was read: */
-    M_COUNT = 1u << 9,          /*   a count that divides the rest of the block */
-    M_VTABLE = 1u << 10         /*   a primary C++ vtable pointer */
+    M_SEEN = 1u << 8,           /* start_like() looked at it: */
+    M_LOADER = 1u << 9,         /*   the dynamic loader allocated it */
+    M_COUNT = 1u << 10,         /*   its first word a count that divides the rest */
+    M_VTABLE = 1u << 11         /*   its first word a primary C++ vtable pointer */
 };
 
 typedef struct {
@@ -104,6 +108,7 @@ static struct {
     uintptr_t own[OWN_MAX][2];
     int nown;
     uint8_t *buf;
+    uintptr_t ld_lo, ld_hi;     /* the dynamic loader's mapping (start_like) */
     int pid;
     int mode;                   /* 1 process_vm_readv, 2 a pipe, 3 /proc/self/mem */
     int pipe[2], pagemap_fd, mem_fd;
@@ -885,9 +890,9 @@ static int vtable_offset_is(uint64_t vptr, int64_t off)
            read_word(vptr - 16, &w) && (int64_t)w == off;
 }
 
-/* memcheck's heuristics: a pointer v into the middle of block x that
- * counts as one to its start, because the program keeps such pointers
- * to live data as a rule.
+/* Whether a pointer v into the middle of block x counts as one to its
+ * start, because the program keeps such pointers to live data as a rule.
+ * memcheck's heuristics:
  *  - 8 bytes in, the first word a count that divides the rest of the
  *    block: a C++ new[] array's cookie (its element count), a length
  *    prefix (sqlite3's allocator keeps the size there and hands out the
@@ -896,15 +901,21 @@ static int vtable_offset_is(uint64_t vptr, int64_t off)
  *    primary one (multiple inheritance: a pointer to a base class
  *    subobject), told by the vtables' offset-to-top: 0 for the first,
  *    minus v's offset in the block for the second.
- * What the first word says is read once and kept in the mark. */
+ * And one of ours: any pointer into a block the dynamic loader allocated
+ * itself (its stack's innermost return address in the loader): it keeps
+ * pointers into their middle (a thread's DTV 16 bytes in,
+ * _dl_find_object's segments) and they are never the program's to free
+ * (memcheck calls every cached thread's DTV possibly lost).
+ * What the block's allocator and first word say is found once and kept
+ * in the mark. */
 static HT_NOINLINE int start_like(ht_live_block_t *x, uintptr_t v)
 {
-    if (v & 7 || x->size < 16)
-        return 0;
-    if (!(x->mark & M_WORD0)) {
+    if (!(x->mark & M_SEEN)) {
         uint64_t w0;
-        x->mark |= M_WORD0;
-        if (read_word(x->addr, &w0)) {
+        x->mark |= M_SEEN;
+        if (made_in(x->site, S.ld_lo, S.ld_hi)) {
+            x->mark |= M_LOADER;
+        } else if (x->size >= 16 && read_word(x->addr, &w0)) {
             uint64_t rest = x->size - 8;
             if (w0 && w0 <= rest && rest % w0 == 0)
                 x->mark |= M_COUNT;
@@ -912,6 +923,10 @@ static HT_NOINLINE int start_like(ht_live_block_t *x, uintptr_t v)
                 x->mark |= M_VTABLE;
         }
     }
+    if (x->mark & M_LOADER)
+        return 1;
+    if (v & 7)
+        return 0;
     if (v == x->addr + 8 && (x->mark & M_COUNT))
         return 1;
     uint64_t vp;
@@ -1607,7 +1622,7 @@ static HT_NOINLINE int scan(uintptr_t sp)
 
     /* the candidates */
     S.cap = (size_t)ht__live_count() + 4096;
-    /* 60 bytes a block, populated at once: never more than a quarter of
+    /* 64 bytes a block, populated at once: never more than a quarter of
      * the memory the system says is available (a scan that pushed the
      * process into the OOM killer would lose the exit snapshot) */
     uint64_t need = (uint64_t)S.cap * (2 * sizeof *S.b + sizeof *S.keys + 2 * sizeof *S.stack);
@@ -1656,6 +1671,11 @@ static HT_NOINLINE int scan(uintptr_t sp)
         S.nown++;
     }
     own_cmp_sort();
+    /* the dynamic loader, whose own blocks start_like() accepts */
+    if (_dl_find_object((void *)&__libc_stack_end, &fo) == 0) {
+        S.ld_lo = (uintptr_t)fo.dlfo_map_start;
+        S.ld_hi = (uintptr_t)fo.dlfo_map_end;
+    }
 
     /* phase 1: mark from the roots */
     const uintptr_t *me;        /* this thread's TCB */
@@ -1690,22 +1710,6 @@ static HT_NOINLINE int scan(uintptr_t sp)
     scan_timer_roots();
     scan_altstack_roots();
     drain(1);
-
-    /* the dynamic loader's own blocks: it keeps pointers into their
-     * middle (a thread's DTV 16 bytes in, _dl_find_object's segments) and
-     * they are never the program's to free: reached, not possibly lost
-     * (memcheck calls every cached thread's DTV possibly lost) */
-    struct dl_find_object ld;
-    if (S.ncand && _dl_find_object((void *)&__libc_stack_end, &ld) == 0) {
-        for (size_t i = 0; i < S.ncand; i++) {
-            ht_live_block_t *x = &S.b[S.cand[i]];
-            if (state(x) == M_PCAND && made_in(x->site, (uintptr_t)ld.dlfo_map_start, (uintptr_t)ld.dlfo_map_end)) {
-                set_state(x, M_REACHED);
-                S.stack[S.top++] = S.cand[i];
-                drain(1);
-            }
-        }
-    }
 
     /* phase 3: what only pointers into the middle of blocks reach */
     for (size_t i = 0; i < S.ncand; i++) {

@@ -143,7 +143,7 @@ static void chart(FILE *f, const ht_trace_t *t)
                 x, y, t->snaps[i].seq, ht__snap_reason(t->snaps[i].reason),
                 (double)t->snaps[i].time_ns / 1e9, (unsigned long long)t->snaps[i].live_bytes,
                 (unsigned long long)t->snaps[i].live_blocks,
-                t->snaps[i].live_blocks == 1 ? "block" : "blocks");
+                ht__plural((int64_t)t->snaps[i].live_blocks, "block", "blocks"));
     }
     fputs("</svg>\n", f);
 }
