@@ -623,7 +623,7 @@ void ht__agent_sigaction_query(int sig, struct sigaction *old)
 static void install_crash_handlers(void)
 {
     g_crash_stack = ht__map(CRASH_STACK);
-    if (g_crash_stack && mprotect(g_crash_stack, 4096, PROT_NONE) != 0) {
+    if (g_crash_stack && ht__sys3(SYS_mprotect, g_crash_stack, 4096, PROT_NONE) != 0) {
         ht__unmap(g_crash_stack, CRASH_STACK);
         g_crash_stack = NULL;
     }
@@ -889,7 +889,7 @@ static void start_control(void)
      * never takes its frames, or the stale words in them, for the
      * program's roots; its lowest page is the guard */
     void *stack = A.ctl_stack ? A.ctl_stack : ht__map(CTL_STACK);
-    if (stack && (stack == A.ctl_stack || mprotect(stack, 4096, PROT_NONE) == 0)) {
+    if (stack && (stack == A.ctl_stack || ht__sys3(SYS_mprotect, stack, 4096, PROT_NONE) == 0)) {
         pthread_attr_setstack(&at, stack, CTL_STACK);
         A.ctl_stack = stack;
     } else {

@@ -191,6 +191,8 @@ HT_INTERNAL void ht__site_free(ht_site_t *s, uint64_t size, int temp);
 HT_INTERNAL uint64_t ht__site_temp(const ht_site_t *s, uint64_t *bytes);
 /* Releases `bytes` and `blocks` (0 for a partial munmap) at `s`. */
 HT_INTERNAL void ht__site_release(ht_site_t *s, uint64_t blocks, uint64_t bytes);
+/* A live block at `s` grows by `bytes` (reserved pages made accessible). */
+HT_INTERNAL void ht__site_grow(ht_site_t *s, uint64_t bytes);
 /* A site's record number, and back (the live table stores the number, so
  * a free finds its site with one load). */
 HT_INTERNAL uint32_t ht__site_index(const ht_site_t *s);
@@ -307,9 +309,12 @@ HT_INTERNAL int ht__control_tid(void);
 HT_INTERNAL void ht__mmap_lock(void);
 HT_INTERNAL void ht__mmap_unlock(void);
 /* With the mmap lock held: forget [addr, addr+len) (munmap, MAP_FIXED
- * over a tracked range), and record a new anonymous region. */
+ * over a tracked range; returns 1 if it held tracked pages, 2 if some of
+ * them were accessible), record a new anonymous region mapped with
+ * `prot`, and follow mprotect over tracked ranges. */
 HT_INTERNAL int ht__mmap_forget(uintptr_t addr, uint64_t len);
-HT_INTERNAL void ht__mmap_record(uintptr_t addr, uint64_t len, uint32_t stack);
+HT_INTERNAL void ht__mmap_record(uintptr_t addr, uint64_t len, uint32_t stack, int prot);
+HT_INTERNAL void ht__mmap_protect(uintptr_t addr, uint64_t len, int prot);
 HT_INTERNAL void ht__mmaps_fork_prepare(void);
 HT_INTERNAL void ht__mmaps_fork_parent(void);
 HT_INTERNAL void ht__mmaps_fork_child(void);

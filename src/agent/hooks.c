@@ -1,7 +1,7 @@
 /* hooks.c -- the interposed allocator family: malloc, calloc, realloc,
  * reallocarray, free, memalign, posix_memalign, aligned_alloc, valloc,
  * pvalloc, malloc_usable_size; C++ operator new/delete in every variant;
- * anonymous mmap/munmap/mremap; exec and _exit/_Exit (for the final
+ * anonymous mmap/munmap/mremap and mprotect over them; exec and _exit/_Exit (for the final
  * snapshot); the set-id calls, chroot, unshare and setns (the trace file
  * is opened first, the control thread kept out of the way); sigaction
  * (queries do not see the agent's crash handler); prctl and syscall, for
@@ -53,6 +53,8 @@ static struct {
     void *(*mmap)(void *, size_t, int, int, int, off_t);
     int (*munmap)(void *, size_t);
     void *(*mremap)(void *, size_t, size_t, int, ...);
+    int (*mprotect)(void *, size_t, int);
+    int (*pkey_mprotect)(void *, size_t, int, int);
     void (*exit_)(int);
     void (*Exit_)(int);
     void (*exit)(int);
@@ -86,6 +88,8 @@ static HT_NOINLINE void resolve(void)
         R(mmap, "mmap");
         R(munmap, "munmap");
         R(mremap, "mremap");
+        R(mprotect, "mprotect");
+        R(pkey_mprotect, "pkey_mprotect");
         R(exit_, "_exit");
         R(Exit_, "_Exit");
         R(exit, "exit");
@@ -677,7 +681,7 @@ static HT_ALWAYS_INLINE void *mmap_body(void *a, size_t n, int prot, int flags, 
     if (p != MAP_FAILED) {
         int e = errno;
         if (flags & MAP_ANONYMOUS)
-            ht__mmap_record((uintptr_t)p, page_round(n), stack);
+            ht__mmap_record((uintptr_t)p, page_round(n), stack, prot);
         else
             ht__mmap_forget((uintptr_t)p, page_round(n));
         errno = e;
@@ -742,6 +746,48 @@ HT_API int munmap(void *a, size_t n)
     return r;
 }
 
+static long raw_result(long r);
+
+/* mprotect and pkey_mprotect over a tracked region: pages made
+ * accessible count from then on, pages made PROT_NONE stop counting
+ * (mmaps.c). Under the mmap lock, as munmap: no other thread maps and
+ * records the range between the kernel's change and ours. JITs flip code
+ * between writable and executable all the time: that changes nothing
+ * here and costs a lookup. */
+static HT_NOINLINE int protect_body(void *a, size_t n, int prot, int pkey, int with_key)
+{
+    ht__guard = 1;
+    ht__mmap_lock();
+    int r = with_key ? real.pkey_mprotect(a, n, prot, pkey) : real.mprotect(a, n, prot);
+    if (r == 0) {
+        int e = errno;
+        ht__mmap_protect((uintptr_t)a, page_round(n), prot);
+        errno = e;
+    }
+    ht__mmap_unlock();
+    ht__guard_leave();
+    return r;
+}
+
+HT_API int mprotect(void *a, size_t n, int prot)
+{
+    NEED(mprotect);
+    if (ht_unlikely(ht__guard) || !ht__agent.on || !real.mprotect)
+        return real.mprotect ? real.mprotect(a, n, prot)
+                             : (int)raw_result(ht__syscall6(SYS_mprotect, (long)a, (long)n, prot, 0, 0, 0));
+    return protect_body(a, n, prot, 0, 0);
+}
+
+HT_API int pkey_mprotect(void *a, size_t n, int prot, int pkey)
+{
+    NEED(pkey_mprotect);
+    if (ht_unlikely(ht__guard) || !ht__agent.on || !real.pkey_mprotect)
+        return real.pkey_mprotect ? real.pkey_mprotect(a, n, prot, pkey)
+                                  : (int)raw_result(ht__syscall6(SYS_pkey_mprotect, (long)a, (long)n, prot,
+                                                                 pkey, 0, 0));
+    return protect_body(a, n, prot, pkey, 1);
+}
+
 /* not variadic (see syscall()): the new address is read only when the
  * flags say it was passed */
 HT_API void *ht__mremap_hook(void *old, size_t olen, size_t nlen, int flags, void *new_address)
@@ -768,10 +814,11 @@ HT_API void *ht__mremap_hook(void *old, size_t olen, size_t nlen, int flags, voi
     if (p != MAP_FAILED) {
         int e = errno;
         /* a tracked region moves or resizes: released at the old place,
-         * allocated anew (by this call) at the new one */
+         * allocated anew (by this call) at the new one, with the old
+         * protection (mremap takes one mapping of one protection) */
         int had = (flags & MREMAP_DONTUNMAP) ? 0 : ht__mmap_forget((uintptr_t)old, page_round(olen));
         if (had)
-            ht__mmap_record((uintptr_t)p, page_round(nlen), id);
+            ht__mmap_record((uintptr_t)p, page_round(nlen), id, (had & 2) ? PROT_READ : PROT_NONE);
         else
             ht__mmap_forget((uintptr_t)p, page_round(nlen));
         errno = e;

@@ -349,6 +349,19 @@ uint64_t ht__site_temp(const ht_site_t *s, uint64_t *bytes)
 
 void ht__site_release(ht_site_t *s, uint64_t blocks, uint64_t bytes) { release(s, blocks, bytes, 0); }
 
+void ht__site_grow(ht_site_t *s, uint64_t bytes)
+{
+    ht__lock(&s->lock);
+    epoch_touch(s);
+    uint64_t lb = s->live_bytes + bytes;
+    s->live_bytes = lb;
+    s->total_bytes += bytes;
+    if (lb > s->peak_bytes)
+        s->peak_bytes = lb;
+    ht__unlock(&s->lock);
+    proc_add((int64_t)bytes, 0);
+}
+
 uint32_t ht__site_index(const ht_site_t *s) { return (uint32_t)(s - g_sites); }
 ht_site_t *ht__site_by_index(uint32_t i) { return &g_sites[i]; }
 

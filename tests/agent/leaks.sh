@@ -27,6 +27,21 @@ expect_eq "unknown frees" "$(field unknown_frees "$(grep '^drops ' dump)")" 0
 expect_eq "process peak bytes (single thread: exact)" "$(field peak_bytes "$(grep '^snap ' dump | tail -n1)")" \
     "$(sed -n 's/^PEAK bytes=//p' out)"
 
+# reserved (PROT_NONE) pages are not counted; mprotect'ed accessible they
+# are, as allocated bytes too (128 KiB, then 32 KiB again); the peak too
+"$HT" run -o reserve.ht "$P/leaks" reserve >rout 2>rerr; rc=$?
+expect_eq "reserve: exit status" "$rc" 0
+mtruth=$(sed -n 's/^TRUTH_MAP bytes=\([0-9]*\) regions=\([0-9]*\) sites=\([0-9]*\)$/\1 \2 \3/p' rout)
+expect_eq "reserve: mappings (bytes regions sites) vs truth" "$(summary_mappings rerr)" "$mtruth"
+expect_eq "reserve: truth counts them" "$mtruth" "225280 4 3"
+"$DUMP" reserve.ht >rdump || fail "trace_dump reserve.ht"
+expect_eq "reservation made accessible in part" \
+    "$(grep -c 'kind=mmap live_blocks=1 live_bytes=98304 total_blocks=1 total_bytes=163840 .*frames=leak_reserve' rdump)" 1
+expect_eq "reservation never made accessible" \
+    "$(grep -c 'kind=mmap live_blocks=1 live_bytes=0 total_blocks=1 total_bytes=0 .*frames=leak_reserve' rdump)" 1
+expect_eq "reserve: process peak bytes" "$(field peak_bytes "$(grep '^snap ' rdump | tail -n1)")" \
+    "$(sed -n 's/^PEAK bytes=//p' rout)"
+
 # the summary names frames from local files only: it never loads libdw's
 # debuginfod client (libcurl, gnutls, kerberos: 15 ms of every run's exit)
 # nor asks a server, even where DEBUGINFOD_URLS is set and a module has
