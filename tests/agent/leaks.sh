@@ -42,6 +42,13 @@ expect_eq "reservation never made accessible" \
 expect_eq "reserve: process peak bytes" "$(field peak_bytes "$(grep '^snap ' rdump | tail -n1)")" \
     "$(sed -n 's/^PEAK bytes=//p' rout)"
 
+# four threads reserving, flipping protections and unmapping at once:
+# the regions' pieces stay exact (tests/progs/reserve_mt.c: its truth)
+"$HT" run -o mt.ht "$P/reserve_mt" >mtout 2>mterr; rc=$?
+expect_eq "threads: exit status" "$rc" 0
+expect_eq "threads: mappings (bytes regions sites)" "$(summary_mappings mterr)" "262144 4 1"
+expect_eq "threads: nothing dropped" "$(grep -c 'not recorded' mterr)" 0
+
 # the summary names frames from local files only: it never loads libdw's
 # debuginfod client (libcurl, gnutls, kerberos: 15 ms of every run's exit)
 # nor asks a server, even where DEBUGINFOD_URLS is set and a module has
