@@ -305,20 +305,23 @@ static HT_ALWAYS_INLINE void proc_add(int64_t bytes, int64_t blocks)
         flush_or_register();
 }
 
-void ht__site_alloc(ht_site_t *s, uint64_t size)
+/* `blocks` new blocks (1, or 0 when a live one grows) of `bytes` at s */
+static HT_ALWAYS_INLINE void add(ht_site_t *s, uint64_t blocks, uint64_t bytes)
 {
     ht__lock(&s->lock);
     epoch_touch(s);
-    uint64_t lb = s->live_bytes + size;
-    s->live_blocks++;
+    uint64_t lb = s->live_bytes + bytes;
+    s->live_blocks += blocks;
     s->live_bytes = lb;
-    s->total_blocks++;
-    s->total_bytes += size;
+    s->total_blocks += blocks;
+    s->total_bytes += bytes;
     if (lb > s->peak_bytes)
         s->peak_bytes = lb;
     ht__unlock(&s->lock);
-    proc_add((int64_t)size, 1);
+    proc_add((int64_t)bytes, (int64_t)blocks);
 }
+
+void ht__site_alloc(ht_site_t *s, uint64_t size) { add(s, 1, size); }
 
 /* `temp`: a temporary block (heaptrack's "temporary allocation": freed by
  * the thread that made it before that thread allocated or freed anything
@@ -349,18 +352,7 @@ uint64_t ht__site_temp(const ht_site_t *s, uint64_t *bytes)
 
 void ht__site_release(ht_site_t *s, uint64_t blocks, uint64_t bytes) { release(s, blocks, bytes, 0); }
 
-void ht__site_grow(ht_site_t *s, uint64_t bytes)
-{
-    ht__lock(&s->lock);
-    epoch_touch(s);
-    uint64_t lb = s->live_bytes + bytes;
-    s->live_bytes = lb;
-    s->total_bytes += bytes;
-    if (lb > s->peak_bytes)
-        s->peak_bytes = lb;
-    ht__unlock(&s->lock);
-    proc_add((int64_t)bytes, 0);
-}
+void ht__site_grow(ht_site_t *s, uint64_t bytes) { add(s, 0, bytes); }
 
 uint32_t ht__site_index(const ht_site_t *s) { return (uint32_t)(s - g_sites); }
 ht_site_t *ht__site_by_index(uint32_t i) { return &g_sites[i]; }
