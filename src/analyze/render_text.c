@@ -227,7 +227,11 @@ static void row_group(const ht_report_t *r, const ht_row_t *row, FILE *f)
     if (r->by != HT_BY_STACK)
         fprintf(f, "  (%u %s)", row->nstacks, ht__plural(row->nstacks, "stack", "stacks"));
     if (row->kind == HT_KIND_MMAP)
-        fputs("  [mmap]", f);
+        /* a mapping left PROT_NONE is address space, not memory: its
+         * 0 bytes would otherwise read as a row with nothing in it */
+        fputs(row->bytes == 0 && row->blocks > 0 && r->type != HT_REPORT_DIFF &&
+                      r->type != HT_REPORT_GROWTH ? "  [mmap, reserved: no accessible pages]"
+                                                   : "  [mmap]", f);
     fputc('\n', f);
 }
 

@@ -39,6 +39,10 @@ expect_eq "reservation made accessible in part" \
     "$(grep -c 'kind=mmap live_blocks=1 live_bytes=98304 total_blocks=1 total_bytes=163840 .*frames=leak_reserve' rdump)" 1
 expect_eq "reservation never made accessible" \
     "$(grep -c 'kind=mmap live_blocks=1 live_bytes=0 total_blocks=1 total_bytes=0 .*frames=leak_reserve' rdump)" 1
+"$HT" report reserve.ht >rrep 2>&1 || fail "report reserve.ht"
+expect_eq "report: the reservation's row says it is address space only" \
+    "$(grep -c '^#[0-9]*  0 bytes in 1 block (0.0%)  \[mmap, reserved: no accessible pages\]$' rrep)" 1
+expect_eq "report: the other mapping rows are plain [mmap]" "$(grep -c '  \[mmap\]$' rrep)" 2
 expect_eq "reserve: process peak bytes" "$(field peak_bytes "$(grep '^snap ' rdump | tail -n1)")" \
     "$(sed -n 's/^PEAK bytes=//p' rout)"
 
