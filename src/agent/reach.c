@@ -82,7 +82,8 @@ enum {
     M_SEEN = 1u << 8,           /* start_like() looked at it: */
     M_LOADER = 1u << 9,         /*   the dynamic loader allocated it */
     M_COUNT = 1u << 10,         /*   its first word a count that divides the rest */
-    M_VTABLE = 1u << 11         /*   its first word a primary C++ vtable pointer */
+    M_VTABLE = 1u << 11,        /*   its first word a primary C++ vtable pointer */
+    M_STRING = 1u << 12         /*   an old-ABI std::string's representation */
 };
 
 typedef struct {
@@ -900,7 +901,12 @@ static int vtable_offset_is(uint64_t vptr, int64_t off)
  *  - a secondary C++ vtable pointer of an object whose first word is its
  *    primary one (multiple inheritance: a pointer to a base class
  *    subobject), told by the vtables' offset-to-top: 0 for the first,
- *    minus v's offset in the block for the second.
+ *    minus v's offset in the block for the second;
+ *  - 24 bytes in, the block shaped as libstdc++'s old-ABI (copy-on-write)
+ *    std::string representation: length, capacity, reference count, then
+ *    the characters the string object points at, the block exactly
+ *    24 + capacity + 1 bytes and the length at most the capacity (code
+ *    built with _GLIBCXX_USE_CXX11_ABI=0, or before GCC 5).
  * And one of ours: any pointer into a block the dynamic loader allocated
  * itself (its stack's innermost return address in the loader): it keeps
  * pointers into their middle (a thread's DTV 16 bytes in,
@@ -921,6 +927,9 @@ static HT_NOINLINE int start_like(ht_live_block_t *x, uintptr_t v)
                 x->mark |= M_COUNT;
             else if (vtable_offset_is(w0, 0))
                 x->mark |= M_VTABLE;
+            uint64_t cap;
+            if (x->size > 24 && read_word(x->addr + 8, &cap) && cap == x->size - 25 && w0 <= cap)
+                x->mark |= M_STRING;
         }
     }
     if (x->mark & M_LOADER)
@@ -928,6 +937,8 @@ static HT_NOINLINE int start_like(ht_live_block_t *x, uintptr_t v)
     if (v & 7)
         return 0;
     if (v == x->addr + 8 && (x->mark & M_COUNT))
+        return 1;
+    if (v == x->addr + 24 && (x->mark & M_STRING))
         return 1;
     uint64_t vp;
     return (x->mark & M_VTABLE) && v + 8 <= x->addr + x->size && read_word(v, &vp) &&
