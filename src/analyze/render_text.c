@@ -226,12 +226,14 @@ static void row_group(const ht_report_t *r, const ht_row_t *row, FILE *f)
         fprintf(f, "  %s", basename_of(row->label));
     if (r->by != HT_BY_STACK)
         fprintf(f, "  (%u %s)", row->nstacks, ht__plural(row->nstacks, "stack", "stacks"));
-    if (row->kind == HT_KIND_MMAP)
+    if (row->kind == HT_KIND_MMAP) {
         /* a mapping left PROT_NONE is address space, not memory: its
-         * 0 bytes would otherwise read as a row with nothing in it */
-        fputs(row->bytes == 0 && row->blocks > 0 && r->type != HT_REPORT_DIFF &&
-                      r->type != HT_REPORT_GROWTH ? "  [mmap, reserved: no accessible pages]"
-                                                   : "  [mmap]", f);
+         * 0 bytes would otherwise read as a row with nothing in it (in a
+         * diff or growth report the bytes are a change, not an amount) */
+        int reserved = row->bytes == 0 && row->blocks > 0 && r->type != HT_REPORT_DIFF &&
+                       r->type != HT_REPORT_GROWTH;
+        fputs(reserved ? "  [mmap, reserved: no accessible pages]" : "  [mmap]", f);
+    }
     fputc('\n', f);
 }
 
