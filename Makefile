@@ -33,7 +33,7 @@ FORMAT_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard src/format/*.c))
 AGENT_OBJ  := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard src/agent/*.c))
 CLI_OBJ    := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard src/analyze/*.c))
 LDLIBS_AGENT := -lzstd
-LDLIBS_CLI   := -ldw -lelf -lzstd -lz -lstdc++
+LDLIBS_CLI   := -ldw -lelf -lzstd -lz
 
 .PHONY: all deps deps-test deps-bench test demo bench clean windows
 .SECONDARY:
