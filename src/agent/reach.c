@@ -104,6 +104,7 @@ static struct {
     size_t top;
     uint32_t *cand;             /* blocks marked M_PCAND, in order */
     size_t ncand;
+    size_t nnone;               /* blocks still M_NONE: hit by no word yet */
     map_t *maps;
     size_t nmaps, maps_cap;
     uintptr_t own[OWN_MAX][2];
@@ -957,6 +958,7 @@ static HT_ALWAYS_INLINE void visit(long k, int phase, uintptr_t v)
     if (phase == 1) {
         if (st != M_NONE && st != M_PCAND)
             return;
+        S.nnone -= st == M_NONE;
         if (v == x->addr || start_like(x, v)) {
             set_state(x, M_REACHED);
             S.stack[S.top++] = (uint32_t)k;
@@ -966,10 +968,12 @@ static HT_ALWAYS_INLINE void visit(long k, int phase, uintptr_t v)
         }
     } else if (phase == 3) {
         if (st == M_NONE || st == M_PCAND) {
+            S.nnone -= st == M_NONE;
             set_state(x, M_POSSIBLE);
             S.stack[S.top++] = (uint32_t)k;
         }
     } else if (st == M_NONE) {
+        S.nnone--;
         set_state(x, M_INDIRECT);
         S.stack[S.top++] = (uint32_t)k;
     } else if (st == M_LEADER && (uint32_t)k != S.leader) {
@@ -1169,8 +1173,17 @@ static const map_t *map_of(uintptr_t a)
 #define BATCH 512
 static void drain(int phase)
 {
+    /* phase 3 marks, besides blocks queued as hit in their middle (each
+     * marked by its own turn anyway), only blocks no word has hit yet:
+     * once there are none, what is left to read cannot change a mark
+     * (sqlite3's workload: 20 MB of page cache held through pointers
+     * into its blocks, 4.5 ms of reading at exit for nothing) */
+    if (phase == 3 && !S.nnone) {
+        S.top = 0;
+        return;
+    }
     if (S.direct) {
-        while (S.top) {
+        while (S.top && (phase != 3 || S.nnone)) {
             ht_live_block_t *x = &S.b[S.stack[--S.top]];
             if (x->size < sizeof(uintptr_t))
                 continue;
@@ -1186,10 +1199,11 @@ static void drain(int phase)
                 m = m + 1 < S.maps + S.nmaps ? m + 1 : NULL;
             }
         }
+        S.top = 0;              /* what phase 3 left unread */
         return;
     }
     struct iovec l[BATCH], r[BATCH];
-    while (S.top) {
+    while (S.top && (phase != 3 || S.nnone)) {
         size_t n = 0, used = 0;
         while (S.top && n < BATCH) {
             const ht_live_block_t *x = &S.b[S.stack[S.top - 1]];
@@ -1241,6 +1255,7 @@ static void drain(int phase)
                 scan_read_phase((uintptr_t)r[i].iov_base + ok_bytes[i],
                                 (uintptr_t)r[i].iov_base + r[i].iov_len, phase);
     }
+    S.top = 0;                  /* what phase 3 left unread */
 }
 /* ---- the process's mappings ---------------------------------------------- */
 
@@ -1647,6 +1662,7 @@ static HT_NOINLINE int scan(uintptr_t sp)
     if (!S.b || !S.stack || !S.cand || !S.buf)
         return HT_REACH_NOMEM;
     S.n = ht__live_copy(S.b, S.cap);
+    S.nnone = S.n;
     if (sort_blocks(S.b, S.n) != 0)
         return HT_REACH_NOMEM;
     S.keys = ht__map_populated(S.cap * sizeof *S.keys);
@@ -1737,6 +1753,7 @@ static HT_NOINLINE int scan(uintptr_t sp)
         if (state(&S.b[i]) != M_NONE)
             continue;
         set_state(&S.b[i], M_LEADER);
+        S.nnone--;
         S.leader = (uint32_t)i;
         S.stack[S.top++] = (uint32_t)i;
         drain(2);
