@@ -663,6 +663,7 @@ _Static_assert((TRAIL_ADOPT_EVERY & (TRAIL_ADOPT_EVERY - 1)) == 0, "a power of t
 #define TRAIL_REST 15
 #define TRAIL_REST_MAX 255      /* 15, 31, ... while recorded walks stay useless */
 #define JOIN_BITS 9
+#define TOP_HINT_BITS 5
 
 /* TF_END: a terminal state whose step found no caller (FS_STOP): the
  * stack ended there. Terminal states have no rbp slot, so it shares the
@@ -708,6 +709,11 @@ typedef struct trail_s {
      * replayable. Two arrays of their own (five lines), not in the
      * headers (eleven). */
     uintptr_t top_sp[TRAILS + 1], top_pc[TRAILS + 1];
+    /* the buffer whose top last replayed, by a hash of that top's sp and
+     * pc (TOP_HINT): tried before the scan of top_sp and top_pc, which it
+     * only shortens (a stale hint fails that test; any buffer may be
+     * the answer) */
+    uint8_t top_hint[1 << TOP_HINT_BITS];
     thead_t h[TRAILS + 1];      /* b[x]'s header is h[x] */
     uint16_t join[1 << JOIN_BITS]; /* (sp >> 3) & mask -> buffer << 8 | position */
     jcache_t jc[1 << JC_BITS];  /* registry lookups (walk_t.jc) */
@@ -1544,18 +1550,29 @@ static HT_NOINLINE int walk(uintptr_t pc, uintptr_t sp, uintptr_t bp, const ht_r
          * sp of one another's tops so often that replays found that way
          * were 204,000 of its 655,000 captures, against 608,000 now */
         if (st.rec && st.fast && !st.exact) {
-            for (int b = 0; b <= TRAILS; b++) {
-                if (tr->top_sp[b] != sp || tr->top_pc[b] != pc)
-                    continue;
-                int rn = replay(tr, b, &st, pc, sp, bp, max, frames, &sum);
-                if (rn > 0) {
-                    if (memo)
-                        *memo = &tr->h[b].memo;     /* held: ht__capture_release() */
-                    else
-                        trail_release();
-                    n = rn;
-                    goto out;
+            uint8_t *hint = &tr->top_hint[((sp ^ pc) * 0x9e3779b97f4a7c15ull) >> (64 - TOP_HINT_BITS)];
+            int b = *hint, tried = -1;
+            if (b <= TRAILS && tr->top_sp[b] == sp && tr->top_pc[b] == pc) {
+                tried = b;
+                n = replay(tr, b, &st, pc, sp, bp, max, frames, &sum);
+            }
+            if (n == 0) {
+                for (b = 0; b <= TRAILS; b++) {
+                    if (tr->top_sp[b] != sp || tr->top_pc[b] != pc || b == tried)
+                        continue;
+                    n = replay(tr, b, &st, pc, sp, bp, max, frames, &sum);
+                    if (n > 0) {
+                        *hint = (uint8_t)b;
+                        break;
+                    }
                 }
+            }
+            if (n > 0) {
+                if (memo)
+                    *memo = &tr->h[b].memo;         /* held: ht__capture_release() */
+                else
+                    trail_release();
+                goto out;
             }
         }
         st.w.jc = tr->jc;
