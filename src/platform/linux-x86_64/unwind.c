@@ -710,9 +710,8 @@ typedef struct trail_s {
      * headers (eleven). */
     uintptr_t top_sp[TRAILS + 1], top_pc[TRAILS + 1];
     /* the buffer whose top last replayed, by a hash of that top's sp and
-     * pc (TOP_HINT): tried before the scan of top_sp and top_pc, which it
-     * only shortens (a stale hint fails that test; any buffer may be
-     * the answer) */
+     * pc: where the scan of top_sp and top_pc starts. Only an order: a
+     * stale hint's buffer fails the scan's test like any other */
     uint8_t top_hint[1 << TOP_HINT_BITS];
     thead_t h[TRAILS + 1];      /* b[x]'s header is h[x] */
     uint16_t join[1 << JOIN_BITS]; /* (sp >> 3) & mask -> buffer << 8 | position */
@@ -1550,29 +1549,21 @@ static HT_NOINLINE int walk(uintptr_t pc, uintptr_t sp, uintptr_t bp, const ht_r
          * sp of one another's tops so often that replays found that way
          * were 204,000 of its 655,000 captures, against 608,000 now */
         if (st.rec && st.fast && !st.exact) {
+            /* the scan starts at the hinted buffer and wraps round */
             uint8_t *hint = &tr->top_hint[((sp ^ pc) * 0x9e3779b97f4a7c15ull) >> (64 - TOP_HINT_BITS)];
-            int b = *hint, tried = -1;
-            if (b <= TRAILS && tr->top_sp[b] == sp && tr->top_pc[b] == pc) {
-                tried = b;
+            int b = *hint <= TRAILS ? *hint : 0;
+            for (int i = 0; i <= TRAILS; i++, b = b == TRAILS ? 0 : b + 1) {
+                if (tr->top_sp[b] != sp || tr->top_pc[b] != pc)
+                    continue;
                 n = replay(tr, b, &st, pc, sp, bp, max, frames, &sum);
-            }
-            if (n == 0) {
-                for (b = 0; b <= TRAILS; b++) {
-                    if (tr->top_sp[b] != sp || tr->top_pc[b] != pc || b == tried)
-                        continue;
-                    n = replay(tr, b, &st, pc, sp, bp, max, frames, &sum);
-                    if (n > 0) {
-                        *hint = (uint8_t)b;
-                        break;
-                    }
+                if (n > 0) {
+                    *hint = (uint8_t)b;
+                    if (memo)
+                        *memo = &tr->h[b].memo;     /* held: ht__capture_release() */
+                    else
+                        trail_release();
+                    goto out;
                 }
-            }
-            if (n > 0) {
-                if (memo)
-                    *memo = &tr->h[b].memo;         /* held: ht__capture_release() */
-                else
-                    trail_release();
-                goto out;
             }
         }
         st.w.jc = tr->jc;
