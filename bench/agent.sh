@@ -2,8 +2,10 @@
 # agent.sh -- `make bench-agent`: wall time and peak memory of heaptrail,
 # heaptrack, Valgrind memcheck and LSan (liblsan preload, fast and full
 # unwinding) against the uninstrumented program, side by side in one run,
-# on ../shared/workloads. Medians of BENCH_RUNS runs (default 5; 3 for the
-# slow tools). Also splits heaptrail's own cost on allocbench with
+# on ../shared/workloads. BENCH_RUNS rounds (default 5; BENCH_SLOW_RUNS, 3,
+# for the slow tools), each running every tool once, one after another
+# (bench/measure.py): medians, and each tool's ratio is the median of its
+# per-round ratios to the uninstrumented run of the same round. Also splits heaptrail's own cost on allocbench with
 # HEAPTRAIL_BENCH_MODE (hooks only, capture, capture and intern,
 # bookkeeping only), on allocbench and sqlite3.
 # Writes build/bench/agent.md and prints it.
@@ -14,7 +16,6 @@ WL=${HT_WORKLOADS:-$ROOT/../shared/workloads}
 O=$B/bench
 RUNS=${BENCH_RUNS:-5}
 SLOW=${BENCH_SLOW_RUNS:-3}
-M="python3 $ROOT/bench/measure.py"
 mkdir -p "$O/tmp"
 cc -O2 -g "$WL/allocbench.c" -o "$O/allocbench" || exit 1
 LSAN=$(ls /usr/lib/x86_64-linux-gnu/liblsan.so.0 2>/dev/null)
@@ -23,52 +24,50 @@ cp "$WL/sqlite-workload.sql" "$WL/python-workload.py" .
 
 out=$O/agent.md
 {
-echo "| workload | tool | wall s (median) | ratio | CPU s (median) | ratio | peak RSS MiB | ratio | status |"
+echo "| workload | tool | wall s (median) | ratio (paired) | CPU s (median) | ratio (paired) | peak RSS MiB | ratio | status |"
 echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 } >"$out"
 
-row() { # workload tool runs cmd...
-    w=$1 tool=$2 n=$3
-    shift 3
+group() { # workload, then NAME RUNS CMD... for each tool, separated by "::"
+    w=$1
+    shift
     rm -rf "$O/tmp/traces"; mkdir -p "$O/tmp/traces"
-    set -- $($M "$n" -- "$@")
-    wall=$1 rss=$2 st=$3 cpu=$4
-    if [ "$tool" = base ]; then base_wall=$wall base_rss=$rss base_cpu=$cpu; fi
-    rw=$(python3 -c "print('%.2fx' % ($wall / $base_wall))")
-    rc=$(python3 -c "print('%.2fx' % ($cpu / max($base_cpu, 0.001)))")
-    rr=$(python3 -c "print('%.2fx' % ($rss / $base_rss))")
-    mib=$(python3 -c "print('%.1f' % ($rss / 1024))")
-    echo "| $w | $tool | $wall | $rw | $cpu | $rc | $mib | $rr | $st |" | tee -a "$out"
+    python3 "$ROOT/bench/measure.py" "$O/tmp/m.tsv" -- "$@" || exit 1
+    base_rss=$(head -n1 "$O/tmp/m.tsv" | cut -f3)
+    tab=$(printf '\t')
+    while IFS=$tab read -r tool wall rss st cpu cmin rw rc; do
+        rr=$(python3 -c "print('%.2fx' % ($rss / $base_rss))")
+        mib=$(python3 -c "print('%.1f' % ($rss / 1024))")
+        echo "| $w | $tool | $wall | ${rw}x | $cpu | ${rc}x | $mib | $rr | $st |" | tee -a "$out"
+    done <"$O/tmp/m.tsv"
     rm -f "$O"/tmp/heaptrail.*.ht
 }
 
 HTR="$B/heaptrail run --"     # default trace names (pid): one per run
+HK="heaptrack -o $O/tmp/traces/hk"
 for w in allocbench sqlite3 python3; do
     case $w in
     allocbench) set -- "$O/allocbench" ;;
     sqlite3) set -- sqlite3 :memory: -init sqlite-workload.sql .quit ;;
     python3) set -- /usr/bin/python3 python-workload.py ;;
     esac
-    row $w base "$RUNS" "$@"
-    row $w heaptrail "$RUNS" $HTR "$@"
-    row $w heaptrack "$SLOW" heaptrack -o "$O/tmp/traces/hk" "$@"
-    row $w memcheck "$SLOW" valgrind --tool=memcheck --leak-check=full -q "$@"
-    row $w lsan-fast-unwind "$SLOW" env LD_PRELOAD="$LSAN" LSAN_OPTIONS=exitcode=0 "$@"
-    row $w lsan-full-unwind "$SLOW" env LD_PRELOAD="$LSAN" LSAN_OPTIONS=exitcode=0:fast_unwind_on_malloc=0 "$@"
+    group $w base "$RUNS" "$@" :: heaptrail "$RUNS" $HTR "$@" :: heaptrack "$SLOW" $HK "$@" \
+        :: memcheck "$SLOW" valgrind --tool=memcheck --leak-check=full -q "$@" \
+        :: lsan-fast-unwind "$SLOW" env LD_PRELOAD="$LSAN" LSAN_OPTIONS=exitcode=0 "$@" \
+        :: lsan-full-unwind "$SLOW" env LD_PRELOAD="$LSAN" LSAN_OPTIONS=exitcode=0:fast_unwind_on_malloc=0 "$@"
 done
 
 # a large live set: python3 with every object through malloc, 3 million
 # live blocks at its peak (what the live table's layout is for)
+# (the environment is set outside the tool: heaptrail follows no exec by
+# default, so `heaptrail run -- env ... python3` would track env alone)
 set -- /usr/bin/python3 python-workload.py
-row python3-malloc base "$RUNS" env PYTHONMALLOC=malloc "$@"
-row python3-malloc heaptrail "$RUNS" env PYTHONMALLOC=malloc $HTR "$@"
-row python3-malloc heaptrack "$SLOW" env PYTHONMALLOC=malloc heaptrack -o "$O/tmp/traces/hk" "$@"
+E="env PYTHONMALLOC=malloc"
+group python3-malloc base "$RUNS" $E "$@" :: heaptrail "$RUNS" $E $HTR "$@" :: heaptrack "$SLOW" $E $HK "$@"
 
 # a JIT runtime: node compressing under JS functions (tests/jit/deflate.js)
 set -- node "$ROOT/tests/jit/deflate.js"
-row node base "$RUNS" "$@"
-row node heaptrail "$RUNS" $HTR "$@"
-row node heaptrack "$SLOW" heaptrack -o "$O/tmp/traces/hk" "$@"
+group node base "$RUNS" "$@" :: heaptrail "$RUNS" $HTR "$@" :: heaptrack "$SLOW" $HK "$@"
 
 # heaptrail's own share on allocbench and sqlite3: LD_PRELOAD directly, no
 # CLI, the configurations run round-robin (bench/split.py). "bookkeeping"

@@ -1,36 +1,87 @@
 #!/usr/bin/env python3
-"""measure.py RUNS -- CMD...: runs CMD RUNS times; prints the median wall
-time in seconds, the median peak RSS in KiB (the largest process of the
-run's tree, as GNU time reports it from wait4: through /usr/bin/time, so
-this Python process's own memory before exec is not counted), and the
-exit status of the last run, and the median CPU time (user + system, all
-processes of the run; less disturbed than wall time when other jobs share
-the cores) and the minimum CPU time. Output goes to /dev/null. Used by
-bench/agent.sh."""
-import os, statistics, subprocess, sys, tempfile, time
+"""measure.py OUT -- NAME RUNS CMD... [:: NAME RUNS CMD...]... -- one
+workload's tools, side by side, for bench/agent.sh. The first command is
+the uninstrumented program and must have the most runs. The commands run
+round-robin: round r runs every command that has more than r runs, one
+after another, starting with a different one each round. So a change of
+this VM's speed while the workload is measured (its two speed modes
+differ by up to 1.7x and last seconds to minutes) hits every tool alike,
+and each tool's ratio is the median over its rounds of its time divided
+by the uninstrumented program's in the same round. (Before, each tool ran
+all its runs in a row: sqlite3 under heaptrail read 1.20x-1.27x across
+runs of the script, and 1.18x-1.19x paired.)
+
+Writes to OUT one line per command: name, median wall time (s), median
+peak RSS (KiB; the largest process of the run's tree, as GNU time reports
+it from wait4, so this Python process's own memory is not counted), the
+exit status of its last run, median and minimum CPU time (user + system
+of all processes of the run), and the paired wall and CPU ratios. Output
+of the commands goes to /dev/null; heaptrail traces left in the working
+directory are deleted after each run."""
+import glob, os, statistics, subprocess, sys, tempfile, time
+
+
+def once(cmd, out):
+    t0 = time.monotonic()
+    subprocess.run(["/usr/bin/time", "-f", "%U %S %M %x", "-o", out] + cmd,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wall = time.monotonic() - t0
+    with open(out) as f:
+        text = f.read()
+    words = text.split()
+    status = int(words[-1])
+    if "terminated by signal" in text:     # GNU time: "Command terminated by signal N"
+        status = -int(text.split("terminated by signal")[1].split()[0])
+    for t in glob.glob("heaptrail.*.ht"):
+        os.unlink(t)
+    return wall, int(words[-2]), float(words[-4]) + float(words[-3]), status
+
+
+def parse(args):
+    tools, cur = [], []
+    for a in args + ["::"]:
+        if a != "::":
+            cur.append(a)
+            continue
+        if len(cur) < 3:
+            sys.exit("measure.py: want NAME RUNS CMD... between '::'")
+        tools.append({"name": cur[0], "runs": int(cur[1]), "cmd": cur[2:],
+                      "wall": [], "rss": [], "cpu": [], "status": 0})
+        cur = []
+    if any(t["runs"] > tools[0]["runs"] for t in tools):
+        sys.exit("measure.py: the first command needs the most runs")
+    return tools
+
 
 def main():
-    runs = int(sys.argv[1])
-    cmd = sys.argv[3:] if sys.argv[2] == "--" else sys.argv[2:]
-    walls, rss, cpus = [], [], []
-    status = 0
+    if len(sys.argv) < 4 or sys.argv[2] != "--":
+        sys.exit(__doc__)
+    result = sys.argv[1]
+    tools = parse(sys.argv[3:])
     fd, out = tempfile.mkstemp()
     os.close(fd)
-    for _ in range(runs):
-        t0 = time.monotonic()
-        p = subprocess.run(["/usr/bin/time", "-f", "%U %S %M %x", "-o", out] + cmd,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        walls.append(time.monotonic() - t0)
-        with open(out) as f:
-            text = f.read()
-        words = text.split()
-        rss.append(int(words[-2]))
-        cpus.append(float(words[-4]) + float(words[-3]))
-        status = int(words[-1])
-        if "terminated by signal" in text:     # GNU time: "Command terminated by signal N"
-            status = -int(text.split("terminated by signal")[1].split()[0])
+    base = tools[0]
+    for r in range(base["runs"]):
+        now = [t for t in tools if t["runs"] > r]
+        k = r % len(now)
+        for t in now[k:] + now[:k]:
+            wall, rss, cpu, status = once(t["cmd"], out)
+            t["wall"].append((r, wall))
+            t["rss"].append(rss)
+            t["cpu"].append((r, cpu))
+            t["status"] = status
     os.unlink(out)
-    print("%.4f %d %d %.3f %.3f" % (statistics.median(walls), statistics.median(rss), status,
-                                  statistics.median(cpus), min(cpus)))
+
+    def paired(t, key):
+        b = dict(base[key])
+        return statistics.median(v / max(b[r], 0.001) for r, v in t[key])
+
+    with open(result, "w") as f:
+        for t in tools:
+            cpus = [v for _, v in t["cpu"]]
+            f.write("%s\t%.4f\t%d\t%d\t%.3f\t%.3f\t%.2f\t%.2f\n" % (
+                t["name"], statistics.median(v for _, v in t["wall"]), statistics.median(t["rss"]),
+                t["status"], statistics.median(cpus), min(cpus), paired(t, "wall"), paired(t, "cpu")))
+
 
 main()

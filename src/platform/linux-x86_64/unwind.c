@@ -1130,7 +1130,7 @@ static HT_NOINLINE int replay(trail_t *tr, int bi, const wstate_t *st, uintptr_t
     for (int k = top, i = 1; k > base; k--, i++) {
         uintptr_t npc = tpc[k - 1], cfa = tsp[k - 1];
         if (*(const uintptr_t *)(cfa - 8) != HT_FRAME_ADDRESS(npc) ||
-            (*(const uintptr_t *)(cfa - tsoff[k]) != tsval[k] && (tfl[k - 1] & TF_NEEDS_BP)))
+            ((tfl[k - 1] & TF_NEEDS_BP) && *(const uintptr_t *)(cfa - tsoff[k]) != tsval[k]))
             return 0;
         frames[i] = (void *)npc;
     }
