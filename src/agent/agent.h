@@ -195,8 +195,9 @@ HT_INTERNAL void ht__site_release(ht_site_t *s, uint64_t blocks, uint64_t bytes)
 HT_INTERNAL void ht__site_grow(ht_site_t *s, uint64_t bytes);
 /* A site's record number, and back (the live table stores the number, so
  * a free finds its site with one load). */
-HT_INTERNAL uint32_t ht__site_index(const ht_site_t *s);
-HT_INTERNAL ht_site_t *ht__site_by_index(uint32_t i);
+HT_INTERNAL extern ht_site_t *ht__sites;     /* the records (sites.c) */
+static HT_ALWAYS_INLINE uint32_t ht__site_index(const ht_site_t *s) { return (uint32_t)(s - ht__sites); }
+static HT_ALWAYS_INLINE ht_site_t *ht__site_by_index(uint32_t i) { return &ht__sites[i]; }
 /* Number of sites ever created and the i-th one (i < count), for snapshots. */
 HT_INTERNAL uint32_t ht__site_count(void);
 HT_INTERNAL ht_site_t *ht__site_at(uint32_t i);

@@ -40,7 +40,7 @@ static HT_ALWAYS_INLINE uint64_t ticks(void)
 typedef struct { uint32_t *l1[L1_SIZE]; } site_index_t;
 
 static site_index_t *g_index[2];    /* per kind */
-static ht_site_t *g_sites;          /* reserved g_max_sites records */
+ht_site_t *ht__sites;                /* reserved g_max_sites records */
 static uint64_t *g_peak_blocks;     /* per record: live blocks at the peak's
                                        epoch (no room in the record's line;
                                        written only at an epoch's first touch) */
@@ -86,7 +86,7 @@ static HT_NOINLINE int sites_init(void)
         if (a && b && s && pk && tp) {
             g_index[0] = a;
             g_index[1] = b;
-            g_sites = s;
+            ht__sites = s;
             g_peak_blocks = pk;
             g_temp = tp;
             ht_store_release(&g_init_state, 1);
@@ -119,14 +119,14 @@ static HT_NOINLINE ht_site_t *site_create(uint32_t **slot_l2p, uint32_t stack, i
     uint32_t *cell = &l2[stack & (L2_SIZE - 1)];
     uint32_t v = ht_load_acquire(cell);
     if (v)
-        return &g_sites[v - 1];
+        return &ht__sites[v - 1];
     /* claim a record; initialise it before publishing its number */
     uint32_t i = ht_fetch_add(&g_nsites, 1);
     if (i >= g_max_sites) {
         ht_fetch_add(&ht__drops.table_full, 1);
         return NULL;
     }
-    ht_site_t *s = &g_sites[i];
+    ht_site_t *s = &ht__sites[i];
     s->stack = stack;
     s->kind = (uint8_t)kind;
     s->epoch = ht_load_relaxed(&g_proc.epoch);     /* nothing here at the peak */
@@ -135,7 +135,7 @@ static HT_NOINLINE ht_site_t *site_create(uint32_t **slot_l2p, uint32_t stack, i
                                     __ATOMIC_ACQUIRE)) {
         ht_store_release(&s->used, 1);
     } else {
-        s = &g_sites[expect - 1];   /* another thread won; record i stays unused */
+        s = &ht__sites[expect - 1];   /* another thread won; record i stays unused */
     }
     return s;
 }
@@ -152,7 +152,7 @@ ht_site_t *ht__site_get(uint32_t stack, int kind)
     if (ht_likely(l2 != NULL)) {
         uint32_t v = ht_load_acquire(&l2[stack & (L2_SIZE - 1)]);
         if (ht_likely(v != 0))
-            return &g_sites[v - 1];
+            return &ht__sites[v - 1];
     }
     return site_create(slot, stack, kind);
 }
@@ -185,7 +185,7 @@ static HT_ALWAYS_INLINE void epoch_touch(ht_site_t *s)
     if (ht_unlikely(s->epoch != e)) {
         s->epoch = e;
         s->at_peak = s->live_bytes;
-        g_peak_blocks[s - g_sites] = s->live_blocks;
+        g_peak_blocks[s - ht__sites] = s->live_blocks;
     }
 }
 
@@ -228,7 +228,7 @@ uint32_t ht__peak_epoch(void) { return ht_load_relaxed(&g_proc.epoch); }
 uint64_t ht__site_at_peak(const ht_site_t *s, uint32_t epoch, uint64_t *blocks)
 {
     if (ht_load_relaxed(&s->epoch) == epoch) {
-        *blocks = ht_load_relaxed(&g_peak_blocks[s - g_sites]);
+        *blocks = ht_load_relaxed(&g_peak_blocks[s - ht__sites]);
         return ht_load_relaxed(&s->at_peak);
     }
     *blocks = ht_load_relaxed(&s->live_blocks);
@@ -300,8 +300,9 @@ static HT_ALWAYS_INLINE void proc_add(int64_t bytes, int64_t blocks)
         if (ht_unlikely(pk > ht_load_relaxed(&g_proc.peak_blocks)))
             raise_peak(&g_proc.peak_blocks, pk);
     }
-    if (ht_unlikely(!t_registered || t_dbytes > FLUSH_BYTES || t_dbytes < -FLUSH_BYTES ||
-                    t_dblocks > FLUSH_BLOCKS || t_dblocks < -FLUSH_BLOCKS))
+    /* |d| > F as one unsigned compare: d + F outside [0, 2F] */
+    if (ht_unlikely(!t_registered || (uint64_t)t_dbytes + FLUSH_BYTES > 2 * FLUSH_BYTES ||
+                    (uint64_t)t_dblocks + FLUSH_BLOCKS > 2 * FLUSH_BLOCKS))
         flush_or_register();
 }
 
@@ -333,7 +334,7 @@ static HT_ALWAYS_INLINE void release(ht_site_t *s, uint64_t blocks, uint64_t byt
     s->live_blocks -= blocks;
     s->live_bytes -= bytes;
     if (temp) {
-        uint64_t *t = g_temp[s - g_sites];
+        uint64_t *t = g_temp[s - ht__sites];
         t[0]++;
         t[1] += bytes;
     }
@@ -345,7 +346,7 @@ void ht__site_free(ht_site_t *s, uint64_t size, int temp) { release(s, 1, size, 
 
 uint64_t ht__site_temp(const ht_site_t *s, uint64_t *bytes)
 {
-    const uint64_t *t = g_temp[s - g_sites];
+    const uint64_t *t = g_temp[s - ht__sites];
     *bytes = ht_load_relaxed(&t[1]);
     return ht_load_relaxed(&t[0]);
 }
@@ -354,8 +355,6 @@ void ht__site_release(ht_site_t *s, uint64_t blocks, uint64_t bytes) { release(s
 
 void ht__site_grow(ht_site_t *s, uint64_t bytes) { add(s, 0, bytes); }
 
-uint32_t ht__site_index(const ht_site_t *s) { return (uint32_t)(s - g_sites); }
-ht_site_t *ht__site_by_index(uint32_t i) { return &g_sites[i]; }
 
 uint32_t ht__site_count(void)
 {
@@ -367,7 +366,7 @@ uint32_t ht__site_count(void)
 
 ht_site_t *ht__site_at(uint32_t i)
 {
-    ht_site_t *s = &g_sites[i];
+    ht_site_t *s = &ht__sites[i];
     return ht_load_acquire(&s->used) ? s : NULL;
 }
 
@@ -400,6 +399,6 @@ void ht__sites_fork_child(void)
      * site records (64 bytes a site) into each child */
     uint32_t n = ht__site_count();
     for (uint32_t i = 0; i < n; i++)
-        if (g_sites[i].lock.v)
-            g_sites[i].lock.v = 0;
+        if (ht__sites[i].lock.v)
+            ht__sites[i].lock.v = 0;
 }

@@ -699,7 +699,7 @@ static int summary(const char *path, int when, int64_t seq, ht_supp_t *supp, int
  * lines of a summary are ~1,400 fprintf and fputc calls, each a write(2)
  * of its own (strace, sqlite3's workload: 1,356). Written to a memory
  * stream first, then to out; straight to out if that stream cannot be
- * had. */
+ * had or fails. */
 int ht__run_summary(const char *path, int when, int64_t seq, ht_supp_t *supp, int *unreach, FILE *out)
 {
     char *text = NULL;
@@ -710,6 +710,8 @@ int ht__run_summary(const char *path, int when, int64_t seq, ht_supp_t *supp, in
     int r = summary(path, when, seq, supp, unreach, mem);
     if (fclose(mem) == 0)
         fwrite(text, 1, len, out);
+    else                        /* the stream ran out of memory: not lost */
+        r = summary(path, when, seq, supp, unreach, out);
     free(text);
     fflush(out);
     return r;
