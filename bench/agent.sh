@@ -81,7 +81,7 @@ for w in allocbench sqlite3; do
     esac
     {
     echo
-    echo "| $w, cost split ($RUNS rounds) | CPU s median | ratio | CPU s min | ratio |"
+    echo "| $w, cost split ($RUNS rounds) | CPU s median | ratio (paired) | CPU s min | ratio (min) |"
     echo "| --- | --- | --- | --- | --- |"
     } | tee -a "$out"
     python3 "$ROOT/bench/split.py" "$RUNS" "uninstrumented=$cmd" \

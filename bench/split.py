@@ -3,8 +3,9 @@
 commands round-robin, RUNS rounds (so a change of the machine's speed
 during the measurement hits every configuration alike, which running each
 one RUNS times in a row does not), and prints a Markdown row per command:
-median and minimum CPU time (user + system of all its processes) and the
-ratios against the first command. Output goes to /dev/null; trace files
+median and minimum CPU time (user + system of all its processes), the
+median of its per-round ratios to the first command (the same round: this
+VM's speed modes change within a run), and minimum over minimum. Output goes to /dev/null; trace files
 the agent writes in the working directory are deleted after each run."""
 import glob, os, resource, statistics, subprocess, sys
 
@@ -25,11 +26,11 @@ def main():
     for _ in range(runs):
         for name, cmd in cfgs:
             cpu[name].append(cpu_of(cmd))
-    base_med = statistics.median(cpu[cfgs[0][0]])
-    base_min = min(cpu[cfgs[0][0]])
+    base = cpu[cfgs[0][0]]
     for name, _ in cfgs:
         med, low = statistics.median(cpu[name]), min(cpu[name])
-        print("| %s | %.3f | %.2fx | %.3f | %.2fx |" % (name, med, med / base_med, low, low / base_min))
+        paired = statistics.median(x / max(b, 0.001) for x, b in zip(cpu[name], base))
+        print("| %s | %.3f | %.2fx | %.3f | %.2fx |" % (name, med, paired, low, low / min(base)))
 
 
 main()
