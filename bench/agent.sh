@@ -5,9 +5,9 @@
 # on ../shared/workloads. BENCH_RUNS rounds (default 5; BENCH_SLOW_RUNS, 3,
 # for the slow tools), each running every tool once, one after another
 # (bench/measure.py): medians, and each tool's ratio is the median of its
-# per-round ratios to the uninstrumented run of the same round. Also splits heaptrail's own cost on allocbench with
-# HEAPTRAIL_BENCH_MODE (hooks only, capture, capture and intern,
-# bookkeeping only), on allocbench and sqlite3.
+# per-round ratios to the uninstrumented run of the same round. Also
+# splits heaptrail's own cost with HEAPTRAIL_BENCH_MODE (hooks only,
+# capture, capture and intern, bookkeeping only), on allocbench and sqlite3.
 # Writes build/bench/agent.md and prints it.
 set -u
 ROOT=$(pwd)
@@ -32,15 +32,7 @@ group() { # workload, then NAME RUNS CMD... for each tool, separated by "::"
     w=$1
     shift
     rm -rf "$O/tmp/traces"; mkdir -p "$O/tmp/traces"
-    python3 "$ROOT/bench/measure.py" "$O/tmp/m.tsv" -- "$@" || exit 1
-    base_rss=$(head -n1 "$O/tmp/m.tsv" | cut -f3)
-    tab=$(printf '\t')
-    while IFS=$tab read -r tool wall rss st cpu cmin rw rc; do
-        rr=$(python3 -c "print('%.2fx' % ($rss / $base_rss))")
-        mib=$(python3 -c "print('%.1f' % ($rss / 1024))")
-        echo "| $w | $tool | $wall | ${rw}x | $cpu | ${rc}x | $mib | $rr | $st |" | tee -a "$out"
-    done <"$O/tmp/m.tsv"
-    rm -f "$O"/tmp/heaptrail.*.ht
+    python3 "$ROOT/bench/measure.py" "$w" -- "$@" | tee -a "$out"
 }
 
 HTR="$B/heaptrail run --"     # default trace names (pid): one per run

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""measure.py OUT -- NAME RUNS CMD... [:: NAME RUNS CMD...]... -- one
+"""measure.py WORKLOAD -- NAME RUNS CMD... [:: NAME RUNS CMD...]... -- one
 workload's tools, side by side, for bench/agent.sh. The first command is
 the uninstrumented program and must have the most runs. The commands run
 round-robin: round r runs every command that has more than r runs, one
@@ -11,12 +11,13 @@ by the uninstrumented program's in the same round. (Before, each tool ran
 all its runs in a row: sqlite3 under heaptrail read 1.20x-1.27x across
 runs of the script, and 1.18x-1.19x paired.)
 
-Writes to OUT one line per command: name, median wall time (s), median
-peak RSS (KiB; the largest process of the run's tree, as GNU time reports
-it from wait4, so this Python process's own memory is not counted), the
-exit status of its last run, median and minimum CPU time (user + system
-of all processes of the run), and the paired wall and CPU ratios. Output
-of the commands goes to /dev/null; heaptrail traces left in the working
+Prints one Markdown row per command (agent.sh's table): workload, name,
+median wall time (s) and its paired ratio, median CPU time (user + system
+of all processes of the run) and its paired ratio, median peak RSS (MiB;
+the largest process of the run's tree, as GNU time reports it from wait4,
+so this Python process's own memory is not counted) and its ratio to the
+uninstrumented program's, and the exit status of its last run. Output of
+the commands goes to /dev/null; heaptrail traces left in the working
 directory are deleted after each run."""
 import glob, os, statistics, subprocess, sys, tempfile, time
 
@@ -56,7 +57,7 @@ def parse(args):
 def main():
     if len(sys.argv) < 4 or sys.argv[2] != "--":
         sys.exit(__doc__)
-    result = sys.argv[1]
+    workload = sys.argv[1]
     tools = parse(sys.argv[3:])
     fd, out = tempfile.mkstemp()
     os.close(fd)
@@ -76,12 +77,13 @@ def main():
         b = dict(base[key])
         return statistics.median(v / max(b[r], 0.001) for r, v in t[key])
 
-    with open(result, "w") as f:
-        for t in tools:
-            cpus = [v for _, v in t["cpu"]]
-            f.write("%s\t%.4f\t%d\t%d\t%.3f\t%.3f\t%.2f\t%.2f\n" % (
-                t["name"], statistics.median(v for _, v in t["wall"]), statistics.median(t["rss"]),
-                t["status"], statistics.median(cpus), min(cpus), paired(t, "wall"), paired(t, "cpu")))
+    base_rss = statistics.median(base["rss"])
+    for t in tools:
+        rss = statistics.median(t["rss"])
+        print("| %s | %s | %.4f | %.2fx | %.3f | %.2fx | %.1f | %.2fx | %d |" % (
+            workload, t["name"], statistics.median(v for _, v in t["wall"]), paired(t, "wall"),
+            statistics.median(v for _, v in t["cpu"]), paired(t, "cpu"), rss / 1024, rss / base_rss,
+            t["status"]), flush=True)
 
 
 main()

@@ -5,8 +5,9 @@ during the measurement hits every configuration alike, which running each
 one RUNS times in a row does not), and prints a Markdown row per command:
 median and minimum CPU time (user + system of all its processes), the
 median of its per-round ratios to the first command (the same round: this
-VM's speed modes change within a run), and minimum over minimum. Output goes to /dev/null; trace files
-the agent writes in the working directory are deleted after each run."""
+VM's speed modes change within a run), and minimum over minimum. Output
+goes to /dev/null; trace files the agent writes in the working directory
+are deleted after each run."""
 import glob, os, resource, statistics, subprocess, sys
 
 

@@ -119,14 +119,14 @@ static HT_NOINLINE ht_site_t *site_create(uint32_t **slot_l2p, uint32_t stack, i
     uint32_t *cell = &l2[stack & (L2_SIZE - 1)];
     uint32_t v = ht_load_acquire(cell);
     if (v)
-        return &ht__sites[v - 1];
+        return ht__site_by_index(v - 1);
     /* claim a record; initialise it before publishing its number */
     uint32_t i = ht_fetch_add(&g_nsites, 1);
     if (i >= g_max_sites) {
         ht_fetch_add(&ht__drops.table_full, 1);
         return NULL;
     }
-    ht_site_t *s = &ht__sites[i];
+    ht_site_t *s = ht__site_by_index(i);
     s->stack = stack;
     s->kind = (uint8_t)kind;
     s->epoch = ht_load_relaxed(&g_proc.epoch);     /* nothing here at the peak */
@@ -135,7 +135,7 @@ static HT_NOINLINE ht_site_t *site_create(uint32_t **slot_l2p, uint32_t stack, i
                                     __ATOMIC_ACQUIRE)) {
         ht_store_release(&s->used, 1);
     } else {
-        s = &ht__sites[expect - 1];   /* another thread won; record i stays unused */
+        s = ht__site_by_index(expect - 1);   /* another thread won; record i stays unused */
     }
     return s;
 }
@@ -152,7 +152,7 @@ ht_site_t *ht__site_get(uint32_t stack, int kind)
     if (ht_likely(l2 != NULL)) {
         uint32_t v = ht_load_acquire(&l2[stack & (L2_SIZE - 1)]);
         if (ht_likely(v != 0))
-            return &ht__sites[v - 1];
+            return ht__site_by_index(v - 1);
     }
     return site_create(slot, stack, kind);
 }
@@ -185,7 +185,7 @@ static HT_ALWAYS_INLINE void epoch_touch(ht_site_t *s)
     if (ht_unlikely(s->epoch != e)) {
         s->epoch = e;
         s->at_peak = s->live_bytes;
-        g_peak_blocks[s - ht__sites] = s->live_blocks;
+        g_peak_blocks[ht__site_index(s)] = s->live_blocks;
     }
 }
 
@@ -228,7 +228,7 @@ uint32_t ht__peak_epoch(void) { return ht_load_relaxed(&g_proc.epoch); }
 uint64_t ht__site_at_peak(const ht_site_t *s, uint32_t epoch, uint64_t *blocks)
 {
     if (ht_load_relaxed(&s->epoch) == epoch) {
-        *blocks = ht_load_relaxed(&g_peak_blocks[s - ht__sites]);
+        *blocks = ht_load_relaxed(&g_peak_blocks[ht__site_index(s)]);
         return ht_load_relaxed(&s->at_peak);
     }
     *blocks = ht_load_relaxed(&s->live_blocks);
@@ -334,7 +334,7 @@ static HT_ALWAYS_INLINE void release(ht_site_t *s, uint64_t blocks, uint64_t byt
     s->live_blocks -= blocks;
     s->live_bytes -= bytes;
     if (temp) {
-        uint64_t *t = g_temp[s - ht__sites];
+        uint64_t *t = g_temp[ht__site_index(s)];
         t[0]++;
         t[1] += bytes;
     }
@@ -346,7 +346,7 @@ void ht__site_free(ht_site_t *s, uint64_t size, int temp) { release(s, 1, size, 
 
 uint64_t ht__site_temp(const ht_site_t *s, uint64_t *bytes)
 {
-    const uint64_t *t = g_temp[s - ht__sites];
+    const uint64_t *t = g_temp[ht__site_index(s)];
     *bytes = ht_load_relaxed(&t[1]);
     return ht_load_relaxed(&t[0]);
 }
@@ -354,7 +354,6 @@ uint64_t ht__site_temp(const ht_site_t *s, uint64_t *bytes)
 void ht__site_release(ht_site_t *s, uint64_t blocks, uint64_t bytes) { release(s, blocks, bytes, 0); }
 
 void ht__site_grow(ht_site_t *s, uint64_t bytes) { add(s, 0, bytes); }
-
 
 uint32_t ht__site_count(void)
 {
@@ -366,7 +365,7 @@ uint32_t ht__site_count(void)
 
 ht_site_t *ht__site_at(uint32_t i)
 {
-    ht_site_t *s = &ht__sites[i];
+    ht_site_t *s = ht__site_by_index(i);
     return ht_load_acquire(&s->used) ? s : NULL;
 }
 
