@@ -152,6 +152,12 @@ $(BUILD)/tests/capture_jit: tests/capture/jit.c tests/check.h tests/jitcode.h $(
 	    -Wl,-rpath,'$$ORIGIN/..'
 CAPTURE_BIN += $(BUILD)/tests/capture_jit
 
+# through module code no FDE covers (hand-written assembly, frame pointer)
+$(BUILD)/tests/capture_nocfi: tests/capture/nocfi.c tests/capture/nocfi.S tests/check.h $(LIB)
+	$(CC) -O2 -g -Wall -Werror -fomit-frame-pointer -Iinclude -Itests -o $@ $< tests/capture/nocfi.S \
+	    -L$(BUILD) -lheaptrail -lunwind -Wl,-rpath,'$$ORIGIN/..'
+CAPTURE_BIN += $(BUILD)/tests/capture_nocfi
+
 # inside a PLT stub (lazy binding keeps GOT slots pointing into the stubs)
 $(BUILD)/tests/capture_plt: tests/capture/plt.c tests/check.h $(LIB)
 	$(CC) -O2 -g -Wall -Werror -Iinclude -Itests -Wl,-z,lazy -o $@ $< -L$(BUILD) -lheaptrail \
