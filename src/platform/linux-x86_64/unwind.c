@@ -1493,7 +1493,7 @@ out:
  * replayed 15-frame capture 478 -> 466 instructions and 4-5% faster
  * (capture loop, 15 paired runs), for 5 KB more code. */
 static HT_ALWAYS_INLINE int walk(uintptr_t pc, uintptr_t sp, uintptr_t bp, const ht_regs_t *r, int skip, int max,
-                            void **frames, uint64_t *hash, uint32_t **memo)
+                                 void **frames, uint64_t *hash, uint32_t **memo)
 {
     wstate_t st;
     int n = 0, last = -1, exact = r != NULL;
