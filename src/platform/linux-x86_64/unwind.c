@@ -642,12 +642,12 @@ static int step_compact(walk_t *w, rule_t ru, uintptr_t *pc, uintptr_t *sp, uint
  * fewer than two) is useless, and after TRAIL_USELESS useless walks in a
  * row the thread records and joins only every TRAIL_REST + 1 walks, then
  * every 32nd, 64th, ... 256th while they stay useless, until one pays
- * again (a recorded walk costs several resting ones: on varied stacks
- * the 1 in 16 had cost a capture as much as its resting walk's frames at
- * depth 10). (Counting only "fewer than two" and joining on every
- * walk cost varied stacks 16-18 ns a frame against 5-7 without trails:
- * the harness's outer frames always verified, and every frame probed
- * the join table.)
+ * again or a capture replays a trail (trail_paid). (A recorded walk costs
+ * several resting ones: on varied stacks the 1 in 16 had cost a capture
+ * as much as its resting walk's frames at depth 10. Counting only "fewer
+ * than two" and joining on every walk cost varied stacks 16-18 ns a frame
+ * against 5-7 without trails: the harness's outer frames always verified,
+ * and every frame probed the join table.)
  *
  * Per state: sp, pc, rbp, the word read from the rbp slot by the step from
  * it, and in fl: TF_* bits and the slot's distance below the next CFA,
@@ -811,6 +811,15 @@ static HT_ALWAYS_INLINE void trail_release(void)
 {
     ht_compiler_barrier();
     t_trail_busy = 0;
+}
+
+/* A recorded walk paid (its joins verified enough, or a capture replayed
+ * a trail): the thread records every walk again, and its rests start
+ * short. */
+static HT_ALWAYS_INLINE void trail_paid(trail_t *tr)
+{
+    tr->useless = 0;
+    tr->rest_len = TRAIL_REST;
 }
 
 static HT_ALWAYS_INLINE void tcopy(tbuf_t *to, int t, const tbuf_t *from, int f)
@@ -1248,8 +1257,7 @@ static HT_NOINLINE void trail_update(wstate_t *st)
     if (!st->ri && !st->spec_rec)
         return;                 /* recorded nothing (resting) */
     if (st->gain >= 2 && st->gain >= st->ri) {
-        tr->useless = 0;
-        tr->rest_len = TRAIL_REST;
+        trail_paid(tr);
     } else if (++tr->useless >= TRAIL_USELESS) {
         tr->useless = TRAIL_USELESS - 1;    /* one more miss rests again */
         tr->rest = tr->rest_len;
@@ -1566,15 +1574,14 @@ static HT_ALWAYS_INLINE int walk(uintptr_t pc, uintptr_t sp, uintptr_t bp, const
                     continue;
                 n = replay(tr, b, &st, pc, sp, bp, max, frames, &sum);
                 if (n > 0) {
-                    /* a recorded walk paid: stacks repeat (without this,
-                     * a thread whose rests had grown recorded one walk,
-                     * counted it useless as it had joined nothing, and
-                     * rested again for up to 255 captures of the very
-                     * stack it had just recorded) */
-                    if (ht_unlikely(tr->useless)) {
-                        tr->useless = 0;
-                        tr->rest_len = TRAIL_REST;
-                    }
+                    /* stacks repeat (without this, a thread whose rests
+                     * had grown recorded one walk, counted it useless as
+                     * it had joined nothing, and rested again for up to
+                     * 255 captures of the very stack it had just
+                     * recorded). useless is 0 whenever rest_len is short:
+                     * a thread that replays all the time writes nothing */
+                    if (ht_unlikely(tr->useless))
+                        trail_paid(tr);
                     *hint = (uint8_t)b;
                     if (memo)
                         *memo = &tr->h[b].memo;     /* held: ht__capture_release() */
