@@ -1231,10 +1231,13 @@ static HT_NOINLINE int slow_step(wstate_t *st, void **frames, int last)
     r->r[HT_DW_RA] = *pc;
     r->r[HT_DW_RSP] = *sp;
     r->r[HT_DW_RBP] = *bp;
-    /* code without CFI (JIT code registered without it, or module code no
-     * FDE covers): a frame-pointer step, as step_full would take after
-     * looking the pc up again in the modules, their FDEs and the registry */
-    if (!(fp_only ? step_fp(&st->w, r) : step_full(&st->w, r, st->exact)))
+    /* code without CFI (JIT code registered without it, module code no
+     * FDE covers, code in no module and not registered): a frame-pointer
+     * step, as step_full would take after looking the pc up again in the
+     * modules, their FDEs and the registry. (Code in no module: node's
+     * unregistered V8 code, 58,000 frames in tests/jit/deflate.js, each
+     * looked up twice.) */
+    if (!(fp_only || unknown_code ? step_fp(&st->w, r) : step_full(&st->w, r, st->exact)))
         return unknown_code ? SLOW_UNKNOWN : SLOW_STOP;
     *pc = r->r[HT_DW_RA];
     *sp = r->r[HT_DW_RSP];
