@@ -12,8 +12,12 @@
  * one line per (method, shape, depth): median ns per call and per frame
  * over several rounds, and the frame count each method reached. The varied
  * shape's ns are the run's time less the same run without captures (its
- * random calls mispredict, and vary); its last column times each capture
- * alone, in TSC ticks around the call (median of the rounds' means).
+ * random calls mispredict, and vary); its ticks column times each capture
+ * alone, in TSC ticks around the call (median of the rounds' means). The
+ * last two columns are ratios taken within each round (median over the
+ * rounds): ns per frame against the frame-pointer walk's (where that walk
+ * reaches the frames), and libunwind's ns per frame against this
+ * method's (how many times faster than unw_backtrace).
  *
  * Then the floor of any table-driven walk (bench_floor), and the hash: ns
  * per frame for ht_stack_hash, a sum of addresses, a bytewise crc32 and
@@ -351,46 +355,65 @@ int main(int argc, char **argv)
         return 1;
     }
     const int depths[] = { 10, 30, 100 };
-    printf("%-26s %-9s %6s %7s %10s %9s %9s %9s\n", "method", "shape", "depth", "frames", "ns/call", "ns/frame",
-           "min/frame", "ticks");
+    printf("%-26s %-9s %6s %7s %10s %9s %9s %9s %9s %9s\n", "method", "shape", "depth", "frames", "ns/call", "ns/frame",
+           "min/frame", "ticks", "/fp walk", "unw / it");
     for (int shape = 0; shape < 2; shape++) {
         for (int di = 0; di < 3; di++) {
-            for (int m = 0; m < M_COUNT; m++) {
-                g_method = m;
-                int slow = m == M_BACKTRACE || m == M_UNWIND;
-                g_iters = slow ? 2000 : 50000;
-                double t[MAX_ROUNDS], tk[MAX_ROUNDS];
-                int frames = 0;
-                for (int r = 0; r < rounds; r++) {
+            /* The rounds go round-robin over the methods (and, for the
+             * varied shape, the chain without a capture), starting one
+             * method later each round: this machine changes speed within
+             * a run, and all rounds of one method in a row put a change
+             * between the rows compared (ht_capture's varied row at
+             * depth 10 read 72 ticks in one run and 133 in the next, the
+             * frame-pointer walk 41-42 in both). The ratio columns are
+             * the median of each round's ratio, taken within the round. */
+            double t[M_COUNT][MAX_ROUNDS], tk[M_COUNT][MAX_ROUNDS], base[MAX_ROUNDS];
+            int frames[M_COUNT] = { 0 };
+            int nm = M_COUNT + shape;   /* the varied shape's baseline is method M_COUNT */
+            for (int r = 0; r < rounds; r++) {
+                for (int k = 0; k < nm; k++) {
+                    int m = (r + k) % nm;
+                    g_method = m == M_COUNT ? -1 : m;
+                    int slow = m == M_BACKTRACE || m == M_UNWIND;
+                    g_iters = slow ? 2000 : 50000;
                     if (shape == 0)
                         chain(depths[di]);
                     else
                         run_varied(depths[di]);
-                    t[r] = g_ns;
-                    tk[r] = g_ticks;
-                    frames = g_frames;
-                }
-                if (shape == 1) {
-                    /* cost of walking the varied chain itself, no capture */
-                    int saved = g_method;
-                    double base[MAX_ROUNDS];
-                    for (int r = 0; r < rounds; r++) {
-                        g_method = -1;
-                        run_varied(depths[di]);
+                    if (m == M_COUNT) {
                         base[r] = g_ns;
+                        continue;
                     }
-                    g_method = saved;
-                    double chain_ns = median_of(base, rounds);
-                    for (int r = 0; r < rounds; r++)
-                        t[r] -= chain_ns;
+                    t[m][r] = g_ns;
+                    tk[m][r] = g_ticks;
+                    frames[m] = g_frames;
                 }
-                double med = median_of(t, rounds);
-                printf("%-26s %-9s %6d %7d %10.1f %9.2f %9.2f", method_name[m], shape ? "varied" : "repeated",
-                       depths[di], frames, med, frames ? med / frames : 0.0, frames ? t[0] / frames : 0.0);
                 if (shape == 1)
-                    printf(" %9.1f\n", median_of(tk, rounds));
+                    for (int m = 0; m < M_COUNT; m++)
+                        t[m][r] -= base[r];     /* the chain's own cost, this round's */
+            }
+            for (int m = 0; m < M_COUNT; m++) {
+                double vs_fp[MAX_ROUNDS], unw_by[MAX_ROUNDS];
+                for (int r = 0; r < rounds; r++) {
+                    double per = t[m][r] / frames[m];
+                    vs_fp[r] = per / (t[M_FP][r] / frames[M_FP]);
+                    unw_by[r] = (t[M_LIBUNWIND][r] / frames[M_LIBUNWIND]) / per;
+                }
+                double med = median_of(t[m], rounds), lo = t[m][0];   /* sorted now */
+                printf("%-26s %-9s %6d %7d %10.1f %9.2f %9.2f", method_name[m], shape ? "varied" : "repeated",
+                       depths[di], frames[m], med, med / frames[m], lo / frames[m]);
+                if (shape == 1)
+                    printf(" %9.1f", median_of(tk[m], rounds));
                 else
-                    printf(" %9s\n", "-");
+                    printf(" %9s", "-");
+                /* against the frame-pointer walk only where it walks
+                 * the stack (without frame pointers it stops in a frame
+                 * or two) */
+                if (frames[M_FP] * 2 >= frames[m])
+                    printf(" %8.2fx", median_of(vs_fp, rounds));
+                else
+                    printf(" %9s", "-");
+                printf(" %8.2fx\n", median_of(unw_by, rounds));
                 fflush(stdout);
             }
         }
