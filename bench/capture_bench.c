@@ -399,7 +399,10 @@ int main(int argc, char **argv)
                     vs_fp[r] = per / (t[M_FP][r] / frames[M_FP]);
                     unw_by[r] = (t[M_LIBUNWIND][r] / frames[M_LIBUNWIND]) / per;
                 }
-                double med = median_of(t[m], rounds), lo = t[m][0];   /* sorted now */
+                /* a sorted copy: the rows after this one pair its rounds */
+                double c[MAX_ROUNDS];
+                memcpy(c, t[m], sizeof c);
+                double med = median_of(c, rounds), lo = c[0];
                 printf("%-26s %-9s %6d %7d %10.1f %9.2f %9.2f", method_name[m], shape ? "varied" : "repeated",
                        depths[di], frames[m], med, med / frames[m], lo / frames[m]);
                 if (shape == 1)
