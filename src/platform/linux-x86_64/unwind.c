@@ -39,6 +39,7 @@ enum {
 enum { CFA_RSP = 0, CFA_RBP = 1, CFA_DEREF_RBP = 2 };    /* how & 3 */
 enum { BP_SAME = 0, BP_AT_CFA = 1, BP_AT_RBP = 2 };      /* (how >> 2) & 3 */
 #define HOW_JIT 0x80    /* the pc is in registered JIT code: tag its frame */
+#define HOW_REFUSED 0x40 /* K_NOMODULE because a dlclose was under way: not known */
 
 typedef union {
     struct {
@@ -158,13 +159,15 @@ static rule_t compute_rule_in(uintptr_t ra)
 }
 
 /* compute_rule_in in a module read section; refused (a dlclose is under
- * way), the address is unknown code, a kind that is never cached. */
+ * way), the address is unknown code (HOW_REFUSED), a kind that is never
+ * cached. */
 static rule_t compute_rule(uintptr_t ra)
 {
     rule_t r = { .u = 0 };
     int tok = ht__module_enter();
     if (!tok) {
         r.s.kind = K_NOMODULE;
+        r.s.how = HOW_REFUSED;
         return r;
     }
     r = compute_rule_in(ra);
@@ -1168,7 +1171,7 @@ static HT_NOINLINE int slow_step(wstate_t *st, void **frames, int last)
     uint64_t *sum = &st->sum;
     uintptr_t *pc = &st->pc, *sp = &st->sp, *bp = &st->bp;
     ht_regs_t *r = &st->regs;
-    int unknown_code = 0, fp_only = 0, jit = 0;
+    int unknown_code = 0, fp_only = 0, jit = 0, nomodule = 0;
     st->step_e = 0;
     st->outermost = 0;
     if (!st->exact) {
@@ -1185,6 +1188,7 @@ static HT_NOINLINE int slow_step(wstate_t *st, void **frames, int last)
         if (ru.s.kind == K_NOCFI && !(ru.s.how & HOW_JIT))
             fp_only = 1;
         unknown_code = ru.s.kind == K_NOMODULE;
+        nomodule = unknown_code && !(ru.s.how & HOW_REFUSED);
         if (ru.s.kind == K_NORMAL) {
             if (!step_compact(&st->w, ru, pc, sp, bp) || !*pc)
                 return SLOW_STOP;
@@ -1227,6 +1231,7 @@ static HT_NOINLINE int slow_step(wstate_t *st, void **frames, int last)
         ht__module_leave(tok);
         if (!found)
             unknown_code = !tag_jit(&st->w, frames, last, *pc, sum, NULL);
+        nomodule = tok && unknown_code;
     }
     r->r[HT_DW_RA] = *pc;
     r->r[HT_DW_RSP] = *sp;
@@ -1236,8 +1241,9 @@ static HT_NOINLINE int slow_step(wstate_t *st, void **frames, int last)
      * step, as step_full would take after looking the pc up again in the
      * modules, their FDEs and the registry. (Code in no module: node's
      * unregistered V8 code, 58,000 frames in tests/jit/deflate.js, each
-     * looked up twice.) */
-    if (!(fp_only || unknown_code ? step_fp(&st->w, r) : step_full(&st->w, r, st->exact)))
+     * looked up twice.) Not where the modules could not be read (a
+     * dlclose under way): step_full stops there, as it did before. */
+    if (!(fp_only || nomodule ? step_fp(&st->w, r) : step_full(&st->w, r, st->exact)))
         return unknown_code ? SLOW_UNKNOWN : SLOW_STOP;
     *pc = r->r[HT_DW_RA];
     *sp = r->r[HT_DW_RSP];
