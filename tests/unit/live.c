@@ -1,9 +1,13 @@
 /* live.c -- the agent's live-allocation table (src/agent/live.c) against a
  * plain array holding the truth, through the change of layout a table
- * makes once it is large (blocks grouped by 256-byte region) and under
- * the allocation pattern that layout is for: blocks packed 32 bytes apart,
- * freed in address order, at random, and handed out again. Then the
- * memory large tables are mapped in (ht__map_table).
+ * makes once it is large (blocks grouped by 256-byte region, narrow
+ * entries) and under the allocation pattern that layout is for: blocks
+ * packed 32 bytes apart, freed in address order, at random, and handed
+ * out again. Twice: with blocks from a few (site, size) pairs, so large
+ * tables hold narrow entries, then with a new pair nearly every block,
+ * which fills the pair table and turns shards back to wide entries. Then
+ * blocks the narrow form cannot hold, and the memory large tables are
+ * mapped in (ht__map_table).
  *
  * Addresses are never dereferenced by the table, so they are made up. */
 #include "agent/live.c"
@@ -38,14 +42,18 @@ static uint64_t next(void)
 }
 
 static int insert_failures, remove_failures;
+static int few_pairs;           /* 1: 40 sizes x 50 sites */
 
-static void put(uint32_t i)
+static void put_at(uint32_t i, uintptr_t addr);
+static void put(uint32_t i) { put_at(i, addr_of(i)); }
+
+static void put_at(uint32_t i, uintptr_t addr)
 {
-    uint64_t size = 1 + next() % 100000;
-    uint32_t site = (uint32_t)(next() % 3000000);
+    uint64_t size = few_pairs ? 16 + next() % 40 * 8 : 1 + next() % 100000;
+    uint32_t site = (uint32_t)(next() % (few_pairs ? 50 : 3000000));
     uint32_t osite = 0;
     uint64_t osize = 0;
-    int rc = ht__live_insert(addr_of(i), size, site, &osite, &osize);
+    int rc = ht__live_insert(addr, size, site, &osite, &osize);
     if (alive[i]) {
         /* present already: the old entry comes back and is replaced */
         if (rc != 1 || osite != site_of[i] || osize != size_of[i])
@@ -113,7 +121,16 @@ static uint64_t max_mask(void)
     return m;
 }
 
-int main(void)
+static unsigned shards_where(int narrow, int wide_only)
+{
+    unsigned n = 0;
+    for (unsigned i = 0; i < NSHARDS; i++)
+        n += is_large(g_shards[i].mask) && g_shards[i].narrow == narrow &&
+             g_shards[i].wide_only == wide_only;
+    return n;
+}
+
+static void scenario(void)
 {
     /* grow from empty to large, in address order as an allocator's top
      * chunk hands blocks out, with the sparse blocks interleaved */
@@ -155,6 +172,51 @@ int main(void)
     check_whole("emptied");
     CHECK_EQ(insert_failures, 0);
     CHECK_EQ(remove_failures, 0);
+}
+
+int main(void)
+{
+    /* a few pairs: every large table narrow, half a wide one's memory */
+    few_pairs = 1;
+    scenario();
+    CHECK_EQ(shards_where(1, 0), NSHARDS);
+    CHECK(g_npairs > 0 && g_npairs <= 40 * 50);
+    CHECK(!g_pairs_full);
+    uint64_t slots = 0;
+    for (unsigned i = 0; i < NSHARDS; i++)
+        slots += g_shards[i].mask + 1;
+    CHECK(ht__live_bytes_mapped() < slots * 8 + (4u << 20));
+
+    /* blocks the narrow form cannot hold widen their shard and stay
+     * exact: an address not 8-aligned, one above 2^47 */
+    for (uint32_t i = 0; i < DENSE; i += 2)
+        put(i);
+    uintptr_t odd[2] = {addr_of(1) + 4, 0xa00000000000ull};
+    for (int k = 0; k < 2; k++) {
+        uint32_t os = 0;
+        uint64_t oz = 0, z = 0;
+        uint32_t site = 0;
+        CHECK(narrow_fits(odd[k]) == 0);
+        CHECK(shard_of(odd[k])->narrow);
+        CHECK_EQ(ht__live_insert(odd[k], 77 + k, 123456 + k, &os, &oz), 0);
+        CHECK(!shard_of(odd[k])->narrow && shard_of(odd[k])->wide_only);
+        CHECK_EQ(ht__live_remove(odd[k], &z, &site), 1);
+        CHECK(z == 77u + k && site == 123456u + k);
+    }
+    CHECK(shards_where(0, 1) >= 1 && shards_where(0, 1) <= 2);
+    check_whole("odd addresses");
+    for (uint32_t i = 0; i < DENSE; i += 2)
+        take(i);
+    check_whole("odd emptied");
+
+    /* a new pair nearly every block: the pair table fills (its numbers
+     * are never taken back), and shards that meet a block it refuses go
+     * wide; every block stays exact throughout */
+    few_pairs = 0;
+    scenario();
+    CHECK(g_pairs_full);
+    CHECK_EQ(g_npairs, g_pairs_cap);
+    CHECK(shards_where(0, 1) > 2);
 
     /* a large table's memory: 2 MiB-aligned, zeroed, writable to its
      * end, one of heaptrail's own mappings (the leak check skips those),
