@@ -157,7 +157,7 @@ static ht_spinlock_t g_pair_lock;
 static pair_t *g_pairs;         /* [1 .. g_pairs_cap], reserved */
 static uint32_t g_pairs_cap;    /* 0: not reserved yet */
 static uint32_t g_npairs, g_pairs_committed;
-static int g_pairs_full;        /* refused one: no new narrow tables */
+static int g_pairs_full;        /* refused one: no table turns narrow now (read unlocked) */
 static pair_index_t *g_pair_index;
 
 static HT_ALWAYS_INLINE uint64_t pair_hash(uint32_t site, uint64_t size)
@@ -198,7 +198,7 @@ static HT_NOINLINE uint32_t pair_add(uint32_t site, uint64_t size, uint64_t h)
         if (g_pairs && g_pair_index)
             g_pairs_cap = (uint32_t)(bytes / sizeof(pair_t)) - 1;
         else
-            g_pairs_full = 1;
+            ht_store_relaxed(&g_pairs_full, 1);
     }
     pair_index_t *x = g_pair_index;
     if (x && (id = pair_find(x, site, size, h)) != 0)
@@ -234,7 +234,7 @@ static HT_NOINLINE uint32_t pair_add(uint32_t site, uint64_t size, uint64_t h)
     ht_store_release(&x->slot[i], id);
     goto out;
 refuse:
-    g_pairs_full = 1;
+    ht_store_relaxed(&g_pairs_full, 1);
 out:
     ht__unlock(&g_pair_lock);
     return id;
@@ -365,7 +365,7 @@ static HT_NOINLINE int widen(shard_t *s)
 static HT_NOINLINE int grow(shard_t *s)
 {
     uint64_t cap = s->tab ? (s->mask + 1) * 2 : INIT_CAP;
-    if (is_large(cap - 1) && !s->wide_only && (s->narrow || !g_pairs_full)) {
+    if (is_large(cap - 1) && !s->wide_only && (s->narrow || !ht_load_relaxed(&g_pairs_full))) {
         int rc = rebuild(s, cap, 1);
         if (rc != -2)
             return rc;
