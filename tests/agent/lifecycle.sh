@@ -280,7 +280,8 @@ expect_eq "stress16: leaks" "$(field live_blocks "$m") $(field live_bytes "$m")"
     "$(field leak_blocks "$truth") $(field leak_bytes "$truth")"
 expect_eq "stress16: unknown frees" "$(field unknown_frees "$("$DUMP" stress.ht | grep '^drops ')")" 0
 # 1.2 million blocks live across 8 threads (the live table's large
-# layout), cross-thread frees in address order: exact totals again
+# layout, narrow entries), cross-thread frees in address order: exact
+# totals again
 "$HT" run -o bigset.ht "$P/bigset" >bigset.out 2>bigset.err; rc=$?
 expect_eq "bigset: exit status" "$rc" 0
 truth=$(cat bigset.out)

@@ -1,7 +1,7 @@
 /* bigset.c -- a large live set across threads: 8 threads each allocate
  * 150,000 blocks from bigset_alloc, so 1.2 million are live at once and
  * the agent's live table takes its large layout (blocks grouped by
- * region, tables from 2 MiB on huge pages); then each frees the odd
+ * region, 8-byte entries naming one of 100 (site, size) pairs); then each frees the odd
  * blocks of the next thread's (cross-thread frees, in address order) and
  * its own even ones but every 1000th, which stay as leaks. Prints the
  * truth. */
