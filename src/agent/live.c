@@ -352,7 +352,8 @@ static int rebuild(shard_t *s, uint64_t cap, int narrow)
     return 0;
 }
 
-/* Turns a shard's table to wide entries for good. Returns 0 or -1. */
+/* Turns a shard's table to wide entries for good, keeping its slot
+ * count. Returns 0 or -1. */
 static HT_NOINLINE int widen(shard_t *s)
 {
     s->wide_only = 1;
@@ -409,8 +410,7 @@ int ht__live_insert(uintptr_t addr, uint64_t size, uint32_t site, uint32_t *old_
             return rc;
         }
         if (widen(s) != 0)
-            goto drop;
-        i = home(addr, m);
+            goto drop;      /* (same slot count: m and i still hold) */
     }
     entry_t *t = s->tab;
     for (;; i = (i + 1) & m) {
