@@ -326,7 +326,7 @@ soak: deps-test
 	@$(MAKE) --no-print-directory all
 	@SOAK_RUNS=$(SOAK_RUNS) SOAK_BUSY=$(SOAK_BUSY) sh bench/soak.sh
 
-all-tests: all $(TEST_BIN) $(BUILD)/tests/progs/freeptr_nopie $(BUILD)/bench/allocbench $(BUILD)/bench/stackrec.so $(BUILD)/bench/livesim $(BUILD)/bench/forkexit $(BUILD)/examples/leaky $(PROG_BIN) $(PROGXX_BIN) $(TESTLIB_BIN) $(TOOL_BIN) $(FUZZ_BIN) $(AGREE_LIB) \
+all-tests: all $(TEST_BIN) $(BUILD)/tests/progs/freeptr_nopie $(BUILD)/bench/allocbench $(BUILD)/bench/stackrec.so $(BUILD)/bench/livesim $(BUILD)/bench/churn $(BUILD)/bench/forkexit $(BUILD)/examples/leaky $(PROG_BIN) $(PROGXX_BIN) $(TESTLIB_BIN) $(TOOL_BIN) $(FUZZ_BIN) $(AGREE_LIB) \
 	    $(ANALYZE_DEPS) windows-tests
 
 # ---- demo ----------------------------------------------------------------
@@ -387,6 +387,11 @@ $(BUILD)/bench/allocbench: $(WORKLOADS)/allocbench.c
 # stackrec.so (by hand: docs/BENCHMARKS.md, "Large live sets"); built with
 # the tests so they keep compiling
 $(BUILD)/bench/livesim: bench/livesim.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BENCH_CFLAGS) -o $@ $<
+# a large live set churned at random (by hand: docs/BENCHMARKS.md, "What
+# `heaptrail run` adds over the bare agent"); built with the tests
+$(BUILD)/bench/churn: bench/churn.c
 	@mkdir -p $(dir $@)
 	$(CC) $(BENCH_CFLAGS) -o $@ $<
 # short-lived fork children (by hand: docs/BENCHMARKS.md, "Processes that
