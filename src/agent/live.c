@@ -185,6 +185,16 @@ static pair_index_t *pair_index_new(uint64_t slots)
     return x;
 }
 
+/* Puts pair `id` (hash h) in the first free slot of its probe run; the
+ * release store makes the record written before it visible to readers. */
+static void pair_index_put(pair_index_t *x, uint64_t h, uint32_t id)
+{
+    uint64_t i = h & x->mask;
+    while (x->slot[i])
+        i = (i + 1) & x->mask;
+    ht_store_release(&x->slot[i], id);
+}
+
 /* A new pair's number, or 0 (full, or out of memory). */
 static HT_NOINLINE uint32_t pair_add(uint32_t site, uint64_t size, uint64_t h)
 {
@@ -216,22 +226,15 @@ static HT_NOINLINE uint32_t pair_add(uint32_t site, uint64_t size, uint64_t h)
         pair_index_t *y = pair_index_new((x->mask + 1) * 2);
         if (!y)
             goto refuse;
-        for (uint32_t k = 1; k <= g_npairs; k++) {
-            uint64_t i = pair_hash(g_pairs[k].site, g_pairs[k].size) & y->mask;
-            while (y->slot[i])
-                i = (i + 1) & y->mask;
-            y->slot[i] = k;
-        }
+        for (uint32_t k = 1; k <= g_npairs; k++)
+            pair_index_put(y, pair_hash(g_pairs[k].site, g_pairs[k].size), k);
         ht_store_release(&g_pair_index, y);
         x = y;
     }
     id = ++g_npairs;
     g_pairs[id].size = size;
     g_pairs[id].site = site;
-    uint64_t i = h & x->mask;
-    while (x->slot[i])
-        i = (i + 1) & x->mask;
-    ht_store_release(&x->slot[i], id);
+    pair_index_put(x, h, id);
     goto out;
 refuse:
     ht_store_relaxed(&g_pairs_full, 1);
