@@ -54,6 +54,7 @@
 #include "../core/hash.h"
 #include "../platform/linux-x86_64/cfi.h"
 #include "../platform/linux-x86_64/jit.h"
+#include "../platform/linux-x86_64/unwind.h"
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
@@ -311,12 +312,17 @@ static const char want_sym[] = "__jit_debug_descriptor";
 static int find_name(int fd, uint64_t off, uint64_t size, uint32_t *at, int max)
 {
     const size_t need = sizeof want_sym;   /* with its NUL */
-    if (vec_reserve(&G.tmp, (1u << 20) + need) != 0)
+    /* 64 KiB a read, faulted in at once: most string tables fit in one
+     * (libc's .dynstr: 32 KiB), and a page fault a page cost more than
+     * the reads */
+    enum { CHUNK = 64u << 10 };
+    if (vec_reserve(&G.tmp, CHUNK + need) != 0)
         return 0;
     char *buf = G.tmp.p;
+    ht__populate(buf, CHUNK);
     int found = 0;
     for (uint64_t pos = 0; pos < size && found < max;) {
-        size_t len = size - pos < (1u << 20) ? (size_t)(size - pos) : (1u << 20);
+        size_t len = size - pos < CHUNK ? (size_t)(size - pos) : CHUNK;
         if (len < need && pos > 0)
             break;
         ssize_t got = pread(fd, buf, len, (off_t)(off + pos));
@@ -464,7 +470,7 @@ static void find_descriptors(void)
             add_desc(o[i].bias + (uintptr_t)v);
     }
     ht__unmap(o, bytes);
-    /* the files' 1 MiB read buffer: not resident in every traced program */
+    /* the files' read buffer: not resident in every traced program */
     vec_free(&G.tmp);
     vec_free(&G.symtab);
 }

@@ -107,9 +107,12 @@ static struct {
     size_t nnone;               /* blocks still M_NONE: hit by no word yet */
     map_t *maps;
     size_t nmaps, maps_cap;
-    uintptr_t own[OWN_MAX][2];
+    char *maps_text;            /* /proc/self/maps as read, kept mapped (scan) */
+    size_t maps_text_cap;
+    uintptr_t (*own)[2];        /* s_own: kept out of S, whose reset would touch its 64 KiB */
     int nown;
     uint8_t *buf;
+    size_t buf_ready;           /* its bytes faulted in (buf_for) */
     uintptr_t ld_lo, ld_hi;     /* the dynamic loader's mapping (start_like) */
     int pid;
     int mode;                   /* 1 process_vm_readv, 2 a pipe, 3 /proc/self/mem */
@@ -120,6 +123,7 @@ static struct {
     size_t tid_off;             /* of struct pthread's thread id (find_tid_off) */
     int direct;                 /* every other thread parked: blocks read in place */
 } S;
+static uintptr_t s_own[OWN_MAX][2];
 
 ht_reach_t *ht__reach_result(void) { return R.status ? &R : NULL; }
 
@@ -1017,12 +1021,23 @@ static void scan_words(const uintptr_t *w, size_t nw, int phase)
     S.scanned += nw * sizeof(uintptr_t);
 }
 
+/* S.buf, its first `len` bytes faulted in (one madvise for the pages not
+ * yet used instead of a page fault each: ht__populate). */
+static uint8_t *buf_for(size_t len)
+{
+    if (len > S.buf_ready) {
+        ht__populate(S.buf + S.buf_ready, len - S.buf_ready);
+        S.buf_ready = (len + PAGE - 1) & ~(PAGE - 1);
+    }
+    return S.buf;
+}
+
 /* Reads [lo, hi) (8-byte aligned) in buffer-sized pieces and scans it. */
 static void scan_read_phase(uintptr_t lo, uintptr_t hi, int phase)
 {
     while (lo < hi) {
         size_t len = hi - lo > BUF_BYTES ? BUF_BYTES : hi - lo;
-        long k = read_mem(S.buf, lo, len);
+        long k = read_mem(buf_for(len), lo, len);
         if (k > 0)
             scan_words((const uintptr_t *)S.buf, (size_t)k / sizeof(uintptr_t), phase);
         if (k == (long)len) {
@@ -1227,6 +1242,7 @@ static void drain(int phase)
         /* read: a failing block is skipped, the ones after it read again
          * (process_vm_readv stops at the first element it cannot read
          * whole) */
+        buf_for(used);
         size_t ok_bytes[BATCH];
         for (size_t i = 0; i < n;) {
             if (S.mode != 1) {
@@ -1313,7 +1329,7 @@ static uintptr_t other_thread_tcb(const map_t *m, const uintptr_t *me)
     uintptr_t lo = m->end - 3 * PAGE > m->start ? m->end - 3 * PAGE : m->start;
     lo = (lo + 63) & ~(uintptr_t)63;
     size_t len = m->end - lo;
-    if (len > 3 * PAGE || read_mem(S.buf, lo, len) != (long)len)
+    if (len > 3 * PAGE || read_mem(buf_for(len), lo, len) != (long)len)
         return 0;
     const uintptr_t *w = (const uintptr_t *)S.buf;
     for (size_t i = 0; i + 6 < len / 8; i += 8) {
@@ -1641,26 +1657,46 @@ static HT_NOINLINE int scan(uintptr_t sp)
     if (tlen <= 0)
         return HT_REACH_UNREADABLE;
     int rc = parse_maps(text, (size_t)tlen);
-    ht__unmap(text, tcap);
+    /* the text stays mapped until the scan ends: the maps it lists include
+     * its own, and were it gone before heaptrail's mappings are noted
+     * below, the scan would take that range for a root it cannot read
+     * (16 failing reads a page at a time, at every exit) */
+    S.maps_text = text;
+    S.maps_text_cap = tcap;
     if (rc != 0)
         return HT_REACH_NOMEM;
 
-    /* the candidates */
-    S.cap = (size_t)ht__live_count() + 4096;
-    /* 64 bytes a block, populated at once: never more than a quarter of
-     * the memory the system says is available (a scan that pushed the
-     * process into the OOM killer would lose the exit snapshot) */
-    uint64_t need = (uint64_t)S.cap * (2 * sizeof *S.b + sizeof *S.keys + 2 * sizeof *S.stack);
-    uint64_t avail = mem_available();
-    if (avail && need > avail / 4)
-        return HT_REACH_NOMEM;
-    S.b = ht__map_populated(S.cap * sizeof *S.b);
-    S.stack = ht__map(S.cap * sizeof *S.stack);
-    S.cand = ht__map(S.cap * sizeof *S.cand);
+    /* the candidates: room for blocks other threads allocate between the
+     * count and the copy (an eighth more, and a copy that fills it all is
+     * made again, larger); 64 bytes a block, populated at once, never more
+     * than a quarter of the memory the system says is available (a scan
+     * that pushed the process into the OOM killer would lose the exit
+     * snapshot; under a MiB is not worth reading /proc/meminfo for) */
+    uint64_t avail = 0;
+    for (size_t want = (size_t)ht__live_count();; want = S.cap * 2) {
+        S.cap = want + want / 8 + 256;
+        uint64_t need = (uint64_t)S.cap * (2 * sizeof *S.b + sizeof *S.keys + 2 * sizeof *S.stack);
+        if (need >= (1u << 20) && !avail)
+            avail = mem_available();
+        if (avail && need > avail / 4)
+            return HT_REACH_NOMEM;
+        S.b = ht__map_populated(S.cap * sizeof *S.b);
+        S.stack = ht__map(S.cap * sizeof *S.stack);
+        S.cand = ht__map(S.cap * sizeof *S.cand);
+        if (!S.b || !S.stack || !S.cand)
+            return HT_REACH_NOMEM;
+        S.n = ht__live_copy(S.b, S.cap);
+        if (S.n < S.cap)
+            break;
+        ht__unmap(S.b, S.cap * sizeof *S.b);
+        ht__unmap(S.stack, S.cap * sizeof *S.stack);
+        ht__unmap(S.cand, S.cap * sizeof *S.cand);
+        S.b = NULL;
+        S.stack = S.cand = NULL;
+    }
     S.buf = ht__map(BUF_BYTES);
-    if (!S.b || !S.stack || !S.cand || !S.buf)
+    if (!S.buf)
         return HT_REACH_NOMEM;
-    S.n = ht__live_copy(S.b, S.cap);
     S.nnone = S.n;
     if (sort_blocks(S.b, S.n) != 0)
         return HT_REACH_NOMEM;
@@ -1687,6 +1723,7 @@ static HT_NOINLINE int scan(uintptr_t sp)
      * are made: one of them may reuse the range of a mapping the maps
      * text listed), and this library's data (the bootstrap arena in it
      * holds program blocks: scanned apart) */
+    S.own = s_own;
     S.nown = ht__own_mappings(S.own, OWN_MAX - 1);
     if (S.nown < 0)
         return HT_REACH_INCOMPLETE;
@@ -1797,6 +1834,9 @@ static void release(void)
         ht__unmap(S.sample, ((S.cap >> SAMPLE_BITS) + 1) * sizeof *S.sample);
     if (S.maps)
         ht__unmap(S.maps, S.maps_cap * sizeof *S.maps);
+    if (S.maps_text)
+        ht__unmap(S.maps_text, S.maps_text_cap);
+    S.maps_text = NULL;
     if (S.pipe[0] >= 0) {
         sys_close(S.pipe[0]);
         sys_close(S.pipe[1]);
@@ -1806,6 +1846,7 @@ static void release(void)
     if (S.buf)
         ht__unmap(S.buf, BUF_BYTES);
     S.buf = NULL;
+    S.buf_ready = 0;
 }
 
 /* Parks or finds asleep every other thread: 0, or why the scan cannot

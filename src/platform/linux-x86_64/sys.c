@@ -29,6 +29,7 @@ long ht__syscall6(long n, long a, long b, long c, long d, long e, long f)
 #define OWN_SLOTS 4096
 static struct { uintptr_t start, len; } g_own[OWN_SLOTS];
 static unsigned g_own_hint;
+static unsigned g_own_top;      /* slots at and above it were never used */
 static int g_own_lost;          /* a mapping found no slot */
 
 static void own_add(uintptr_t p, size_t len)
@@ -42,6 +43,12 @@ static void own_add(uintptr_t p, size_t len)
                                         __ATOMIC_RELAXED)) {
             ht_store_release(&g_own[i].len, len);
             ht_store_relaxed(&g_own_hint, i + 1);
+            /* a reader of the table touches only the slots in use, not
+             * every page of it (16 page faults at each exit's scan) */
+            unsigned top = ht_load_relaxed(&g_own_top);
+            while (top <= i && !__atomic_compare_exchange_n(&g_own_top, &top, i + 1, 1,
+                                                             __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+                ;
             return;
         }
     }
@@ -50,7 +57,8 @@ static void own_add(uintptr_t p, size_t len)
 
 static void own_remove(uintptr_t p)
 {
-    for (unsigned i = 0; i < OWN_SLOTS; i++)
+    unsigned top = ht_load_acquire(&g_own_top);
+    for (unsigned i = 0; i < top; i++)
         if (ht_load_relaxed(&g_own[i].start) == p) {
             ht_store_relaxed(&g_own[i].len, 0);
             ht_store_release(&g_own[i].start, 0);
@@ -62,7 +70,8 @@ static void own_remove(uintptr_t p)
 int ht__own_mappings(uintptr_t (*out)[2], int max)
 {
     int n = 0;
-    for (unsigned i = 0; i < OWN_SLOTS; i++) {
+    unsigned top = ht_load_acquire(&g_own_top);
+    for (unsigned i = 0; i < top; i++) {
         uintptr_t s = ht_load_acquire(&g_own[i].start), l = ht_load_acquire(&g_own[i].len);
         if (!s || !l)
             continue;
@@ -134,6 +143,17 @@ void *ht__map_table(size_t size)
     ht__sys3(SYS_madvise, a, size, MADV_POPULATE_WRITE);
     return (void *)a;
 }
+/* A page fault costs ~14 us on this project's benchmark machine (a
+ * virtual machine: each one exits to the hypervisor), a page populated by
+ * one madvise ~1.4 us (docs/BENCHMARKS.md, "Page faults"). */
+void ht__populate(void *p, size_t size)
+{
+    if (!size || ht_load_relaxed(&ht__sandboxed))
+        return;
+    uintptr_t a = (uintptr_t)p & ~(uintptr_t)4095, e = ((uintptr_t)p + size + 4095) & ~(uintptr_t)4095;
+    ht__sys3(SYS_madvise, a, e - a, MADV_POPULATE_WRITE);
+}
+
 void ht__unmap(void *p, size_t size)
 {
     own_remove((uintptr_t)p);

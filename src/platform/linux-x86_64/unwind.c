@@ -191,6 +191,17 @@ static rule_t compute_rule(uintptr_t ra)
 
 typedef struct { uint64_t key, rule; } __attribute__((aligned(16))) rentry_t;
 
+/* Its 1 MiB is faulted in 16 KiB at a time, before a chunk's first entry
+ * is written: one madvise instead of 4 page faults, each ~10x the cost of
+ * a populated page here (sqlite3 took 136 faults in this table; a program
+ * that exits after a few captures populates a few chunks). A chunk whose
+ * bit is clear holds no entry, so a lookup there misses without reading
+ * it (a read would fault in the zero page). */
+#define RULE_CHUNK_BITS 14
+#define RULE_CHUNKS (RULE_ENTRIES * sizeof(rentry_t) >> RULE_CHUNK_BITS)
+static uint64_t g_rule_chunks;  /* bit c: chunk c populated */
+_Static_assert(RULE_CHUNKS <= 64, "a chunk a bit");
+
 /* ---- the fast table -----------------------------------------------------
  * What the walk's inner loop reads: 2^FAST_BITS direct-mapped 8-byte
  * words indexed by the low FAST_BITS bits of a return address, each
@@ -252,7 +263,8 @@ static HT_NOINLINE int tables_init(void)
         ht_store_relaxed(&g_pow[i], p);
     for (unsigned i = 0; i < HT_ARRAY_SIZE(g_rinv); i++, q *= HT_HASH_RINV)
         ht_store_relaxed(&g_rinv[i], q);
-    uint64_t *f = ht__map(sizeof(uint64_t) << FAST_BITS);
+    /* 16 pages, most of them written by any program's first captures */
+    uint64_t *f = ht__map_populated(sizeof(uint64_t) << FAST_BITS);
     if (!f) {
         ht_store_release(&g_tables_state, -1);    /* after the powers, too */
         return -1;
@@ -346,6 +358,13 @@ static HT_NOINLINE rule_t rule_lookup(uintptr_t ra, uint32_t gen)
     int cacheable = (ra >> 47) == 0;
     if (t && cacheable) {
         set = rule_set(t, ra);
+        uint64_t bit = 1ull << (((uintptr_t)set - (uintptr_t)t) >> RULE_CHUNK_BITS);
+        if (!(ht_load_acquire(&g_rule_chunks) & bit)) {
+            ht__populate((char *)t + (((uintptr_t)set - (uintptr_t)t) & ~(((uintptr_t)1 << RULE_CHUNK_BITS) - 1)),
+                         (size_t)1 << RULE_CHUNK_BITS);
+            __atomic_fetch_or(&g_rule_chunks, bit, __ATOMIC_RELEASE);
+            goto miss;
+        }
         for (int way = 0; way < 2; way++) {
             __m128i w = load16(&set[way]);
             if ((uint64_t)_mm_cvtsi128_si64(w) == key) {
@@ -354,6 +373,7 @@ static HT_NOINLINE rule_t rule_lookup(uintptr_t ra, uint32_t gen)
             }
         }
     }
+miss:
     r = compute_rule(ra);
     if (r.s.kind == K_NOMODULE)   /* JIT code or garbage: may change without dlclose */
         return r;
@@ -779,7 +799,9 @@ static HT_NOINLINE trail_t *trail_new(void)
             g_trail_free = tr->next_free;
         ht__spin_unlock(&g_trail_lock);
     }
-    if (!tr && !(tr = ht__map(sizeof(trail_t))))
+    /* populated: its headers and the buffers walks record into are all
+     * written soon, and a fault a page costs ~10x as much (sys.c) */
+    if (!tr && !(tr = ht__map_populated(sizeof(trail_t))))
         return NULL;
     for (int b = 0; b <= TRAILS; b++)
         head_clear(tr, b);

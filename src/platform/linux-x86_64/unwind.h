@@ -20,6 +20,10 @@ HT_INTERNAL int ht__own_mappings(uintptr_t (*out)[2], int max);
 /* ht__map with every page faulted in at once (sys.c): for large buffers
  * about to be filled, where page-by-page faults cost more than the work. */
 HT_INTERNAL void *ht__map_populated(size_t size);
+/* Faults in the pages of [p, p + size) with one madvise (sys.c): memory
+ * of ours about to be written, where a fault a page would cost ~10x as
+ * much. Nothing under a seccomp filter or on kernels before 5.14. */
+HT_INTERNAL void ht__populate(void *p, size_t size);
 /* A hash table's memory (sys.c): faulted in at once, and from 2 MiB on
  * aligned to and advised for transparent huge pages, so random probes of
  * a large table do not each miss the TLB. Released with ht__unmap. */
