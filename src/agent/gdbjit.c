@@ -316,10 +316,12 @@ static int find_name(int fd, uint64_t off, uint64_t size, uint32_t *at, int max)
      * (libc's .dynstr: 32 KiB), and a page fault a page cost more than
      * the reads */
     enum { CHUNK = 64u << 10 };
-    if (vec_reserve(&G.tmp, CHUNK + need) != 0)
-        return 0;
+    if (G.tmp.cap < CHUNK + need) {
+        if (vec_reserve(&G.tmp, CHUNK + need) != 0)
+            return 0;
+        ht__populate(G.tmp.p, CHUNK);
+    }
     char *buf = G.tmp.p;
-    ht__populate(buf, CHUNK);
     int found = 0;
     for (uint64_t pos = 0; pos < size && found < max;) {
         size_t len = size - pos < CHUNK ? (size_t)(size - pos) : CHUNK;

@@ -76,11 +76,12 @@ static void *table_alloc(size_t bytes)
         g_arena_used += bytes;
     }
     ht__spin_unlock(&g_arena_lock);
+    if (!p)
+        return ht__map_populated(bytes);
     /* a table is written all over as it fills: its pages at once (sqlite3's
      * growing tables took 113 page faults one at a time) */
-    if (p)
-        ht__populate(p, bytes);
-    return p ? p : ht__map_populated(bytes);
+    ht__populate(p, bytes);
+    return p;
 }
 
 static void table_free(void *p, size_t bytes)

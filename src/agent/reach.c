@@ -109,8 +109,7 @@ static struct {
     size_t nmaps, maps_cap;
     char *maps_text;            /* /proc/self/maps as read, kept mapped (scan) */
     size_t maps_text_cap;
-    uintptr_t (*own)[2];        /* s_own: kept out of S, whose reset would touch its 64 KiB */
-    int nown;
+    int nown;                   /* heaptrail's mappings in s_own */
     uint8_t *buf;
     size_t buf_ready;           /* its bytes faulted in (buf_for) */
     uintptr_t ld_lo, ld_hi;     /* the dynamic loader's mapping (start_like) */
@@ -123,6 +122,7 @@ static struct {
     size_t tid_off;             /* of struct pthread's thread id (find_tid_off) */
     int direct;                 /* every other thread parked: blocks read in place */
 } S;
+/* out of S, whose reset at each attempt would touch all 64 KiB */
 static uintptr_t s_own[OWN_MAX][2];
 
 ht_reach_t *ht__reach_result(void) { return R.status ? &R : NULL; }
@@ -1148,7 +1148,7 @@ static void scan_root(uintptr_t lo, uintptr_t hi)
 static void scan_root_not_ours(uintptr_t lo, uintptr_t hi)
 {
     for (int i = 0; i < S.nown && lo < hi; i++) {
-        uintptr_t a = S.own[i][0], e = S.own[i][1];
+        uintptr_t a = s_own[i][0], e = s_own[i][1];
         if (e <= lo || a >= hi)
             continue;
         if (a > lo)
@@ -1607,15 +1607,15 @@ static int own_cmp_sort(void)
 {
     /* insertion sort: a few hundred ranges */
     for (int i = 1; i < S.nown; i++) {
-        uintptr_t a = S.own[i][0], e = S.own[i][1];
+        uintptr_t a = s_own[i][0], e = s_own[i][1];
         int j = i - 1;
-        while (j >= 0 && S.own[j][0] > a) {
-            S.own[j + 1][0] = S.own[j][0];
-            S.own[j + 1][1] = S.own[j][1];
+        while (j >= 0 && s_own[j][0] > a) {
+            s_own[j + 1][0] = s_own[j][0];
+            s_own[j + 1][1] = s_own[j][1];
             j--;
         }
-        S.own[j + 1][0] = a;
-        S.own[j + 1][1] = e;
+        s_own[j + 1][0] = a;
+        s_own[j + 1][1] = e;
     }
     return 0;
 }
@@ -1723,14 +1723,13 @@ static HT_NOINLINE int scan(uintptr_t sp)
      * are made: one of them may reuse the range of a mapping the maps
      * text listed), and this library's data (the bootstrap arena in it
      * holds program blocks: scanned apart) */
-    S.own = s_own;
-    S.nown = ht__own_mappings(S.own, OWN_MAX - 1);
+    S.nown = ht__own_mappings(s_own, OWN_MAX - 1);
     if (S.nown < 0)
         return HT_REACH_INCOMPLETE;
     struct dl_find_object fo;
     if (_dl_find_object((void *)scan, &fo) == 0) {
-        S.own[S.nown][0] = (uintptr_t)fo.dlfo_map_start;
-        S.own[S.nown][1] = (uintptr_t)fo.dlfo_map_end;
+        s_own[S.nown][0] = (uintptr_t)fo.dlfo_map_start;
+        s_own[S.nown][1] = (uintptr_t)fo.dlfo_map_end;
         S.nown++;
     }
     own_cmp_sort();

@@ -139,8 +139,7 @@ void *ht__map_table(size_t size)
         ht__sys2(SYS_munmap, a + size, p + size + HUGE_PAGE - (a + size));
     own_add(a, size);
     ht__sys3(SYS_madvise, a, size, MADV_HUGEPAGE);
-    /* fault it in at once: one call instead of a fault a page */
-    ht__sys3(SYS_madvise, a, size, MADV_POPULATE_WRITE);
+    ht__populate((void *)a, size);
     return (void *)a;
 }
 /* A page fault costs ~14 us on this project's benchmark machine (a

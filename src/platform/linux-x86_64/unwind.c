@@ -198,7 +198,8 @@ typedef struct { uint64_t key, rule; } __attribute__((aligned(16))) rentry_t;
  * bit is clear holds no entry, so a lookup there misses without reading
  * it (a read would fault in the zero page). */
 #define RULE_CHUNK_BITS 14
-#define RULE_CHUNKS (RULE_ENTRIES * sizeof(rentry_t) >> RULE_CHUNK_BITS)
+#define RULE_CHUNK  ((size_t)1 << RULE_CHUNK_BITS)
+#define RULE_CHUNKS (RULE_ENTRIES * sizeof(rentry_t) / RULE_CHUNK)
 static uint64_t g_rule_chunks;  /* bit c: chunk c populated */
 _Static_assert(RULE_CHUNKS <= 64, "a chunk a bit");
 
@@ -358,10 +359,10 @@ static HT_NOINLINE rule_t rule_lookup(uintptr_t ra, uint32_t gen)
     int cacheable = (ra >> 47) == 0;
     if (t && cacheable) {
         set = rule_set(t, ra);
-        uint64_t bit = 1ull << (((uintptr_t)set - (uintptr_t)t) >> RULE_CHUNK_BITS);
+        size_t off = (size_t)((char *)set - (char *)t);
+        uint64_t bit = 1ull << (off >> RULE_CHUNK_BITS);
         if (!(ht_load_acquire(&g_rule_chunks) & bit)) {
-            ht__populate((char *)t + (((uintptr_t)set - (uintptr_t)t) & ~(((uintptr_t)1 << RULE_CHUNK_BITS) - 1)),
-                         (size_t)1 << RULE_CHUNK_BITS);
+            ht__populate((char *)t + (off & ~(RULE_CHUNK - 1)), RULE_CHUNK);
             __atomic_fetch_or(&g_rule_chunks, bit, __ATOMIC_RELEASE);
             goto miss;
         }
