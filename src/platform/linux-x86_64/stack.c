@@ -2,10 +2,13 @@
  *
  * Every load the unwinder makes from a stack is checked against
  * [sp, end of the mapping that holds sp), so a corrupt frame chain ends the
- * trace instead of faulting. The mapping is found once per thread by
- * reading /proc/self/maps with raw system calls (no malloc, no stdio: this
- * runs inside malloc hooks and signal handlers) and kept in initial-exec
- * TLS. A thread can run on more than one stack (sigaltstack, coroutines),
+ * trace instead of faulting. The mapping is found once per thread, with
+ * raw system calls (no malloc, no stdio: this runs inside malloc hooks and
+ * signal handlers), and kept in initial-exec TLS. Since Linux 6.11 one
+ * PROCMAP_QUERY ioctl on /proc/self/maps asks the kernel for the mapping
+ * that holds an address; before that the text is read line by line up to
+ * it, a line per mapping below the stack: in a program with 10,000
+ * mappings that made every new thread cost ~2.8 ms (docs/BENCHMARKS.md). A thread can run on more than one stack (sigaltstack, coroutines),
  * so a few ranges are kept. The thread's own stack (the mapping that holds
  * its TCB, or __libc_stack_end for the main thread) cannot go away while the
  * thread runs and is trusted for good. Any other range may have been
@@ -47,9 +50,46 @@ static int hexval(char c)
     return -1;
 }
 
-/* Streams /proc/self/maps through a small buffer, looking for the readable
- * mapping that holds `addr`. */
-static int maps_lookup(uintptr_t addr, uintptr_t *lo, uintptr_t *hi)
+/* struct procmap_query of <linux/fs.h> (Linux 6.11), which older headers
+ * lack. */
+struct ht_procmap_query {
+    uint64_t size, query_flags, query_addr;
+    uint64_t vma_start, vma_end, vma_flags, vma_page_size, vma_offset, inode;
+    uint32_t dev_major, dev_minor, vma_name_size, build_id_size;
+    uint64_t vma_name_addr, build_id_addr;
+};
+#define HT_PROCMAP_QUERY 0xc0686611u /* _IOWR('f', 17, struct procmap_query) */
+#define HT_PROCMAP_VMA_READABLE 1u
+#define HT_ENOENT 2
+
+/* Set when the kernel refuses the query (before 6.11: ENOTTY; a seccomp
+ * filter: EPERM or ENOSYS): the text is read from then on. */
+static int g_no_query;
+
+int ht__maps_query(uintptr_t addr, uintptr_t *lo, uintptr_t *hi)
+{
+    if (ht_load_relaxed(&g_no_query))
+        return -2;
+    int fd = (int)ht__sys3(SYS_open, "/proc/self/maps", O_RDONLY | O_CLOEXEC, 0);
+    if (fd < 0)
+        return -2;
+    struct ht_procmap_query q = { .size = sizeof q, .query_addr = addr };
+    long r = ht__sys3(SYS_ioctl, fd, HT_PROCMAP_QUERY, &q);
+    ht__sys1(SYS_close, fd);
+    if (r == -HT_ENOENT)
+        return -1;
+    if (r != 0) {
+        ht_store_relaxed(&g_no_query, 1);
+        return -2;
+    }
+    if (!(q.vma_flags & HT_PROCMAP_VMA_READABLE))
+        return -1;
+    *lo = (uintptr_t)q.vma_start;
+    *hi = (uintptr_t)q.vma_end;
+    return 0;
+}
+
+int ht__maps_stream(uintptr_t addr, uintptr_t *lo, uintptr_t *hi)
 {
     int fd = (int)ht__sys3(SYS_open, "/proc/self/maps", O_RDONLY | O_CLOEXEC, 0);
     if (fd < 0)
@@ -122,7 +162,10 @@ int ht__stack_range_slow(uintptr_t sp, uintptr_t *lo_out, uintptr_t *hi)
         }
     }
     uintptr_t lo, h;
-    if (maps_lookup(sp, &lo, &h) != 0) {
+    int r = ht__maps_query(sp, &lo, &h);
+    if (r == -2)
+        r = ht__maps_stream(sp, &lo, &h);
+    if (r != 0) {
         /* no /proc (a sandbox): the main thread's stack is still known */
         uintptr_t top = (uintptr_t)__libc_stack_end;
         if (!top || sp >= top || top - sp > ((uintptr_t)1 << 30))

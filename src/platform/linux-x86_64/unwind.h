@@ -50,9 +50,16 @@ typedef struct { uintptr_t lo, hi; } ht_stack_range_t;
 HT_INTERNAL extern __thread ht_stack_range_t t_ranges[] __attribute__((tls_model("initial-exec")));
 HT_INTERNAL int ht__stack_range_slow(uintptr_t sp, uintptr_t *lo, uintptr_t *hi);
 
+/* The readable mapping that holds addr, [*lo, *hi) (stack.c). _query asks
+ * the kernel (PROCMAP_QUERY, Linux 6.11): 0, -1 if there is none, -2 if the
+ * kernel cannot answer. _stream reads /proc/self/maps up to it: 0, or -1
+ * if there is none or no /proc. Async-signal-safe. */
+HT_INTERNAL int ht__maps_query(uintptr_t addr, uintptr_t *lo, uintptr_t *hi);
+HT_INTERNAL int ht__maps_stream(uintptr_t addr, uintptr_t *lo, uintptr_t *hi);
+
 /* Finds the readable stack mapping that contains `sp` and stores its
- * bounds in *lo and *hi. Uses a small per-thread cache, else reads /proc/self/maps with
- * raw system calls. Returns 0, or -1 if sp lies in no known mapping.
+ * bounds in *lo and *hi. Uses a small per-thread cache, else
+ * ht__maps_query or, failing that, ht__maps_stream. Returns 0, or -1 if sp lies in no known mapping.
  * Async-signal-safe. */
 static inline int ht__stack_range(uintptr_t sp, uintptr_t *lo, uintptr_t *hi)
 {
