@@ -345,7 +345,9 @@ __attribute__((destructor)) static void agent_stop(void)
 /* The system calls the agent may make once a filter is on: writing its
  * trace (exit, ht_snapshot, the crash handler), the leak check at exit
  * (maps, pipes, listing and pausing threads, the descriptors and timers
- * whose kernel-held words are roots), the control thread, solo mode's switch.
+ * whose kernel-held words are roots), the control thread, solo mode's switch,
+ * a new stack's bounds (stack.c: PROCMAP_QUERY, refused: the maps text;
+ * mincore).
  * process_vm_readv is not among them: under a filter the agent reads its
  * memory through a pipe instead (reach.c, gdbjit.c). */
 static const int agent_calls[] = {
@@ -355,6 +357,7 @@ static const int agent_calls[] = {
     SYS_rt_sigaction, SYS_rt_sigprocmask, SYS_rt_sigreturn, SYS_futex, SYS_sched_yield,
     SYS_nanosleep, SYS_clock_gettime, SYS_clock_nanosleep, SYS_poll, SYS_ppoll, SYS_accept4,
     SYS_membarrier, SYS_prlimit64, SYS_clone, SYS_wait4, SYS_exit, SYS_exit_group,
+    SYS_ioctl, SYS_mincore, SYS_getppid, SYS_capget,
 };
 
 /* Runs a classic BPF seccomp program on (nr, x86-64) with zero arguments.
@@ -953,7 +956,7 @@ static void fork_child(void)
     ht__gdbjit_forget();
     if (ht_load_relaxed(&ht__sandboxed))
         return;                 /* under the parent's filter: no system calls of ours */
-    ht__solo_start();           /* the child has one thread: the forking one */
+    ht__solo_start(ht__seccomp_filtered()); /* the child has one thread: the forking one */
     A.pid = (int)ht__sys0(SYS_getpid);
     A.exit_done = 0;
     A.forked = 1;
@@ -1056,7 +1059,14 @@ __attribute__((constructor(101))) static void agent_start(void)
     ht__agent.foreign = ht__foreign_allocator(&ht__agent.foreign_module);
     ht__writer_init();
     ht__sites_start();
-    ht__solo_start();
+    /* under a filter inherited at start-up (a container's, a service's),
+     * which may kill on a call the program never makes, the agent keeps to
+     * calls it has long made: stack lookups read the maps text (no
+     * PROCMAP_QUERY ioctl), and no solo mode (its membarrier) */
+    int filtered = ht__seccomp_filtered();
+    if (filtered)
+        ht__maps_no_query();
+    ht__solo_start(filtered);
     pthread_atfork(fork_prepare, fork_parent, fork_child);
     install_crash_handlers();
     if (!A.follow_exec)

@@ -114,8 +114,9 @@ HT_INTERNAL extern uint32_t ht__solo_busy;  /* it is inside an unlocked section 
 HT_INTERNAL extern int ht__mode;            /* HT_MODE_* */
 HT_INTERNAL extern HT_TLS uint32_t ht__my_tid;
 HT_INTERNAL extern HT_TLS int ht__t_solo;   /* this thread is in an unlocked section */
-/* Start-up and fork child: make the calling thread solo if it is alone. */
-HT_INTERNAL void ht__solo_start(void);
+/* Start-up and fork child: make the calling thread solo if it is alone
+ * and not under a seccomp filter (`filtered`: ht__seccomp_filtered()). */
+HT_INTERNAL void ht__solo_start(int filtered);
 HT_INTERNAL int ht__solo_slow(void);
 /* Solo mode off for good, from any thread (before a seccomp filter). */
 HT_INTERNAL void ht__solo_stop(void);

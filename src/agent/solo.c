@@ -62,7 +62,7 @@ static int thread_count(void)
     return count;
 }
 
-void ht__solo_start(void)
+void ht__solo_start(int filtered)
 {
     ht__my_tid = (uint32_t)ht__gettid();
     ht_store_relaxed(&ht__solo_tid, 0);
@@ -72,7 +72,7 @@ void ht__solo_start(void)
         return;
     /* under a seccomp filter (inherited: a container's, a service's) the
      * switch's membarrier might be refused, even by killing */
-    if (ht__seccomp_filtered())
+    if (filtered)
         return;
     if (ht__sys3(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) != 0 ||
         thread_count() != 1)

@@ -29,7 +29,11 @@ run_case() {
 # getdents64: the leak check at exit lists the threads with it (until the
 # fifteenth session the agent read that filter as sparing it, and the
 # exit's check killed the program: exit 159)
-for args in "prctl kill" "syscall kill" "prctl errno" "syscall errno fork" "prctl kill fork" "prctl nodents"; do
+# ("thread": a thread started inside; its first allocation looked its new
+# stack up in /proc/self/maps, and the filter killed the program: exit
+# 159, until the thirtieth session)
+for args in "prctl kill" "syscall kill" "prctl errno" "syscall errno fork" "prctl kill fork" "prctl nodents" \
+            "prctl kill thread" "syscall errno thread"; do
     run_case $args
     grep -q '^heaptrail: the program sandboxed itself with seccomp at [0-9.]* s; figures from just before' "$name.err" &&
         echo "ok: $args: summary says so" || fail "$args: summary does not say so"
@@ -41,7 +45,7 @@ expect_eq "no trace from a child forked inside" "$(ls heaptrail.sandbox.*.ht 2>/
 
 # a filter that kills only on calls the agent does without (ptrace,
 # process_vm_readv): tracing goes on inside, to the exit and its leak check
-for args in "prctl mild" "syscall mild fork"; do
+for args in "prctl mild" "syscall mild fork" "prctl mild thread"; do
     run_case $args
     grep -q 'sandboxed itself' "$name.err" && fail "$args: went quiet" || echo "ok: $args: tracing went on"
     m=$("$DUMP" "$name.ht" --match leak_after)
@@ -49,12 +53,18 @@ for args in "prctl mild" "syscall mild fork"; do
     last=$("$DUMP" "$name.ht" | grep '^snap ' | tail -n1)
     expect_eq "$args: exit snapshot with its leak check (reason reach)" "$(field reason "$last") $(field reach "$last")" "0 1"
 done
+m=$("$DUMP" "prctl_mild_thread.ht" --match in_thread)
+expect_eq "mild: a thread's leaks inside the sandbox (bytes blocks)" "$(field live_bytes "$m") $(field live_blocks "$m")" "1332 4"
+expect_eq "mild: the thread's stack, whole" \
+    "$("$HT" report prctl_mild_thread.ht 2>/dev/null | grep -A2 '^ *in_thread ' | awk '{print $1}' | tr '\n' ' ')" \
+    "in_thread start_thread clone3 "
 expect_eq "mild: the child forked inside writes its trace" "$(ls heaptrail.sandbox.*.ht 2>/dev/null | wc -l)" 1
 rm -f heaptrail.sandbox.*.ht
 
-# started under a filter that kills on membarrier and refuses socket:
-# the exec'd image is traced (without solo mode, without the control
-# socket) and not killed
+# started under a filter that kills on membarrier and ioctl and refuses
+# socket: the exec'd image is traced (without solo mode, without the
+# control socket, its stack found through the maps text, not the ioctl)
+# and not killed
 "$P/sandbox" inherit >inherit.plain 2>&1; plain_rc=$?
 "$HT" run --follow-exec -o inherit.ht -- "$P/sandbox" inherit >inherit.out 2>inherit.err; rc=$?
 cat inherit.err

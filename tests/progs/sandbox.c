@@ -7,11 +7,15 @@
  * with EPERM ("errno"); or ("mild") it kills only on ptrace and
  * process_vm_readv, calls the agent does without under a filter; or
  * ("nodents") it kills only on getdents64, which the agent's leak check
- * takes (listing the threads) and the program never does.
+ * takes (listing the threads) and the program never does. With "thread"
+ * it starts a thread inside, which allocates on its new stack (the
+ * agent's first capture there looked its stack up in /proc/self/maps, a
+ * call the filter kills).
  * heaptrail must not make the program die or fail.
- *   sandbox prctl|syscall kill|errno|mild [fork]
- *   sandbox inherit      a filter killing on membarrier and refusing
- *                        socket (calls the agent makes at start-up), then
+ *   sandbox prctl|syscall kill|errno|mild [fork|thread]
+ *   sandbox inherit      a filter killing on membarrier and ioctl and
+ *                        refusing socket (calls the agent makes at
+ *                        start-up, or could: PROCMAP_QUERY), then
  *                        exec of "sandbox child": the new image starts
  *                        under it
  * Prints "sandbox: done" (or "sandbox child: done"). */
@@ -22,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -44,6 +49,13 @@ __attribute__((noinline)) static void leak_after(void)
 #define ALLOW(n) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (n), 0, 1), BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)
 #define DENY(n, act) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (n), 0, 1), BPF_STMT(BPF_RET | BPF_K, (act))
 
+static void *in_thread(void *arg)
+{
+    for (int i = 0; i < 4; i++)
+        sink = malloc(333);
+    return arg;
+}
+
 static int say(const char *m)
 {
     return write(1, m, strlen(m)) < 0;
@@ -60,6 +72,7 @@ int main(int argc, char **argv)
             BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
             DENY(__NR_socket, SECCOMP_RET_ERRNO | 1),
             DENY(__NR_membarrier, SECCOMP_RET_KILL_PROCESS),
+            DENY(__NR_ioctl, SECCOMP_RET_KILL_PROCESS),
             BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
         };
         struct sock_fprog prog = { .len = sizeof f / sizeof f[0], .filter = f };
@@ -88,12 +101,13 @@ int main(int argc, char **argv)
     };
     unsigned act = !strcmp(argv[2], "kill") ? SECCOMP_RET_KILL_PROCESS : SECCOMP_RET_ERRNO | 1;
     int forks = argc > 3 && !strcmp(argv[3], "fork");
+    int thread = argc > 3 && !strcmp(argv[3], "thread");
     struct sock_filter f[] = {
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
         ALLOW(__NR_read), ALLOW(__NR_write), ALLOW(__NR_exit), ALLOW(__NR_exit_group),
         ALLOW(__NR_brk), ALLOW(__NR_mmap), ALLOW(__NR_munmap), ALLOW(__NR_mprotect),
         ALLOW(__NR_futex), ALLOW(__NR_rt_sigreturn), ALLOW(__NR_madvise), ALLOW(__NR_getrandom),
-        ALLOW(__NR_clone), ALLOW(__NR_wait4), ALLOW(__NR_set_robust_list),
+        ALLOW(__NR_clone), ALLOW(__NR_clone3), ALLOW(__NR_rseq), ALLOW(__NR_rt_sigaction), ALLOW(__NR_wait4), ALLOW(__NR_set_robust_list),
         ALLOW(__NR_rt_sigprocmask), ALLOW(__NR_getpid), ALLOW(__NR_gettid),
         BPF_STMT(BPF_RET | BPF_K, act),
     };
@@ -118,6 +132,11 @@ int main(int argc, char **argv)
         free(sink);
     }
     leak_after();
+    if (thread) {
+        pthread_t t;
+        if (pthread_create(&t, NULL, in_thread, NULL) != 0 || pthread_join(t, NULL) != 0)
+            return say("sandbox: thread failed\n") + 3;
+    }
     if (forks) {
         pid_t c = fork();
         if (c == 0) {

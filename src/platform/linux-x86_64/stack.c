@@ -63,8 +63,11 @@ struct ht_procmap_query {
 #define HT_ENOENT 2
 
 /* Set when the kernel refuses the query (before 6.11: ENOTTY; a seccomp
- * filter: EPERM or ENOSYS): the text is read from then on. */
+ * filter: EPERM or ENOSYS), or by ht__maps_no_query: the text is read
+ * from then on. */
 static int g_no_query;
+
+void ht__maps_no_query(void) { ht_store_relaxed(&g_no_query, 1); }
 
 int ht__maps_query(uintptr_t addr, uintptr_t *lo, uintptr_t *hi)
 {
@@ -148,7 +151,10 @@ int ht__stack_range_slow(uintptr_t sp, uintptr_t *lo_out, uintptr_t *hi)
         *hi = mine->hi;
         return 0;
     }
-    for (int i = 1; i < NRANGES; i++) {
+    /* under a seccomp filter that could refuse the agent's system calls
+     * (ht__sandboxed), none: only the main thread's stack is still known */
+    int quiet = ht_load_relaxed(&ht__sandboxed);
+    for (int i = 1; i < NRANGES && !quiet; i++) {
         range_t *r = &t_ranges[i];
         if (sp >= r->lo && sp < r->hi) {
             /* from the red zone below sp, which the walk may read */
@@ -162,11 +168,11 @@ int ht__stack_range_slow(uintptr_t sp, uintptr_t *lo_out, uintptr_t *hi)
         }
     }
     uintptr_t lo, h;
-    int r = ht__maps_query(sp, &lo, &h);
+    int r = quiet ? -1 : ht__maps_query(sp, &lo, &h);
     if (r == -2)
         r = ht__maps_stream(sp, &lo, &h);
     if (r != 0) {
-        /* no /proc (a sandbox): the main thread's stack is still known */
+        /* no /proc, or no system calls: the main thread's stack is still known */
         uintptr_t top = (uintptr_t)__libc_stack_end;
         if (!top || sp >= top || top - sp > ((uintptr_t)1 << 30))
             return -1;

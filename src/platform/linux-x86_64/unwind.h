@@ -56,6 +56,9 @@ HT_INTERNAL int ht__stack_range_slow(uintptr_t sp, uintptr_t *lo, uintptr_t *hi)
  * if there is none or no /proc. Async-signal-safe. */
 HT_INTERNAL int ht__maps_query(uintptr_t addr, uintptr_t *lo, uintptr_t *hi);
 HT_INTERNAL int ht__maps_stream(uintptr_t addr, uintptr_t *lo, uintptr_t *hi);
+/* From now on the text only (the agent, under an inherited seccomp
+ * filter: it may kill on a call the process never made before). */
+HT_INTERNAL void ht__maps_no_query(void);
 
 /* Finds the readable stack mapping that contains `sp` and stores its
  * bounds in *lo and *hi. Uses a small per-thread cache, else
