@@ -31,9 +31,10 @@ run_case() {
 # exit's check killed the program: exit 159)
 # ("thread": a thread started inside; its first allocation looked its new
 # stack up in /proc/self/maps, and the filter killed the program: exit
-# 159, until the thirtieth session)
+# 159, until the thirtieth session; "jit": a walk through code in no
+# module, written inside, re-read the executable mappings: killed too)
 for args in "prctl kill" "syscall kill" "prctl errno" "syscall errno fork" "prctl kill fork" "prctl nodents" \
-            "prctl kill thread" "syscall errno thread"; do
+            "prctl kill thread" "syscall errno thread" "prctl kill jit" "syscall errno jit"; do
     run_case $args
     grep -q '^heaptrail: the program sandboxed itself with seccomp at [0-9.]* s; figures from just before' "$name.err" &&
         echo "ok: $args: summary says so" || fail "$args: summary does not say so"
@@ -45,7 +46,7 @@ expect_eq "no trace from a child forked inside" "$(ls heaptrail.sandbox.*.ht 2>/
 
 # a filter that kills only on calls the agent does without (ptrace,
 # process_vm_readv): tracing goes on inside, to the exit and its leak check
-for args in "prctl mild" "syscall mild fork" "prctl mild thread"; do
+for args in "prctl mild" "syscall mild fork" "prctl mild thread" "prctl mild jit"; do
     run_case $args
     grep -q 'sandboxed itself' "$name.err" && fail "$args: went quiet" || echo "ok: $args: tracing went on"
     m=$("$DUMP" "$name.ht" --match leak_after)
@@ -58,6 +59,12 @@ expect_eq "mild: a thread's leaks inside the sandbox (bytes blocks)" "$(field li
 expect_eq "mild: the thread's stack, whole" \
     "$("$HT" report prctl_mild_thread.ht 2>/dev/null | grep -A2 '^ *in_thread ' | awk '{print $1}' | tr '\n' ' ')" \
     "in_thread start_thread clone3 "
+# the walk through the code written inside: its two frames (by frame
+# pointer), then the function that called it
+expect_eq "mild: the stack through code without unwind tables" \
+    "$("$HT" report prctl_mild_jit.ht 2>/dev/null | grep -A4 '^#.* 444 bytes in 1 block' | tail -n 4 |
+       awk '{print $1}' | sed 's/^0x[0-9a-f]*$/code/' | tr '\n' ' ')" \
+    "code code jit_malloc main "
 expect_eq "mild: the child forked inside writes its trace" "$(ls heaptrail.sandbox.*.ht 2>/dev/null | wc -l)" 1
 rm -f heaptrail.sandbox.*.ht
 

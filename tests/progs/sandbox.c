@@ -10,9 +10,13 @@
  * takes (listing the threads) and the program never does. With "thread"
  * it starts a thread inside, which allocates on its new stack (the
  * agent's first capture there looked its stack up in /proc/self/maps, a
- * call the filter kills).
+ * call the filter kills). With "jit" it writes code without unwind
+ * tables inside (two frame-pointer functions, one calling the other, the
+ * inner one calling malloc): a walk through them checks each return
+ * address is code, and one in no module made the agent re-read its
+ * executable mappings, by calls the filter kills.
  * heaptrail must not make the program die or fail.
- *   sandbox prctl|syscall kill|errno|mild [fork|thread]
+ *   sandbox prctl|syscall kill|errno|mild [fork|thread|jit]
  *   sandbox inherit      a filter killing on membarrier and ioctl and
  *                        refusing socket (calls the agent makes at
  *                        start-up, or could: PROCMAP_QUERY), then
@@ -27,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -54,6 +59,27 @@ static void *in_thread(void *arg)
     for (int i = 0; i < 4; i++)
         sink = malloc(333);
     return arg;
+}
+
+/* inner(fn, n): push rbp; mov rbp, rsp; mov rax, rdi; mov rdi, rsi;
+ * call rax; pop rbp; ret. outer, 32 bytes on: push rbp; mov rbp, rsp;
+ * call inner; pop rbp; ret. */
+static const unsigned char jit_code[] = {
+    0x55, 0x48, 0x89, 0xe5, 0x48, 0x89, 0xf8, 0x48, 0x89, 0xf7, 0xff, 0xd0, 0x5d, 0xc3,
+    [32] = 0x55, 0x48, 0x89, 0xe5, 0xe8, 0xd7, 0xff, 0xff, 0xff, 0x5d, 0xc3,
+};
+
+static int jit_malloc(void)
+{
+    unsigned char *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return 1;
+    memcpy(p, jit_code, sizeof jit_code);
+    if (mprotect(p, 4096, PROT_READ | PROT_EXEC) != 0)
+        return 1;
+    void *(*outer)(void *(*)(size_t), size_t) = (void *(*)(void *(*)(size_t), size_t))(p + 32);
+    sink = outer(malloc, 444);
+    return sink == NULL;
 }
 
 static int say(const char *m)
@@ -102,6 +128,7 @@ int main(int argc, char **argv)
     unsigned act = !strcmp(argv[2], "kill") ? SECCOMP_RET_KILL_PROCESS : SECCOMP_RET_ERRNO | 1;
     int forks = argc > 3 && !strcmp(argv[3], "fork");
     int thread = argc > 3 && !strcmp(argv[3], "thread");
+    int jit = argc > 3 && !strcmp(argv[3], "jit");
     struct sock_filter f[] = {
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
         ALLOW(__NR_read), ALLOW(__NR_write), ALLOW(__NR_exit), ALLOW(__NR_exit_group),
@@ -132,6 +159,8 @@ int main(int argc, char **argv)
         free(sink);
     }
     leak_after();
+    if (jit && jit_malloc())
+        return say("sandbox: jit failed\n") + 3;
     if (thread) {
         pthread_t t;
         if (pthread_create(&t, NULL, in_thread, NULL) != 0 || pthread_join(t, NULL) != 0)

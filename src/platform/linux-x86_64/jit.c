@@ -537,7 +537,8 @@ HT_API void __deregister_frame(void *begin)
  * every 2 ms when an address is in none of them: often enough to see a
  * page of fresh code turn executable (V8 flips code pages between writable
  * and executable), rarely enough that a corrupt stack full of garbage
- * cannot make every step pay for the read. Two tables alternate so a
+ * cannot make every step pay for the read (and never under a seccomp
+ * filter that could kill for the calls: ht__sandboxed). Two tables alternate so a
  * reader is never inside the one being rewritten unless it stalled for a
  * whole re-read; a torn entry costs a wrong yes or no, never a fault. */
 
@@ -710,7 +711,9 @@ static const exec_range_t *in_exec(uintptr_t pc)
 static const exec_range_t *in_exec_fresh(uintptr_t pc)
 {
     const exec_range_t *x = in_exec(pc);
-    if (x)
+    /* under a seccomp filter that could refuse the agent's system calls,
+     * the table stays as it was */
+    if (x || ht_load_relaxed(&ht__sandboxed))
         return x;
     struct timespec ts;
     if (ht__sys2(SYS_clock_gettime, CLOCK_MONOTONIC_COARSE, &ts) != 0)
