@@ -8,8 +8,9 @@
  * PROCMAP_QUERY ioctl on /proc/self/maps asks the kernel for the mapping
  * that holds an address; before that the text is read line by line up to
  * it, a line per mapping below the stack: in a program with 10,000
- * mappings that made every new thread cost ~2.8 ms (docs/BENCHMARKS.md). A thread can run on more than one stack (sigaltstack, coroutines),
- * so a few ranges are kept. The thread's own stack (the mapping that holds
+ * mappings that made every new thread cost ~2.8 ms (docs/BENCHMARKS.md).
+ * A thread can run on more than one stack (sigaltstack, coroutines), so a
+ * few ranges are kept. The thread's own stack (the mapping that holds
  * its TCB, or __libc_stack_end for the main thread) cannot go away while the
  * thread runs and is trusted for good. Any other range may have been
  * unmapped since it was cached (a finished coroutine's stack), so each use
