@@ -538,9 +538,9 @@ HT_API void __deregister_frame(void *begin)
  * page of fresh code turn executable (V8 flips code pages between writable
  * and executable), rarely enough that a corrupt stack full of garbage
  * cannot make every step pay for the read (and never under a seccomp
- * filter that could kill for the calls: ht__sandboxed). Two tables alternate so a
- * reader is never inside the one being rewritten unless it stalled for a
- * whole re-read; a torn entry costs a wrong yes or no, never a fault. */
+ * filter that could kill for the calls: ht__sandboxed). Two tables
+ * alternate so a reader is never inside the one being rewritten unless it
+ * stalled for a whole re-read; a torn entry costs a wrong yes or no, never a fault. */
 
 #define EXEC_MAX 256
 typedef struct exec_range_s {

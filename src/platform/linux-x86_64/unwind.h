@@ -62,8 +62,9 @@ HT_INTERNAL void ht__maps_no_query(void);
 
 /* Finds the readable stack mapping that contains `sp` and stores its
  * bounds in *lo and *hi. Uses a small per-thread cache, else
- * ht__maps_query or, failing that, ht__maps_stream. Returns 0, or -1 if sp lies in no known mapping.
- * Async-signal-safe. */
+ * ht__maps_query or, failing that, ht__maps_stream (neither under
+ * ht__sandboxed: then only the main thread's stack is known). Returns 0,
+ * or -1 if sp lies in no known mapping. Async-signal-safe. */
 static inline int ht__stack_range(uintptr_t sp, uintptr_t *lo, uintptr_t *hi)
 {
     if (ht_likely(sp >= t_ranges[0].lo && sp < t_ranges[0].hi)) {
