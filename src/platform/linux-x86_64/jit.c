@@ -555,83 +555,6 @@ static int g_nexec;
 static uint64_t g_exec_read_ns;
 static ht_spinlock_t g_exec_lock;
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    return -1;
-}
-
-/* One line of /proc/self/maps: "lo-hi perms offset dev inode   path". */
-typedef struct maps_line_s {
-    uintptr_t lo, hi;
-    uint64_t off, inode;
-    int exec, path;
-} maps_line_t;
-
-static const char *hexfield(const char *p, const char *e, uint64_t *v)
-{
-    *v = 0;
-    while (p < e && hexval(*p) >= 0)
-        *v = *v * 16 + (uint64_t)hexval(*p++);
-    return p;
-}
-
-static int parse_line(const char *p, const char *e, maps_line_t *l)
-{
-    uint64_t v;
-    p = hexfield(p, e, &v);
-    l->lo = (uintptr_t)v;
-    if (p == e || *p++ != '-')
-        return 0;
-    p = hexfield(p, e, &v);
-    l->hi = (uintptr_t)v;
-    if (e - p < 6 || *p++ != ' ')
-        return 0;
-    l->exec = p[2] == 'x';
-    p += 5;
-    while (p < e && *p == ' ') p++;
-    p = hexfield(p, e, &l->off);
-    while (p < e && *p == ' ') p++;
-    while (p < e && *p != ' ') p++;             /* dev */
-    while (p < e && *p == ' ') p++;
-    l->inode = 0;
-    while (p < e && *p >= '0' && *p <= '9')
-        l->inode = l->inode * 10 + (uint64_t)(*p++ - '0');
-    while (p < e && *p == ' ') p++;
-    l->path = p < e;
-    return l->hi > l->lo;
-}
-
-/* Calls fn for every line of /proc/self/maps (lines longer than the buffer
- * are cut: only their start matters). Returns 0 if the file cannot be read. */
-static int each_maps_line(void (*fn)(const maps_line_t *, void *), void *ctx)
-{
-    int fd = (int)ht__sys3(SYS_open, "/proc/self/maps", O_RDONLY | O_CLOEXEC, 0);
-    if (fd < 0)
-        return 0;
-    char buf[1024], line[160];
-    size_t len = 0;
-    for (;;) {
-        long got = ht__sys3(SYS_read, fd, buf, sizeof buf);
-        if (got <= 0)
-            break;
-        for (long i = 0; i < got; i++) {
-            if (buf[i] != '\n') {
-                if (len < sizeof line)
-                    line[len++] = buf[i];
-                continue;
-            }
-            maps_line_t l;
-            if (parse_line(line, line + len, &l))
-                fn(&l, ctx);
-            len = 0;
-        }
-    }
-    ht__sys1(SYS_close, fd);
-    return 1;
-}
-
 struct exec_read { exec_range_t *t; int n, pending; };
 
 static int loader_knows(uintptr_t a)
@@ -641,17 +564,17 @@ static int loader_knows(uintptr_t a)
 }
 
 /* First pass: the executable ranges the loader does not know. */
-static void collect_exec(const maps_line_t *l, void *ctx)
+static int collect_exec(const ht_maps_line_t *l, void *ctx)
 {
     struct exec_read *r = ctx;
     if (!l->exec || (l->path && loader_knows(l->lo)))
-        return;
+        return 0;
     if (r->n > 0 && r->t[r->n - 1].hi == l->lo && !l->path && !r->t[r->n - 1].inode) {
         r->t[r->n - 1].hi = l->hi;              /* anonymous neighbours: one range */
-        return;
+        return 0;
     }
     if (r->n == EXEC_MAX)
-        return;
+        return 0;
     exec_range_t *x = &r->t[r->n++];
     x->lo = l->lo;
     x->hi = l->hi;
@@ -661,15 +584,16 @@ static void collect_exec(const maps_line_t *l, void *ctx)
     x->inode = l->path ? l->inode : 0;
     if (x->inode)
         r->pending++;
+    return 0;
 }
 
 /* Second pass: for each file-backed one, a mapping of the same file at
  * the same offset that the loader knows makes it an alias. */
-static void find_originals(const maps_line_t *l, void *ctx)
+static int find_originals(const ht_maps_line_t *l, void *ctx)
 {
     struct exec_read *r = ctx;
     if (!l->path || !l->inode)
-        return;
+        return 0;
     for (int i = 0; i < r->n; i++) {
         exec_range_t *x = &r->t[i];
         if (x->alias || x->inode != l->inode || x->lo == l->lo ||
@@ -681,16 +605,17 @@ static void find_originals(const maps_line_t *l, void *ctx)
         x->delta = x->lo - orig;
         x->alias = 1;
     }
+    return 0;
 }
 
 /* Re-reads the table; under g_exec_lock. */
 static void read_exec_maps(void)
 {
     struct exec_read r = { g_exec == g_exec_buf[0] ? g_exec_buf[1] : g_exec_buf[0], 0, 0 };
-    if (!each_maps_line(collect_exec, &r))
+    if (ht__maps_each(collect_exec, &r) < 0)
         return;
     if (r.pending)
-        each_maps_line(find_originals, &r);
+        ht__maps_each(find_originals, &r);
     ht_store_release(&g_nexec, 0);
     ht_store_release(&g_exec, r.t);
     ht_store_release(&g_nexec, r.n);

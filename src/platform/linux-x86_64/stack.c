@@ -93,55 +93,92 @@ int ht__maps_query(uintptr_t addr, uintptr_t *lo, uintptr_t *hi)
     return 0;
 }
 
-int ht__maps_stream(uintptr_t addr, uintptr_t *lo, uintptr_t *hi)
+static const char *hexfield(const char *p, const char *e, uint64_t *v)
+{
+    *v = 0;
+    while (p < e && hexval(*p) >= 0)
+        *v = *v * 16 + (uint64_t)hexval(*p++);
+    return p;
+}
+
+/* One line into *l; 0 if it is not a mapping's line. A line longer than
+ * ht__maps_each's buffer comes cut: only its start matters. */
+static int parse_line(const char *p, const char *e, ht_maps_line_t *l)
+{
+    uint64_t v;
+    p = hexfield(p, e, &v);
+    l->lo = (uintptr_t)v;
+    if (p == e || *p++ != '-')
+        return 0;
+    p = hexfield(p, e, &v);
+    l->hi = (uintptr_t)v;
+    if (e - p < 6 || *p++ != ' ')
+        return 0;
+    l->read = p[0] == 'r';
+    l->exec = p[2] == 'x';
+    p += 5;
+    while (p < e && *p == ' ') p++;
+    p = hexfield(p, e, &l->off);
+    while (p < e && *p == ' ') p++;
+    while (p < e && *p != ' ') p++;             /* dev */
+    while (p < e && *p == ' ') p++;
+    l->inode = 0;
+    while (p < e && *p >= '0' && *p <= '9')
+        l->inode = l->inode * 10 + (uint64_t)(*p++ - '0');
+    while (p < e && *p == ' ') p++;
+    l->path = p < e;
+    return l->hi > l->lo;
+}
+
+int ht__maps_each(int (*fn)(const ht_maps_line_t *, void *), void *ctx)
 {
     int fd = (int)ht__sys3(SYS_open, "/proc/self/maps", O_RDONLY | O_CLOEXEC, 0);
     if (fd < 0)
         return -1;
-    char buf[512];
-    uintptr_t a = 0, b = 0;
-    int field = 0, perm_r = 0, found = 0;
-    for (;;) {
-        long n = ht__sys3(SYS_read, fd, buf, sizeof buf);
-        if (n <= 0)
+    char buf[512], line[160];
+    size_t len = 0;
+    int r = 0;
+    while (!r) {
+        long got = ht__sys3(SYS_read, fd, buf, sizeof buf);
+        if (got <= 0)
             break;
-        for (long i = 0; i < n; i++) {
-            char c = buf[i];
-            if (c == '\n') {
-                if (field >= 2 && perm_r && addr >= a && addr < b) {
-                    *lo = a;
-                    *hi = b;
-                    found = 1;
-                    goto done;
-                }
-                a = b = 0;
-                field = 0;
-                perm_r = 0;
+        for (long i = 0; i < got && !r; i++) {
+            if (buf[i] != '\n') {
+                if (len < sizeof line)
+                    line[len++] = buf[i];
                 continue;
             }
-            switch (field) {
-            case 0:
-                if (c == '-') field = 1;
-                else if (hexval(c) >= 0) a = a * 16 + (uintptr_t)hexval(c);
-                else field = 9;
-                break;
-            case 1:
-                if (c == ' ') field = 2;
-                else if (hexval(c) >= 0) b = b * 16 + (uintptr_t)hexval(c);
-                else field = 9;
-                break;
-            case 2:
-                perm_r = c == 'r';
-                field = 3;
-                break;
-            default:
-                break;
-            }
+            ht_maps_line_t l;
+            if (parse_line(line, line + len, &l))
+                r = fn(&l, ctx);
+            len = 0;
         }
     }
-done:
     ht__sys1(SYS_close, fd);
-    return found ? 0 : -1;
+    return r;
+}
+
+struct find { uintptr_t addr, lo, hi; };
+
+/* Mappings do not overlap: the line that holds addr ends the read. */
+static int find_line(const ht_maps_line_t *l, void *ctx)
+{
+    struct find *f = ctx;
+    if (f->addr < l->lo || f->addr >= l->hi)
+        return 0;
+    f->lo = l->lo;
+    f->hi = l->hi;
+    return l->read ? 1 : 2;
+}
+
+int ht__maps_stream(uintptr_t addr, uintptr_t *lo, uintptr_t *hi)
+{
+    struct find f = { addr, 0, 0 };
+    if (ht__maps_each(find_line, &f) != 1)
+        return -1;
+    *lo = f.lo;
+    *hi = f.hi;
+    return 0;
 }
 
 int ht__stack_range_slow(uintptr_t sp, uintptr_t *lo_out, uintptr_t *hi)

@@ -56,6 +56,17 @@ HT_INTERNAL int ht__stack_range_slow(uintptr_t sp, uintptr_t *lo, uintptr_t *hi)
  * if there is none or no /proc. Async-signal-safe. */
 HT_INTERNAL int ht__maps_query(uintptr_t addr, uintptr_t *lo, uintptr_t *hi);
 HT_INTERNAL int ht__maps_stream(uintptr_t addr, uintptr_t *lo, uintptr_t *hi);
+/* One line of /proc/self/maps: "lo-hi perms offset dev inode   path". */
+typedef struct ht_maps_line_s {
+    uintptr_t lo, hi;
+    uint64_t off, inode;
+    int read, exec, path;       /* perms r and x; a path follows the inode */
+} ht_maps_line_t;
+/* Calls fn for each line of /proc/self/maps, in address order, until it
+ * returns nonzero. Returns that value, 0 at the end of the file, or -1 if
+ * the file cannot be opened. Raw system calls, ~0.7 KiB of stack:
+ * async-signal-safe (stack.c). */
+HT_INTERNAL int ht__maps_each(int (*fn)(const ht_maps_line_t *, void *), void *ctx);
 /* From now on the text only (the agent, under an inherited seccomp
  * filter: it may kill on a call the process never made before). */
 HT_INTERNAL void ht__maps_no_query(void);
