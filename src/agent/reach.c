@@ -1374,42 +1374,26 @@ static int parse_maps(char *text, size_t len)
         return -1;
     S.maps_cap = lines + 1;
     const char *p = text, *end = text + len;
-    while (p < end) {
-        const char *nl = p;
-        while (nl < end && *nl != '\n')
-            nl++;
+    ht_maps_line_t l;
+    int r;
+    while ((r = ht__maps_next(&p, end, &l)) >= 0) {
+        if (!r)
+            continue;
         map_t m = { 0, 0, 0, 0, 0, 0, 0, 0 };
-        m.start = hex(&p);
-        if (*p == '-')
-            p++;
-        m.end = hex(&p);
-        while (p < nl && *p == ' ')
-            p++;
-        if (nl - p >= 4) {
-            m.r = p[0] == 'r';
-            m.w = p[1] == 'w';
-            m.x = p[2] == 'x';
-            m.shared = p[3] == 's';
-        }
-        /* the path: after offset, device and inode */
-        for (int f = 0; f < 4 && p < nl; f++) {
-            while (p < nl && *p != ' ')
-                p++;
-            while (p < nl && *p == ' ')
-                p++;
-        }
-        const char *path = p;
-        int anon = path >= nl;
-        m.anon = (uint8_t)anon;
-        if (has_prefix(path, nl, "[heap]") || has_prefix(path, nl, "[vvar]") ||
-            has_prefix(path, nl, "[vsyscall]") || has_prefix(path, nl, "[vdso]"))
+        m.start = l.lo;
+        m.end = l.hi;
+        m.r = l.read;
+        m.w = l.write;
+        m.x = l.exec;
+        m.shared = l.shared;
+        const char *path = l.path, *pe = path ? path + l.path_len : NULL;
+        m.anon = path == NULL;
+        if (has_prefix(path, pe, "[heap]") || has_prefix(path, pe, "[vvar]") ||
+            has_prefix(path, pe, "[vsyscall]") || has_prefix(path, pe, "[vdso]"))
             m.skip = 1;
-        if (m.shared && !anon && !has_prefix(path, nl, "/dev/zero") &&
-            !has_prefix(path, nl, "/SYSV"))
+        if (m.shared && !m.anon && !has_prefix(path, pe, "/dev/zero") && !has_prefix(path, pe, "/SYSV"))
             m.skip = 1;         /* a shared file: nothing there points into our heap */
-        if (m.end > m.start)
-            S.maps[S.nmaps++] = m;
-        p = nl + 1;
+        S.maps[S.nmaps++] = m;
     }
     return 0;
 }
@@ -2016,24 +2000,6 @@ typedef struct {
     ht_reach_site_t sites[];
 } shared_result_t;
 
-/* One line of /proc/PID/maps text: its range and whether it is readable
- * and writable (a root's mapping); the next line's start, or NULL. */
-static const char *maps_line(const char *p, const char *end, uintptr_t *lo, uintptr_t *hi, int *rw)
-{
-    if (p >= end)
-        return NULL;
-    *lo = hex(&p);
-    if (p < end && *p == '-')
-        p++;
-    *hi = hex(&p);
-    while (p < end && *p == ' ')
-        p++;
-    *rw = p + 1 < end && p[0] == 'r' && p[1] == 'w';
-    while (p < end && *p != '\n')
-        p++;
-    return p < end ? p + 1 : end;
-}
-
 /* Whether every readable, writable mapping of the parent's maps text
  * (read before the fork) is in the child's too. A mapping marked
  * MADV_DONTFORK is not copied into a child: node's V8 marks its heap so,
@@ -2043,25 +2009,23 @@ static const char *maps_line(const char *p, const char *end, uintptr_t *lo, uint
 static int copied_whole(const char *pt, size_t plen, const char *ct, size_t clen)
 {
     const char *p = pt, *pe = pt + plen, *c = ct, *ce = ct + clen;
-    uintptr_t clo = 0, chi = 0;
-    int crw;
-    for (;;) {
-        uintptr_t lo, hi;
-        int rw;
-        if (!(p = maps_line(p, pe, &lo, &hi, &rw)))
-            return 1;
-        if (!rw || hi <= lo)
+    ht_maps_line_t l, cl = { 0 };
+    int r;
+    while ((r = ht__maps_next(&p, pe, &l)) >= 0) {
+        if (!r || !l.read || !l.write)
             continue;
         /* the child's mappings, in address order, cover [lo, hi)? */
-        while (lo < hi) {
-            while (chi <= lo)
-                if (!(c = maps_line(c, ce, &clo, &chi, &crw)))
+        for (uintptr_t lo = l.lo; lo < l.hi; lo = cl.hi) {
+            while (cl.hi <= lo)
+                if ((r = ht__maps_next(&c, ce, &cl)) < 0)
                     return 0;
-            if (clo > lo)
+                else if (!r)
+                    cl.lo = cl.hi = 0;
+            if (cl.lo > lo)
                 return 0;
-            lo = chi;
         }
     }
+    return 1;
 }
 
 /* A fork spoiled by threads read asleep that ran before it: the threads

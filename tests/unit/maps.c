@@ -8,8 +8,16 @@
  * with their exact bounds, PROT_NONE ones not found), an unmapped hole,
  * code, and the top and bottom bytes of a mapping. The last check starts a
  * thread in a process with 4,000 more mappings, whose stack is found with
- * bounds that hold its sp. */
+ * bounds that hold its sp.
+ *
+ * Also the parser of maps text read whole (ht__maps_next, the leak
+ * check's): fields, flags and paths of crafted lines, lines that are not a
+ * mapping's, a last line without a newline; and line for line the same
+ * mappings as ht__maps_each over this process's own maps. */
+#include <fcntl.h>
 #include <pthread.h>
+#include <string.h>
+#include <unistd.h>
 #include <stdint.h>
 #include <sys/mman.h>
 #include "platform/linux-x86_64/unwind.h"
@@ -53,8 +61,90 @@ static void *thread_main(void *arg)
     return arg;
 }
 
+static int path_is(const ht_maps_line_t *l, const char *want)
+{
+    return want ? l->path && l->path_len == strlen(want) && !memcmp(l->path, want, l->path_len) : !l->path;
+}
+
+static void crafted_text(void)
+{
+    static const char text[] =
+        "00400000-00452000 r-xp 00001000 08:02 173521      /usr/bin/prog\n"
+        "00651000-00652000 rw-s 00051000 08:02 42     /dev/zero (deleted)\n"
+        "not a mapping\n"
+        "\n"
+        "7f0000000000-7f0000021000 rw-p 00000000 00:00 0 \n"
+        "7f0000021000-7f0000021000 rw-p 00000000 00:00 0\n"           /* empty: not a mapping */
+        "55aa00000000-55aa00021000 rw-p 00000000 00:00 0                          [heap]";
+    const char *p = text, *end = text + sizeof text - 1;
+    ht_maps_line_t l;
+    CHECK_EQ(ht__maps_next(&p, end, &l), 1);
+    CHECK(l.lo == 0x400000 && l.hi == 0x452000 && l.off == 0x1000 && l.inode == 173521);
+    CHECK(l.read && !l.write && l.exec && !l.shared);
+    CHECK(path_is(&l, "/usr/bin/prog"));
+    CHECK_EQ(ht__maps_next(&p, end, &l), 1);
+    CHECK(l.lo == 0x651000 && l.hi == 0x652000 && l.off == 0x51000 && l.inode == 42);
+    CHECK(l.read && l.write && !l.exec && l.shared);
+    CHECK(path_is(&l, "/dev/zero (deleted)"));
+    CHECK_EQ(ht__maps_next(&p, end, &l), 0);
+    CHECK_EQ(ht__maps_next(&p, end, &l), 0);
+    CHECK_EQ(ht__maps_next(&p, end, &l), 1);
+    CHECK(l.lo == 0x7f0000000000 && l.hi == 0x7f0000021000 && l.inode == 0 && path_is(&l, NULL));
+    CHECK_EQ(ht__maps_next(&p, end, &l), 0);
+    CHECK_EQ(ht__maps_next(&p, end, &l), 1);
+    CHECK(l.lo == 0x55aa00000000 && l.hi == 0x55aa00021000 && path_is(&l, "[heap]"));
+    CHECK(p == end);
+    CHECK_EQ(ht__maps_next(&p, end, &l), -1);
+    p = end;
+    CHECK_EQ(ht__maps_next(&p, end, &l), -1);
+}
+
+/* this process's maps, read whole, against ht__maps_each line by line */
+static char g_text[1 << 20];
+static ht_maps_line_t g_lines[4096];
+static int g_nlines, g_seen, g_same;
+
+static int against_text(const ht_maps_line_t *l, void *ctx)
+{
+    (void)ctx;
+    if (g_seen < g_nlines) {
+        const ht_maps_line_t *t = &g_lines[g_seen];
+        size_t n = t->path_len < l->path_len ? t->path_len : l->path_len;
+        g_same += t->lo == l->lo && t->hi == l->hi && t->off == l->off && t->inode == l->inode &&
+                  t->read == l->read && t->write == l->write && t->exec == l->exec &&
+                  t->shared == l->shared && !t->path == !l->path && (!n || !memcmp(t->path, l->path, n));
+    }
+    g_seen++;
+    return 0;
+}
+
+static void own_text(void)
+{
+    int fd = open("/proc/self/maps", O_RDONLY);
+    CHECK(fd >= 0);
+    size_t len = 0;
+    ssize_t got;
+    while ((got = read(fd, g_text + len, sizeof g_text - len)) > 0)
+        len += (size_t)got;
+    close(fd);
+    CHECK(len > 0 && len < sizeof g_text);
+    const char *p = g_text;
+    int r, named = 0;
+    while ((r = ht__maps_next(&p, g_text + len, &g_lines[g_nlines])) >= 0 && g_nlines < 4096)
+        if (r) {
+            named += g_lines[g_nlines].path != NULL;
+            g_nlines++;
+        }
+    CHECK(g_nlines > 10 && named > 5);
+    CHECK_EQ(ht__maps_each(against_text, NULL), 0);
+    CHECK_EQ(g_seen, g_nlines);
+    CHECK_EQ(g_same, g_nlines);
+}
+
 int main(void)
 {
+    crafted_text();
+    own_text();
     uintptr_t lo, hi, qlo, qhi;
     char here;
     int q = ht__maps_query((uintptr_t)&here, &qlo, &qhi);

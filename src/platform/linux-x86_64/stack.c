@@ -101,8 +101,8 @@ static const char *hexfield(const char *p, const char *e, uint64_t *v)
     return p;
 }
 
-/* One line into *l; 0 if it is not a mapping's line. A line longer than
- * ht__maps_each's buffer comes cut: only its start matters. */
+/* One line [p, e) into *l; 0 if it is not a mapping's line. A line longer
+ * than ht__maps_each's buffer comes cut, and so does its path. */
 static int parse_line(const char *p, const char *e, ht_maps_line_t *l)
 {
     uint64_t v;
@@ -115,7 +115,9 @@ static int parse_line(const char *p, const char *e, ht_maps_line_t *l)
     if (e - p < 6 || *p++ != ' ')
         return 0;
     l->read = p[0] == 'r';
+    l->write = p[1] == 'w';
     l->exec = p[2] == 'x';
+    l->shared = p[3] == 's';
     p += 5;
     while (p < e && *p == ' ') p++;
     p = hexfield(p, e, &l->off);
@@ -126,8 +128,20 @@ static int parse_line(const char *p, const char *e, ht_maps_line_t *l)
     while (p < e && *p >= '0' && *p <= '9')
         l->inode = l->inode * 10 + (uint64_t)(*p++ - '0');
     while (p < e && *p == ' ') p++;
-    l->path = p < e;
+    l->path = p < e ? p : NULL;
+    l->path_len = (size_t)(e - p);
     return l->hi > l->lo;
+}
+
+int ht__maps_next(const char **p, const char *end, ht_maps_line_t *l)
+{
+    const char *b = *p, *nl = b;
+    if (b >= end)
+        return -1;
+    while (nl < end && *nl != '\n')
+        nl++;
+    *p = nl < end ? nl + 1 : end;
+    return parse_line(b, nl, l);
 }
 
 int ht__maps_each(int (*fn)(const ht_maps_line_t *, void *), void *ctx)

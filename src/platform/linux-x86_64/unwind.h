@@ -60,8 +60,16 @@ HT_INTERNAL int ht__maps_stream(uintptr_t addr, uintptr_t *lo, uintptr_t *hi);
 typedef struct ht_maps_line_s {
     uintptr_t lo, hi;
     uint64_t off, inode;
-    int read, exec, path;       /* perms r and x; a path follows the inode */
+    uint8_t read, write, exec, shared;  /* perms r, w, x and s */
+    const char *path;           /* NULL, or the path: path_len bytes of the line,
+                                 * valid while the line is (not 0-terminated) */
+    size_t path_len;
 } ht_maps_line_t;
+/* The line of maps text at *p (up to a newline or end) into *l, and *p past
+ * it. Returns 1 for a mapping's line, 0 for another, -1 at the end. For
+ * text read whole (the leak check compares the maps before and after its
+ * fork). */
+HT_INTERNAL int ht__maps_next(const char **p, const char *end, ht_maps_line_t *l);
 /* Calls fn for each line of /proc/self/maps, in address order, until it
  * returns nonzero. Returns that value, 0 at the end of the file, or -1 if
  * the file cannot be opened. Raw system calls, ~0.7 KiB of stack:
