@@ -1375,10 +1375,7 @@ static int parse_maps(char *text, size_t len)
     S.maps_cap = lines + 1;
     const char *p = text, *end = text + len;
     ht_maps_line_t l;
-    int r;
-    while ((r = ht__maps_next(&p, end, &l)) >= 0) {
-        if (!r)
-            continue;
+    while (ht__maps_next(&p, end, &l)) {
         map_t m = { 0, 0, 0, 0, 0, 0, 0, 0 };
         m.start = l.lo;
         m.end = l.hi;
@@ -1386,13 +1383,15 @@ static int parse_maps(char *text, size_t len)
         m.w = l.write;
         m.x = l.exec;
         m.shared = l.shared;
-        const char *path = l.path, *pe = path ? path + l.path_len : NULL;
-        m.anon = path == NULL;
-        if (has_prefix(path, pe, "[heap]") || has_prefix(path, pe, "[vvar]") ||
-            has_prefix(path, pe, "[vsyscall]") || has_prefix(path, pe, "[vdso]"))
-            m.skip = 1;
-        if (m.shared && !m.anon && !has_prefix(path, pe, "/dev/zero") && !has_prefix(path, pe, "/SYSV"))
-            m.skip = 1;         /* a shared file: nothing there points into our heap */
+        m.anon = l.path == NULL;
+        if (!m.anon) {
+            const char *path = l.path, *pe = path + l.path_len;
+            if (has_prefix(path, pe, "[heap]") || has_prefix(path, pe, "[vvar]") ||
+                has_prefix(path, pe, "[vsyscall]") || has_prefix(path, pe, "[vdso]"))
+                m.skip = 1;
+            if (m.shared && !has_prefix(path, pe, "/dev/zero") && !has_prefix(path, pe, "/SYSV"))
+                m.skip = 1;     /* a shared file: nothing there points into our heap */
+        }
         S.maps[S.nmaps++] = m;
     }
     return 0;
@@ -2010,17 +2009,14 @@ static int copied_whole(const char *pt, size_t plen, const char *ct, size_t clen
 {
     const char *p = pt, *pe = pt + plen, *c = ct, *ce = ct + clen;
     ht_maps_line_t l, cl = { 0 };
-    int r;
-    while ((r = ht__maps_next(&p, pe, &l)) >= 0) {
-        if (!r || !l.read || !l.write)
+    while (ht__maps_next(&p, pe, &l)) {
+        if (!l.read || !l.write)
             continue;
         /* the child's mappings, in address order, cover [lo, hi)? */
         for (uintptr_t lo = l.lo; lo < l.hi; lo = cl.hi) {
             while (cl.hi <= lo)
-                if ((r = ht__maps_next(&c, ce, &cl)) < 0)
+                if (!ht__maps_next(&c, ce, &cl))
                     return 0;
-                else if (!r)
-                    cl.lo = cl.hi = 0;
             if (cl.lo > lo)
                 return 0;
         }

@@ -135,13 +135,15 @@ static int parse_line(const char *p, const char *e, ht_maps_line_t *l)
 
 int ht__maps_next(const char **p, const char *end, ht_maps_line_t *l)
 {
-    const char *b = *p, *nl = b;
-    if (b >= end)
-        return -1;
-    while (nl < end && *nl != '\n')
-        nl++;
-    *p = nl < end ? nl + 1 : end;
-    return parse_line(b, nl, l);
+    while (*p < end) {
+        const char *b = *p, *nl = b;
+        while (nl < end && *nl != '\n')
+            nl++;
+        *p = nl < end ? nl + 1 : end;
+        if (parse_line(b, nl, l))
+            return 1;
+    }
+    return 0;
 }
 
 int ht__maps_each(int (*fn)(const ht_maps_line_t *, void *), void *ctx)

@@ -65,10 +65,10 @@ typedef struct ht_maps_line_s {
                                  * valid while the line is (not 0-terminated) */
     size_t path_len;
 } ht_maps_line_t;
-/* The line of maps text at *p (up to a newline or end) into *l, and *p past
- * it. Returns 1 for a mapping's line, 0 for another, -1 at the end. For
- * text read whole (the leak check compares the maps before and after its
- * fork). */
+/* The next mapping's line of maps text at *p (lines end at a newline or
+ * at end; lines that are not a mapping's are skipped) into *l, and *p past
+ * it. Returns 1, or 0 at the end. For text read whole (the leak check's,
+ * and its comparison of the maps before and after its fork). */
 HT_INTERNAL int ht__maps_next(const char **p, const char *end, ht_maps_line_t *l);
 /* Calls fn for each line of /proc/self/maps, in address order, until it
  * returns nonzero. Returns that value, 0 at the end of the file, or -1 if
