@@ -3,7 +3,8 @@
  * pvalloc, malloc_usable_size; C++ operator new/delete in every variant;
  * anonymous mmap/munmap/mremap and mprotect over them; exec and _exit/_Exit (for the final
  * snapshot); the set-id calls, chroot, unshare and setns (the trace file
- * is opened first, the control thread kept out of the way); sigaction
+ * is opened first, the control thread kept out of the way), and stat
+ * calls on /proc/self/task (a thread count: the control thread kept out); sigaction
  * (queries do not see the agent's crash handler); prctl and syscall, for
  * a seccomp filter about to go on (the end).
  *
@@ -25,11 +26,13 @@
 #include "../platform/linux-x86_64/unwind.h"
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <link.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -983,6 +986,79 @@ CONFINE(initgroups, HT_CONFINE_SETID, (const char *user, gid_t g), (user, g))
 CONFINE(chroot, HT_CONFINE_ROOT, (const char *path), (path))
 CONFINE(unshare, unshare_kind(flags), (int flags), (flags))
 CONFINE(setns, HT_CONFINE_ALONE, (int fd, int nstype), (fd, nstype))
+
+/* ---- thread counts -----------------------------------------------------------
+ * A program that must be alone before it forks or sandboxes itself counts
+ * its threads by the link count of /proc/self/task (2 + threads): Chromium's
+ * zygote, fstatat(proc, "self/task/"), and a crash (SIGTRAP) when it is not
+ * 3. The control thread is ours, not the program's: it ends for the call
+ * and comes back after, as for unshare. A path names the task list when its
+ * last component is "task" and the one before is "self" or this process's
+ * id, or it is "task" alone, relative to a descriptor of /proc/PID (a
+ * path elsewhere that ends so only pays a needless pause). Other ways of
+ * counting (reading the directory, /proc/self/status) still see it. */
+static int is_own_id(const char *s, size_t len)
+{
+    char id[16];
+    size_t k = 0;
+    for (unsigned v = (unsigned)ht__sys0(SYS_getpid); v; v /= 10)
+        id[k++] = (char)('0' + v % 10);
+    if (k != len)
+        return 0;
+    for (size_t i = 0; i < k; i++)
+        if (s[i] != id[k - 1 - i])
+            return 0;
+    return 1;
+}
+
+static int names_own_tasks(int dirfd, const char *path)
+{
+    if (!path)
+        return 0;
+    size_t n = strlen(path);
+    while (n > 1 && path[n - 1] == '/')
+        n--;
+    if (n < 4 || memcmp(path + n - 4, "task", 4) != 0)
+        return 0;                               /* nearly every path ends here */
+    if (n == 4) {                               /* "task" in the directory dirfd */
+        char fd[32], dir[32];
+        int k = sizeof fd;
+        fd[--k] = 0;
+        for (unsigned v = (unsigned)dirfd; k > 14 && (k == 31 || v); v /= 10)
+            fd[--k] = (char)('0' + v % 10);
+        memcpy(fd + k - 14, "/proc/self/fd/", 14);
+        long got = dirfd < 0 ? -1 : ht__sys4(SYS_readlinkat, AT_FDCWD, fd + k - 14, dir, sizeof dir);
+        return got > 6 && got < (long)sizeof dir && !memcmp(dir, "/proc/", 6) &&
+               is_own_id(dir + 6, (size_t)got - 6);
+    }
+    if (path[n - 5] != '/')
+        return 0;
+    size_t end = n - 5, start = end;
+    while (start > 0 && path[start - 1] != '/')
+        start--;
+    if (end - start == 4 && !memcmp(path + start, "self", 4))
+        return 1;
+    return is_own_id(path + start, end - start);
+}
+
+#define TASKS_KIND(dirfd, path) (names_own_tasks(dirfd, path) ? HT_CONFINE_ALONE : -1)
+struct stat;
+struct stat64;
+struct statx;
+CONFINE(stat, TASKS_KIND(AT_FDCWD, p), (const char *p, struct stat *b), (p, b))
+CONFINE(stat64, TASKS_KIND(AT_FDCWD, p), (const char *p, struct stat64 *b), (p, b))
+CONFINE(lstat, TASKS_KIND(AT_FDCWD, p), (const char *p, struct stat *b), (p, b))
+CONFINE(lstat64, TASKS_KIND(AT_FDCWD, p), (const char *p, struct stat64 *b), (p, b))
+CONFINE(fstatat, TASKS_KIND(d, p), (int d, const char *p, struct stat *b, int fl), (d, p, b, fl))
+CONFINE(fstatat64, TASKS_KIND(d, p), (int d, const char *p, struct stat64 *b, int fl), (d, p, b, fl))
+CONFINE(statx, TASKS_KIND(d, p), (int d, const char *p, int fl, unsigned m, struct statx *b), (d, p, fl, m, b))
+/* programs built against glibc before 2.33 call these */
+CONFINE(__xstat, TASKS_KIND(AT_FDCWD, p), (int v, const char *p, struct stat *b), (v, p, b))
+CONFINE(__xstat64, TASKS_KIND(AT_FDCWD, p), (int v, const char *p, struct stat64 *b), (v, p, b))
+CONFINE(__lxstat, TASKS_KIND(AT_FDCWD, p), (int v, const char *p, struct stat *b), (v, p, b))
+CONFINE(__lxstat64, TASKS_KIND(AT_FDCWD, p), (int v, const char *p, struct stat64 *b), (v, p, b))
+CONFINE(__fxstatat, TASKS_KIND(d, p), (int v, int d, const char *p, struct stat *b, int fl), (v, d, p, b, fl))
+CONFINE(__fxstatat64, TASKS_KIND(d, p), (int v, int d, const char *p, struct stat64 *b, int fl), (v, d, p, b, fl))
 
 /* the kind of a system call made through syscall(), or -1 */
 static HT_ALWAYS_INLINE int confines(long n, long a)

@@ -32,6 +32,15 @@
  *             through syscall(), each leaks leak_child 1x222 and prints
  *             "USERNS rc" and CONTROL as keepcaps does; the kernel refuses
  *             a process with more than one thread (EINVAL)
+ *   alone     asks how many threads it has as Chromium's zygote does
+ *             before it forks (the link count of /proc/self/task, less 2),
+ *             six ways: fstatat(/proc, "self/task/"), stat of
+ *             /proc/self/task and of /proc/PID/task, fstatat(/proc/self,
+ *             "task"), statx, and __xstat as programs built against glibc
+ *             before 2.33 call it; prints "ALONE n n n n n n"; then CONTROL
+ *             as keepcaps does; then the same with a thread of its own
+ *             running ("TWO n n n n n n"); a forked child asks once more
+ *             ("CHILDALONE n"); leak_child 1x222
  *   forkidle  leak_parent 1x111; a child that exits at once, then one that
  *             _exits at once, then one that frees the parent's block and
  *             exits; prints "CHILDREN pid pid pid"
@@ -63,6 +72,8 @@
  *   badfree     frees a pointer malloc never returned (glibc aborts) */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <dlfcn.h>
 #include <grp.h>
 #include <linux/capability.h>
@@ -211,6 +222,37 @@ static int drop_to_nobody(void)
  * agent's control thread; waits up to 1 s for one) and the real uid of
  * the last. */
 static int count_control(long *uid_out);
+/* what programs built against glibc before 2.33 call for stat (version 1) */
+int __xstat(int ver, const char *path, struct stat *st);
+
+/* the threads of this process by the link count of its task list, six
+ * ways (alone) */
+static void count_threads(const char *tag)
+{
+    struct stat st;
+    struct statx sx;
+    char path[64];
+    long n[6];
+    int proc = open("/proc/", O_RDONLY | O_DIRECTORY), self = open("/proc/self", O_RDONLY | O_DIRECTORY);
+    snprintf(path, sizeof path, "/proc/%d/task", (int)getpid());
+    n[0] = fstatat(proc, "self/task/", &st, 0) == 0 ? (long)st.st_nlink - 2 : -1;
+    n[1] = stat("/proc/self/task", &st) == 0 ? (long)st.st_nlink - 2 : -1;
+    n[2] = stat(path, &st) == 0 ? (long)st.st_nlink - 2 : -1;
+    n[3] = fstatat(self, "task", &st, 0) == 0 ? (long)st.st_nlink - 2 : -1;
+    n[4] = statx(AT_FDCWD, "/proc/self/task", 0, STATX_NLINK, &sx) == 0 ? (long)sx.stx_nlink - 2 : -1;
+    n[5] = __xstat(1, "/proc/self/task", &st) == 0 ? (long)st.st_nlink - 2 : -1;
+    close(proc);
+    close(self);
+    printf("%s %ld %ld %ld %ld %ld %ld\n", tag, n[0], n[1], n[2], n[3], n[4], n[5]);
+}
+
+static void *wait_for_stop(void *arg)
+{
+    while (!*(volatile int *)arg)
+        usleep(1000);
+    return NULL;
+}
+
 static void control_thread(void)
 {
     long uid = -1;
@@ -393,6 +435,27 @@ int main(int argc, char **argv)
         }
         printf("CHILDREN %d %d %d\n", (int)c[0], (int)c[1], (int)c[2]);
         return 0;
+    }
+    if (!strcmp(mode, "alone")) {
+        count_threads("ALONE");
+        control_thread();
+        int quit = 0;
+        pthread_t t;
+        pthread_create(&t, NULL, wait_for_stop, &quit);
+        count_threads("TWO");
+        quit = 1;
+        pthread_join(t, NULL);
+        fflush(stdout);
+        pid_t c = fork();
+        if (c == 0) {
+            struct stat st;
+            printf("CHILDALONE %ld\n", stat("/proc/self/task/", &st) == 0 ? (long)st.st_nlink - 2 : -1);
+            exit(0);
+        }
+        int st;
+        waitpid(c, &st, 0);
+        leak_child(222);
+        return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
     }
     if (!strcmp(mode, "userns")) {
         pid_t c = fork();
