@@ -19,7 +19,7 @@
  * program's system calls (EINTR from nanosleep, poll, ...) and could
  * collide with signals the program uses itself; the peer's uid is checked.
  *
- * The crash handler (SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL; installed
+ * The crash handler (SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL, SIGTRAP; installed
  * only where the disposition is the default) writes a last snapshot, puts
  * the previous disposition back and lets the signal take its course. */
 #include "agent.h"
@@ -75,7 +75,7 @@ static struct {
  * it (a service stopped with SIGTERM, Ctrl-C, a closed pipe): without a
  * handler the process died with nothing written since its last snapshot
  * (a fork child: no trace at all). */
-static const int crash_signals[] = { SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL,
+static const int crash_signals[] = { SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL, SIGTRAP,
                                      SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGPIPE };
 
 /* Raised by a faulting instruction (si_code > 0), which re-executes on
@@ -85,10 +85,12 @@ static int is_fault(int sig)
     return sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL;
 }
 
-/* A crash (a fault or abort), not a signal sent to end the process */
+/* A crash (a fault, abort, or a trap instruction: clang's
+ * __builtin_trap and Chromium's CHECK are int3, which does not execute
+ * again on return, so it is sent again), not a signal sent to end it */
 static int is_crash(int sig)
 {
-    return is_fault(sig) || sig == SIGABRT;
+    return is_fault(sig) || sig == SIGABRT || sig == SIGTRAP;
 }
 
 static int ht__strcmp(const char *a, const char *b)

@@ -29,6 +29,12 @@ expect_eq "segv: leak" "$(leak_of segv.ht leak_before_end)" "150 3"
 expect_eq "segv: crash snapshot" "$(field reason "$(last_snap segv.ht)")" 4
 grep -q 'crashed' segv.err && echo "ok: crash reported" || fail "crash not reported"
 
+# a trap instruction (int3: clang's __builtin_trap, Chromium's CHECK):
+# SIGTRAP, 133, as without heaptrail; the crash snapshot first
+run trap 133
+expect_eq "trap: leak" "$(leak_of trap.ht leak_before_end)" "150 3"
+expect_eq "trap: crash snapshot" "$(field reason "$(last_snap trap.ht)")" 4
+
 run abort 134
 expect_eq "abort: leak" "$(leak_of abort.ht leak_before_end)" "150 3"
 expect_eq "abort: crash snapshot" "$(field reason "$(last_snap abort.ht)")" 4

@@ -1,6 +1,6 @@
 /* lifecycle.c MODE -- how a traced process ends or multiplies. Each mode
  * first leaks 3 blocks of 50 bytes from leak_before_end.
- *   exit | _exit | segv | abort | kill   end that way ("kill": ht_snapshot(),
+ *   exit | _exit | segv | abort | trap | kill   end that way ("kill": ht_snapshot(),
  *                                        one more leak, then SIGKILL)
  *   wait      prints "READY", then waits for a signal (pause)
  *   pipe      writes lines to standard output until it fails
@@ -310,6 +310,8 @@ int main(int argc, char **argv)
         *(volatile int *)(uintptr_t)8 = 1;
     if (!strcmp(mode, "abort"))
         abort();
+    if (!strcmp(mode, "trap"))
+        __asm__ volatile("int3");
     if (!strcmp(mode, "wait")) {
         printf("READY\n");
         fflush(stdout);
