@@ -999,16 +999,9 @@ CONFINE(setns, HT_CONFINE_ALONE, (int fd, int nstype), (fd, nstype))
  * counting (reading the directory, /proc/self/status) still see it. */
 static int is_own_id(const char *s, size_t len)
 {
-    char id[16];
-    size_t k = 0;
-    for (unsigned v = (unsigned)ht__sys0(SYS_getpid); v; v /= 10)
-        id[k++] = (char)('0' + v % 10);
-    if (k != len)
-        return 0;
-    for (size_t i = 0; i < k; i++)
-        if (s[i] != id[k - 1 - i])
-            return 0;
-    return 1;
+    char id[24];
+    size_t k = ht__fmt_u64(id, (uint64_t)ht__sys0(SYS_getpid));
+    return k == len && !memcmp(s, id, k);
 }
 
 static int names_own_tasks(int dirfd, const char *path)
@@ -1020,14 +1013,14 @@ static int names_own_tasks(int dirfd, const char *path)
         n--;
     if (n < 4 || memcmp(path + n - 4, "task", 4) != 0)
         return 0;                               /* nearly every path ends here */
+    if (ht__guard || ht_load_relaxed(&ht__sandboxed))
+        return 0;                               /* no pause then: no system call either */
     if (n == 4) {                               /* "task" in the directory dirfd */
-        char fd[32], dir[32];
-        int k = sizeof fd;
-        fd[--k] = 0;
-        for (unsigned v = (unsigned)dirfd; k > 14 && (k == 31 || v); v /= 10)
-            fd[--k] = (char)('0' + v % 10);
-        memcpy(fd + k - 14, "/proc/self/fd/", 14);
-        long got = dirfd < 0 ? -1 : ht__sys4(SYS_readlinkat, AT_FDCWD, fd + k - 14, dir, sizeof dir);
+        if (dirfd < 0)
+            return 0;
+        char fd[48] = "/proc/self/fd/", dir[32];
+        fd[14 + ht__fmt_u64(fd + 14, (uint64_t)dirfd)] = 0;
+        long got = ht__sys3(SYS_readlink, fd, dir, sizeof dir);
         return got > 6 && got < (long)sizeof dir && !memcmp(dir, "/proc/", 6) &&
                is_own_id(dir + 6, (size_t)got - 6);
     }
