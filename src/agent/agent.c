@@ -844,19 +844,38 @@ static void *control_main(void *arg)
 
 #define CTL_STACK (256u << 10)
 
+/* Wakes the control thread from its poll by a connection to its socket,
+ * closed at once (it reads nothing, and its answer goes nowhere). Without
+ * it the thread noticed it should end at its next look, up to JITMAPS_MS
+ * later: a pause (Python's os.fork, below) waited 10 ms on average. */
+static void wake_control(void)
+{
+    if (A.listen_fd < 0)
+        return;
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0)
+        return;                 /* no descriptor left: the thread ends at its look */
+    struct sockaddr_un a;
+    socklen_t al = control_addr(&a, A.pid);
+    (void)!connect(fd, (struct sockaddr *)&a, al);
+    close(fd);
+}
+
 /* Ends the control thread and waits (at most 2 s) until it has: it looks
- * at least every JITMAPS_MS. Its socket is closed (`heaptrail snapshot`
- * then says the process does not answer), unless `keep`: then the thread
- * is waited for until it is gone from the kernel too (at most 100 ms
- * more), so that a new one can take its stack. */
+ * at least every JITMAPS_MS, and is woken at once where it can be. Its
+ * socket is closed (`heaptrail snapshot` then says the process does not
+ * answer), unless `keep`: then the thread is waited for until it is gone
+ * from the kernel too (at most 100 ms more), so that a new one can take
+ * its stack. */
 static void stop_control(int keep)
 {
     if (!A.thread_up)
         return;
     ht_store_release(&A.ctl_quit, 1);
-    struct timespec ms = { 0, 1000000 };
-    for (int i = 0; i < 2000 && !ht_load_acquire(&A.ctl_gone); i++)
-        nanosleep(&ms, NULL);
+    wake_control();
+    struct timespec nap = { 0, 50000 };
+    for (int i = 0; i < 40000 && !ht_load_acquire(&A.ctl_gone); i++)
+        nanosleep(&nap, NULL);
     A.thread_up = 0;
     if (!ht_load_acquire(&A.ctl_gone))
         return;
@@ -867,9 +886,9 @@ static void stop_control(int keep)
         return;
     }
     int tid = ht_load_acquire(&A.control_tid), i = 0;
-    while (tid > 0 && ht__sys3(SYS_tgkill, A.pid, tid, 0) == 0 && i++ < 100)
-        nanosleep(&ms, NULL);
-    if (i > 100)
+    while (tid > 0 && ht__sys3(SYS_tgkill, A.pid, tid, 0) == 0 && i++ < 2000)
+        nanosleep(&nap, NULL);
+    if (i > 2000)
         A.ctl_stack = NULL;     /* still running on it: left to it */
     A.control_tid = 0;
     A.ctl_quit = A.ctl_gone = 0;
