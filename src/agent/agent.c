@@ -287,14 +287,15 @@ static int same_caps(int tid)
  * Otherwise the control thread follows the change as every thread does: a
  * server that moves between users with seteuid at each request pays two
  * capget calls, not a thread. */
-void ht__agent_before_confine(int kind)
+int ht__agent_before_confine(int kind)
 {
     if (!A.started || ht_load_relaxed(&ht__sandboxed) || ht__guard != 0 ||
         (int)ht__sys0(SYS_getpid) != A.pid)
-        return;
+        return 0;
     ht__guard = 2;
     ht__writer_create();
-    if (kind != HT_CONFINE_ROOT) {
+    int counted = kind != HT_CONFINE_ROOT;
+    if (counted) {
         ht__spin_lock(&A.pause_lock);
         if (A.pauses++ == 0) {
             A.paused = A.thread_up && (kind != HT_CONFINE_SETID ||
@@ -305,6 +306,7 @@ void ht__agent_before_confine(int kind)
         ht__spin_unlock(&A.pause_lock);
     }
     ht__guard = 0;
+    return counted;
 }
 
 void ht__agent_after_confine(int kind)
@@ -975,6 +977,7 @@ static void fork_child(void)
     ht__reach_fork_child();
     ht__jitmaps_forget();
     ht__gdbjit_forget();
+    ht__hooks_fork_child();
     if (ht_load_relaxed(&ht__sandboxed))
         return;                 /* under the parent's filter: no system calls of ours */
     ht__solo_start(ht__seccomp_filtered()); /* the child has one thread: the forking one */

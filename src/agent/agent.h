@@ -356,10 +356,16 @@ enum {
     HT_CONFINE_SETID,           /* a set-id call through glibc: every thread */
     HT_CONFINE_SETID_THREAD,    /* the same through syscall(): the caller only */
     HT_CONFINE_ALONE,           /* needs a single-threaded process: unshare
-                                   (CLONE_NEWUSER...), setns */
+                                   (CLONE_NEWUSER...), setns; or reads its
+                                   thread count (hooks.c) */
 };
-HT_INTERNAL void ht__agent_before_confine(int kind);
+/* returns 1 if it counted a pause, which one _after_confine ends */
+HT_INTERNAL int ht__agent_before_confine(int kind);
 HT_INTERNAL void ht__agent_after_confine(int kind);
+
+/* In a forked child: the parent's streams of its thread count hold no
+ * pause here (hooks.c). */
+HT_INTERNAL void ht__hooks_fork_child(void);
 
 /* hooks.c's sigaction, after the program queried a disposition (agent.c) */
 struct sigaction;

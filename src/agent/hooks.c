@@ -938,17 +938,19 @@ EXECL_LIKE(execle, execv, 1)
  * a call fail, or abort the program (ht__agent_before_confine). Each call
  * through libc is seen, and the same calls through syscall(). */
 
-/* ht__agent_before_confine and _after_confine, errno kept for the program */
-static void around_confine(int after, int kind)
+/* ht__agent_before_confine and _after_confine, errno kept for the program;
+ * returns 1 if a pause was counted (before only) */
+static int around_confine(int after, int kind)
 {
     if (ht__guard || kind < 0)
-        return;
-    int e = errno;
+        return 0;
+    int e = errno, counted = 0;
     if (after)
         ht__agent_after_confine(kind);
     else
-        ht__agent_before_confine(kind);
+        counted = ht__agent_before_confine(kind);
     errno = e;
+    return counted;
 }
 
 /* unshare: what the kernel refuses in a process with other threads (a new
@@ -995,8 +997,19 @@ CONFINE(setns, HT_CONFINE_ALONE, (int fd, int nstype), (fd, nstype))
  * and comes back after, as for unshare. A path names the task list when its
  * last component is "task" and the one before is "self" or this process's
  * id, or it is "task" alone, relative to a descriptor of /proc/PID (a
- * path elsewhere that ends so only pays a needless pause). Other ways of
- * counting (reading the directory, /proc/self/status) still see it. */
+ * path elsewhere that ends so only pays a needless pause).
+ *
+ * Python 3.12 and later read the count at every os.fork (field 20 of
+ * /proc/self/stat: fopen, fread, fclose) and warn "This process is
+ * multi-threaded, use of fork() may lead to deadlocks in the child" when
+ * it is above 1: under heaptrail every fork of a single-threaded Python
+ * program warned. The kernel writes the file's text at the first read,
+ * which a stream makes inside stdio (or through its descriptor, as
+ * libstdc++'s ifstream does), out of sight: so a stream of this process's
+ * stat or status keeps the control thread away from its fopen to its
+ * fclose (a stream never closed keeps it away for good: no snapshot on
+ * demand or by interval until then). Reading the task directory, and
+ * open() and read() of these files, still see it. */
 static int is_own_id(const char *s, size_t len)
 {
     char id[24];
@@ -1004,18 +1017,23 @@ static int is_own_id(const char *s, size_t len)
     return k == len && !memcmp(s, id, k);
 }
 
-static int names_own_tasks(int dirfd, const char *path)
+/* Whether path (relative to dirfd) is leaf (len bytes) in this process's
+ * /proc directory: /proc/self/LEAF, /proc/thread-self/LEAF, /proc/PID/LEAF,
+ * or LEAF alone in a descriptor of /proc/PID. 0 where no pause could
+ * follow (agent code, a filter that may kill on the agent's calls),
+ * without a system call. */
+static int names_own(int dirfd, const char *path, const char *leaf, size_t len)
 {
     if (!path)
         return 0;
     size_t n = strlen(path);
     while (n > 1 && path[n - 1] == '/')
         n--;
-    if (n < 4 || memcmp(path + n - 4, "task", 4) != 0)
+    if (n < len || memcmp(path + n - len, leaf, len) != 0)
         return 0;                               /* nearly every path ends here */
     if (ht__guard || ht_load_relaxed(&ht__sandboxed))
         return 0;                               /* no pause then: no system call either */
-    if (n == 4) {                               /* "task" in the directory dirfd */
+    if (n == len) {                             /* LEAF in the directory dirfd */
         if (dirfd < 0)
             return 0;
         char fd[48] = "/proc/self/fd/", dir[32];
@@ -1024,17 +1042,18 @@ static int names_own_tasks(int dirfd, const char *path)
         return got > 6 && got < (long)sizeof dir && !memcmp(dir, "/proc/", 6) &&
                is_own_id(dir + 6, (size_t)got - 6);
     }
-    if (path[n - 5] != '/')
+    if (path[n - len - 1] != '/')
         return 0;
-    size_t end = n - 5, start = end;
+    size_t end = n - len - 1, start = end;
     while (start > 0 && path[start - 1] != '/')
         start--;
-    if (end - start == 4 && !memcmp(path + start, "self", 4))
+    if ((end - start == 4 && !memcmp(path + start, "self", 4)) ||
+        (end - start == 11 && !memcmp(path + start, "thread-self", 11)))
         return 1;
     return is_own_id(path + start, end - start);
 }
 
-#define TASKS_KIND(dirfd, path) (names_own_tasks(dirfd, path) ? HT_CONFINE_ALONE : -1)
+#define TASKS_KIND(dirfd, path) (names_own(dirfd, path, "task", 4) ? HT_CONFINE_ALONE : -1)
 struct stat;
 struct stat64;
 struct statx;
@@ -1052,6 +1071,86 @@ CONFINE(__lxstat, TASKS_KIND(AT_FDCWD, p), (int v, const char *p, struct stat *b
 CONFINE(__lxstat64, TASKS_KIND(AT_FDCWD, p), (int v, const char *p, struct stat64 *b), (v, p, b))
 CONFINE(__fxstatat, TASKS_KIND(d, p), (int v, int d, const char *p, struct stat *b, int fl), (v, d, p, b, fl))
 CONFINE(__fxstatat64, TASKS_KIND(d, p), (int v, int d, const char *p, struct stat64 *b, int fl), (v, d, p, b, fl))
+
+/* streams of /proc/self/stat or status that hold a pause until fclose */
+typedef struct _IO_FILE FILE;
+static FILE *held_streams[8];
+static int held_count;
+
+static HT_ALWAYS_INLINE int names_own_stat(const char *path)
+{
+    return names_own(AT_FDCWD, path, "stat", 4) || names_own(AT_FDCWD, path, "status", 6);
+}
+
+static int hold_stream(FILE *s)
+{
+    for (size_t i = 0; i < HT_ARRAY_SIZE(held_streams); i++) {
+        FILE *none = NULL;
+        if (__atomic_compare_exchange_n(&held_streams[i], &none, s, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_RELAXED)) {
+            __atomic_add_fetch(&held_count, 1, __ATOMIC_RELEASE);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* 1 if s held a pause (its slot is free again) */
+static int release_stream(FILE *s)
+{
+    if (ht_load_acquire(&held_count) == 0 || !s)
+        return 0;                               /* every fclose but these */
+    for (size_t i = 0; i < HT_ARRAY_SIZE(held_streams); i++) {
+        FILE *mine = s;
+        if (ht_load_relaxed(&held_streams[i]) == s &&
+            __atomic_compare_exchange_n(&held_streams[i], &mine, NULL, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_RELAXED)) {
+            __atomic_sub_fetch(&held_count, 1, __ATOMIC_RELEASE);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+void ht__hooks_fork_child(void)
+{
+    __builtin_memset(held_streams, 0, sizeof held_streams);
+    held_count = 0;
+}
+
+#define FOPEN_LIKE(sym) \
+    HT_API FILE *sym(const char *path, const char *mode) \
+    { \
+        static void *next; \
+        int paused = names_own_stat(path) && around_confine(0, HT_CONFINE_ALONE); \
+        FILE *(*f)(const char *, const char *) = \
+            (FILE * (*)(const char *, const char *))next_sym(&next, #sym); \
+        FILE *s = NULL; \
+        if (f) \
+            s = f(path, mode); \
+        else \
+            errno = ENOSYS; \
+        if (paused && !(s && hold_stream(s))) \
+            around_confine(1, HT_CONFINE_ALONE); \
+        return s; \
+    }
+FOPEN_LIKE(fopen)
+FOPEN_LIKE(fopen64)
+
+HT_API int fclose(FILE *s)
+{
+    static void *next;
+    int held = release_stream(s);
+    int (*f)(FILE *) = (int (*)(FILE *))next_sym(&next, "fclose");
+    int rc = -1;                                /* EOF */
+    if (f)
+        rc = f(s);
+    else
+        errno = ENOSYS;
+    if (held)
+        around_confine(1, HT_CONFINE_ALONE);
+    return rc;
+}
 
 /* the kind of a system call made through syscall(), or -1 */
 static HT_ALWAYS_INLINE int confines(long n, long a)

@@ -37,10 +37,14 @@
  *             six ways: fstatat(/proc, "self/task/"), stat of
  *             /proc/self/task and of /proc/PID/task, fstatat(/proc/self,
  *             "task"), statx, and __xstat as programs built against glibc
- *             before 2.33 call it; prints "ALONE n n n n n n"; then CONTROL
- *             as keepcaps does; then the same with a thread of its own
- *             running ("TWO n n n n n n"); a forked child asks once more
- *             ("CHILDALONE n"); leak_child 1x222
+ *             before 2.33 call it; and by the count in /proc/self/stat
+ *             (fopen and fread, as Python 3.12+ does at os.fork), in
+ *             /proc/PID/stat (read through the stream's descriptor, as
+ *             libstdc++'s ifstream does) and in /proc/self/status (fgets);
+ *             prints "ALONE n n n n n n n n n"; then CONTROL as keepcaps
+ *             does; then the same with a thread of its own running ("TWO
+ *             n ..."); a forked child asks once more ("CHILDALONE n");
+ *             leak_child 1x222
  *   forkidle  leak_parent 1x111; a child that exits at once, then one that
  *             _exits at once, then one that frees the parent's block and
  *             exits; prints "CHILDREN pid pid pid"
@@ -225,16 +229,54 @@ static int count_control(long *uid_out);
 /* what programs built against glibc before 2.33 call for stat (version 1) */
 int __xstat(int ver, const char *path, struct stat *st);
 
+/* field 20 of a stat file, read as Python 3.12+ does at os.fork (fopen,
+ * fread, fclose), or through the stream's descriptor (libstdc++'s
+ * ifstream); -1 if unread */
+static long stat_threads(const char *path, int by_fd)
+{
+    char line[512];
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    /* the pause must last beyond fopen: the kernel writes the text now */
+    usleep(20000);
+    ssize_t n = by_fd ? read(fileno(f), line, sizeof line - 1) : (ssize_t)fread(line, 1, sizeof line - 1, f);
+    fclose(f);
+    if (n <= 0)
+        return -1;
+    line[n] = 0;
+    char *p = strrchr(line, ')');       /* after the command's name */
+    for (int field = 2; p && field < 20; field++)
+        p = strchr(p + 1, ' ');
+    return p ? atol(p + 1) : -1;
+}
+
+/* "Threads:" of /proc/self/status, read with fgets */
+static long status_threads(void)
+{
+    char line[256];
+    long n = -1;
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f)
+        return -1;
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, "Threads:", 8))
+            n = atol(line + 8);
+    fclose(f);
+    return n;
+}
+
 /* the threads of this process by the link count of its task list, six
- * ways (alone) */
+ * ways, and by the count in its stat and status files, three (alone) */
 static void count_threads(const char *tag)
 {
     struct stat st;
     struct statx sx;
-    char path[64];
+    char path[64], pid_stat[64];
     long n[6];
     int proc = open("/proc/", O_RDONLY | O_DIRECTORY), self = open("/proc/self", O_RDONLY | O_DIRECTORY);
     snprintf(path, sizeof path, "/proc/%d/task", (int)getpid());
+    snprintf(pid_stat, sizeof pid_stat, "/proc/%d/stat", (int)getpid());
     n[0] = fstatat(proc, "self/task/", &st, 0) == 0 ? (long)st.st_nlink - 2 : -1;
     n[1] = stat("/proc/self/task", &st) == 0 ? (long)st.st_nlink - 2 : -1;
     n[2] = stat(path, &st) == 0 ? (long)st.st_nlink - 2 : -1;
@@ -243,7 +285,8 @@ static void count_threads(const char *tag)
     n[5] = __xstat(1, "/proc/self/task", &st) == 0 ? (long)st.st_nlink - 2 : -1;
     close(proc);
     close(self);
-    printf("%s %ld %ld %ld %ld %ld %ld\n", tag, n[0], n[1], n[2], n[3], n[4], n[5]);
+    printf("%s %ld %ld %ld %ld %ld %ld %ld %ld %ld\n", tag, n[0], n[1], n[2], n[3], n[4], n[5],
+           stat_threads("/proc/self/stat", 0), stat_threads(pid_stat, 1), status_threads());
 }
 
 static void *wait_for_stop(void *arg)
