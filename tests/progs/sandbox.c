@@ -4,8 +4,9 @@
  * allocates, frees and leaks more (leak_after) and, with "fork", forks a
  * child that allocates and exits. The filter allows only the calls this
  * program makes itself, and kills on anything else ("kill") or fails it
- * with EPERM ("errno"); or ("mild") it kills only on ptrace and
- * process_vm_readv, calls the agent does without under a filter; or
+ * with EPERM ("errno"); or ("mild") it kills only on ptrace,
+ * process_vm_readv and connect, calls the agent does without under a
+ * filter; or
  * ("nodents") it kills only on getdents64, which the agent's leak check
  * takes (listing the threads) and the program never does. With "thread"
  * it starts a thread inside, which allocates on its new stack (the
@@ -14,9 +15,11 @@
  * tables inside (two frame-pointer functions, one calling the other, the
  * inner one calling malloc): a walk through them checks each return
  * address is code, and one in no module made the agent re-read its
- * executable mappings, by calls the filter kills.
+ * executable mappings, by calls the filter kills. With "pause" it stats
+ * /proc/self/task and must see one thread: the agent's control thread
+ * steps aside, and is not woken through its socket (connect) to do so.
  * heaptrail must not make the program die or fail.
- *   sandbox prctl|syscall kill|errno|mild [fork|thread|jit]
+ *   sandbox prctl|syscall kill|errno|mild [fork|thread|jit|pause]
  *   sandbox inherit      a filter killing on membarrier and ioctl and
  *                        refusing socket (calls the agent makes at
  *                        start-up, or could: PROCMAP_QUERY), then
@@ -33,6 +36,7 @@
 #include <pthread.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -111,13 +115,14 @@ int main(int argc, char **argv)
         return 1;
     }
     if (argc < 3) {
-        fprintf(stderr, "usage: sandbox prctl|syscall kill|errno|mild|nodents [fork] | sandbox inherit\n");
+        fprintf(stderr, "usage: sandbox prctl|syscall kill|errno|mild|nodents [fork|thread|jit|pause] | sandbox inherit\n");
         return 2;
     }
     struct sock_filter mild[] = {
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
         DENY(__NR_ptrace, SECCOMP_RET_KILL_PROCESS),
         DENY(__NR_process_vm_readv, SECCOMP_RET_KILL_PROCESS),
+        DENY(__NR_connect, SECCOMP_RET_KILL_PROCESS),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
     };
     struct sock_filter nodents[] = {
@@ -129,6 +134,7 @@ int main(int argc, char **argv)
     int forks = argc > 3 && !strcmp(argv[3], "fork");
     int thread = argc > 3 && !strcmp(argv[3], "thread");
     int jit = argc > 3 && !strcmp(argv[3], "jit");
+    int pause = argc > 3 && !strcmp(argv[3], "pause");
     struct sock_filter f[] = {
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
         ALLOW(__NR_read), ALLOW(__NR_write), ALLOW(__NR_exit), ALLOW(__NR_exit_group),
@@ -159,6 +165,13 @@ int main(int argc, char **argv)
         free(sink);
     }
     leak_after();
+    if (pause) {
+        /* the control thread steps aside (a stat of the task list): under
+         * this filter, without waking it through its socket (connect) */
+        struct stat st;
+        if (stat("/proc/self/task", &st) != 0 || st.st_nlink != 3)
+            return say("sandbox: not alone\n") + 3;
+    }
     if (jit && jit_malloc())
         return say("sandbox: jit failed\n") + 3;
     if (thread) {
