@@ -281,7 +281,9 @@ static int same_caps(int tid)
  * failed). So the control thread ends before the call, and the calling
  * thread makes it anew after it (it takes that thread's credentials and
  * namespaces), when:
- * - the call needs the process alone (HT_CONFINE_ALONE);
+ * - the call needs the process alone (HT_CONFINE_ALONE), or reads how
+ *   many threads it has (HT_CONFINE_COUNT: only the pause, no trace file
+ *   opened or held, nothing flushed);
  * - the call changes the calling thread only (HT_CONFINE_SETID_THREAD);
  * - it is a set-id call and the two threads' capabilities differ (then it
  *   may fail in one and not the other).
@@ -294,7 +296,8 @@ int ht__agent_before_confine(int kind)
         (int)ht__sys0(SYS_getpid) != A.pid)
         return 0;
     ht__guard = 2;
-    ht__writer_create();
+    if (kind != HT_CONFINE_COUNT)
+        ht__writer_create();
     int counted = kind != HT_CONFINE_ROOT;
     if (counted) {
         ht__spin_lock(&A.pause_lock);

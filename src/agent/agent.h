@@ -356,8 +356,10 @@ enum {
     HT_CONFINE_SETID,           /* a set-id call through glibc: every thread */
     HT_CONFINE_SETID_THREAD,    /* the same through syscall(): the caller only */
     HT_CONFINE_ALONE,           /* needs a single-threaded process: unshare
-                                   (CLONE_NEWUSER...), setns; or reads its
-                                   thread count (hooks.c) */
+                                   (CLONE_NEWUSER...), setns */
+    HT_CONFINE_COUNT,           /* reads its thread count (hooks.c): the
+                                   thread steps aside, the trace is left as
+                                   it is (no rights change) */
 };
 /* returns 1 if it counted a pause, which one _after_confine ends */
 HT_INTERNAL int ht__agent_before_confine(int kind);

@@ -3,8 +3,9 @@
  * pvalloc, malloc_usable_size; C++ operator new/delete in every variant;
  * anonymous mmap/munmap/mremap and mprotect over them; exec and _exit/_Exit (for the final
  * snapshot); the set-id calls, chroot, unshare and setns (the trace file
- * is opened first, the control thread kept out of the way), and stat
- * calls on /proc/self/task (a thread count: the control thread kept out); sigaction
+ * is opened first, the control thread kept out of the way), stat calls
+ * on /proc/self/task and streams of /proc/self/stat and status, fopen to
+ * fclose (a thread count: the control thread kept out); sigaction
  * (queries do not see the agent's crash handler); prctl and syscall, for
  * a seccomp filter about to go on (the end).
  *
@@ -994,7 +995,8 @@ CONFINE(setns, HT_CONFINE_ALONE, (int fd, int nstype), (fd, nstype))
  * its threads by the link count of /proc/self/task (2 + threads): Chromium's
  * zygote, fstatat(proc, "self/task/"), and a crash (SIGTRAP) when it is not
  * 3. The control thread is ours, not the program's: it ends for the call
- * and comes back after, as for unshare. A path names the task list when its
+ * and comes back after, as for unshare (HT_CONFINE_COUNT: without opening
+ * the trace ahead, since no rights change). A path names the task list when its
  * last component is "task" and the one before is "self" or this process's
  * id, or it is "task" alone, relative to a descriptor of /proc/PID (a
  * path elsewhere that ends so only pays a needless pause).
@@ -1053,7 +1055,7 @@ static int names_own(int dirfd, const char *path, const char *leaf, size_t len)
     return is_own_id(path + start, end - start);
 }
 
-#define TASKS_KIND(dirfd, path) (names_own(dirfd, path, "task", 4) ? HT_CONFINE_ALONE : -1)
+#define TASKS_KIND(dirfd, path) (names_own(dirfd, path, "task", 4) ? HT_CONFINE_COUNT : -1)
 struct stat;
 struct stat64;
 struct statx;
@@ -1122,7 +1124,7 @@ void ht__hooks_fork_child(void)
     HT_API FILE *sym(const char *path, const char *mode) \
     { \
         static void *next; \
-        int paused = names_own_stat(path) && around_confine(0, HT_CONFINE_ALONE); \
+        int paused = names_own_stat(path) && around_confine(0, HT_CONFINE_COUNT); \
         FILE *(*f)(const char *, const char *) = \
             (FILE * (*)(const char *, const char *))next_sym(&next, #sym); \
         FILE *s = NULL; \
@@ -1131,7 +1133,7 @@ void ht__hooks_fork_child(void)
         else \
             errno = ENOSYS; \
         if (paused && !(s && hold_stream(s))) \
-            around_confine(1, HT_CONFINE_ALONE); \
+            around_confine(1, HT_CONFINE_COUNT); \
         return s; \
     }
 FOPEN_LIKE(fopen)
@@ -1148,7 +1150,7 @@ HT_API int fclose(FILE *s)
     else
         errno = ENOSYS;
     if (held)
-        around_confine(1, HT_CONFINE_ALONE);
+        around_confine(1, HT_CONFINE_COUNT);
     return rc;
 }
 

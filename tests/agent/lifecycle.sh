@@ -216,6 +216,9 @@ expect_eq "alone: threads seen, nine ways" "$(sed -n 's/^ALONE //p' alone.out)" 
 expect_eq "alone: the control thread back" "$(sed -n 's/^CONTROL \([0-9]*\).*/\1/p' alone.out)" 1
 expect_eq "alone: with a thread of its own" "$(sed -n 's/^TWO //p' alone.out)" "2 2 2 2 2 2 2 2 2"
 expect_eq "alone: a forked child" "$(sed -n 's/^CHILDALONE //p' alone.out)" 1
+# the pause opens no trace ahead (no rights change): the child, which only
+# counted, leaves none
+expect_eq "alone: no trace from the child" "$(ls heaptrail.lifecycle.*.ht 2>/dev/null | wc -l)" 0
 expect_eq "alone: leak" "$(leak_of alone.ht leak_child)" "222 1"
 rm -f heaptrail.lifecycle.*.ht
 
