@@ -1,6 +1,6 @@
 /* hooks.c -- the interposed allocator family: malloc, calloc, realloc,
- * reallocarray, free, memalign, posix_memalign, aligned_alloc, valloc,
- * pvalloc, malloc_usable_size; C++ operator new/delete in every variant;
+ * reallocarray, free, free_sized and free_aligned_sized (C23), memalign,
+ * posix_memalign, aligned_alloc, valloc, pvalloc, malloc_usable_size; C++ operator new/delete in every variant;
  * anonymous mmap/munmap/mremap and mprotect over them; exec and _exit/_Exit (for the final
  * snapshot); the set-id calls, chroot, unshare and setns (the trace file
  * is opened first, the control thread kept out of the way), stat calls
@@ -46,6 +46,8 @@ static HT_TLS int t_resolving;
 static struct {
     void *(*malloc)(size_t);
     void (*free)(void *);
+    void (*free_sized)(void *, size_t);                 /* NULL before glibc 2.43 */
+    void (*free_aligned_sized)(void *, size_t, size_t);
     void *(*calloc)(size_t, size_t);
     void *(*realloc)(void *, size_t);
     void *(*memalign)(size_t, size_t);
@@ -83,6 +85,8 @@ static HT_NOINLINE void resolve(void)
         R(calloc, "calloc");
         R(malloc, "malloc");
         R(realloc, "realloc");
+        R(free_sized, "free_sized");
+        R(free_aligned_sized, "free_aligned_sized");
         R(memalign, "memalign");
         R(posix_memalign, "posix_memalign");
         R(aligned_alloc, "aligned_alloc");
@@ -391,6 +395,37 @@ HT_API void free(void *p)
     UNTRACK(p);
     NEED(free);
     if (ht_likely(real.free != NULL))
+        real.free(p);
+}
+
+/* C23's sized frees (glibc 2.43 and later): free with a promise about
+ * the block. A block freed this way leaves the live table like any
+ * other; without these hooks a program built against a newer glibc
+ * would free behind the agent's back and its blocks would read as
+ * leaks. Passed on unchanged to the libc's own (which may check the
+ * promise); before glibc 2.43 nothing can call them but a program that
+ * declares them itself, and they are free. */
+HT_API void free_sized(void *p, size_t n)
+{
+    if (ht_unlikely(p == NULL || is_boot(p)))
+        return;
+    UNTRACK(p);
+    NEED(free);
+    if (real.free_sized != NULL)
+        real.free_sized(p, n);
+    else if (real.free != NULL)
+        real.free(p);
+}
+
+HT_API void free_aligned_sized(void *p, size_t align, size_t n)
+{
+    if (ht_unlikely(p == NULL || is_boot(p)))
+        return;
+    UNTRACK(p);
+    NEED(free);
+    if (real.free_aligned_sized != NULL)
+        real.free_aligned_sized(p, align, n);
+    else if (real.free != NULL)
         real.free(p);
 }
 

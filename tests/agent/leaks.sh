@@ -27,6 +27,17 @@ expect_eq "unknown frees" "$(field unknown_frees "$(grep '^drops ' dump)")" 0
 expect_eq "process peak bytes (single thread: exact)" "$(field peak_bytes "$(grep '^snap ' dump | tail -n1)")" \
     "$(sed -n 's/^PEAK bytes=//p' out)"
 
+# C23's sized frees (glibc 2.43's free_sized, free_aligned_sized) free
+# blocks like free: the same truth, no false leak, nothing unknown
+"$HT" run -o sized.ht "$P/leaks" sized >zout 2>zerr; rc=$?
+expect_eq "sized frees: exit status (4: not found)" "$rc" 0
+expect_eq "sized frees: summary vs truth" "$(summary_numbers zerr)" \
+    "$(sed -n 's/^TRUTH bytes=\([0-9]*\) blocks=\([0-9]*\) sites=\([0-9]*\)$/\1 \2 \3/p' zout)"
+"$DUMP" sized.ht >zdump || fail "trace_dump sized.ht"
+expect_eq "sized frees: their blocks freed" \
+    "$(grep 'frames=no_leak_sized' zdump | grep -c 'live_blocks=0 live_bytes=0 total_blocks=6 ')" 2
+expect_eq "sized frees: unknown frees" "$(field unknown_frees "$(grep '^drops ' zdump)")" 0
+
 # reserved (PROT_NONE) pages are not counted; mprotect'ed accessible they
 # are, as allocated bytes too (128 KiB, then 32 KiB again); the peak too
 "$HT" run -o reserve.ht "$P/leaks" reserve >rout 2>rerr; rc=$?

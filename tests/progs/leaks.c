@@ -1,8 +1,8 @@
 /* leaks.c -- scripted leaks with a known truth, single-threaded and
  * without stdio (so libc itself leaves nothing live at exit): distinct
  * call sites, sizes and counts, calloc, a realloc chain, the aligned
- * family, strdup, reallocarray and anonymous mmap regions (one released,
- * one punched with a hole; with `reserve`, PROT_NONE reservations). Prints "TRUTH bytes=B blocks=K sites=S" (heap
+ * family, strdup, reallocarray, anonymous mmap regions (one released, one with a hole;
+ * `reserve`: PROT_NONE reservations; `sized`: C23's sized frees, exit 4 if none). Prints "TRUTH bytes=B blocks=K sites=S" (heap
  * blocks) and "TRUTH_MAP bytes=B regions=R sites=S" (mappings) for the
  * test to compare with `heaptrail run`'s summary line. */
 #include <malloc.h>
@@ -116,6 +116,29 @@ NOINLINE static void leak_reserve(void)
     live(-64 * KIB);
 }
 
+/* Declared here: glibc's headers have them from 2.43 on, and a program
+ * linked against an older one finds them only in a preloaded library. */
+extern void free_sized(void *, size_t) __attribute__((weak));
+extern void free_aligned_sized(void *, size_t, size_t) __attribute__((weak));
+
+NOINLINE static void no_leak_sized(void)
+{
+    if (!free_sized || !free_aligned_sized)
+        _exit(4);
+    for (int i = 0; i < 6; i++) {
+        sink = malloc(40 + i);
+        live(40 + i);
+        free_sized(sink, 40 + i);
+        live(-(40 + i));
+        sink = aligned_alloc(64, 128);
+        live(128);
+        free_aligned_sized(sink, 64, 128);
+        live(-128);
+    }
+    free_sized(NULL, 0);
+    free_aligned_sized(NULL, 64, 0);
+}
+
 int main(int argc, char **argv)
 {
     leak_small();
@@ -130,6 +153,8 @@ int main(int argc, char **argv)
     leak_mmap();
     if (argc > 1 && !strcmp(argv[1], "reserve"))
         leak_reserve();
+    if (argc > 1 && !strcmp(argv[1], "sized"))
+        no_leak_sized();
     char buf[256];
     int n = snprintf(buf, sizeof buf,
                      "TRUTH bytes=%llu blocks=%llu sites=%llu\nTRUTH_MAP bytes=%llu regions=%llu sites=%llu\n"
