@@ -57,7 +57,8 @@ static struct {
     int filtered;               /* under a seccomp filter, as far as we know */
     int control;
     int follow_exec;
-    int listen_fd;
+    int listen_fd;              /* the control socket, in the thread's own table if own_files */
+    int own_files;              /* the control thread has a descriptor table of its own */
     int thread_up;
     int control_tid;            /* the control thread's, once it runs */
     int reach;                  /* compute reachability at exit */
@@ -675,12 +676,13 @@ static int open_control_socket(void)
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -1;
-    /* keep clear of the low descriptor numbers programs expect */
+    /* in the program's table: keep clear of the low descriptor numbers
+     * programs expect */
     struct rlimit rl;
     int lo = 512;
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 1024)
         lo = (int)(rl.rlim_cur / 2);
-    int hi = fcntl(fd, F_DUPFD_CLOEXEC, lo);
+    int hi = A.own_files ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, lo);
     if (hi >= 0) {
         close(fd);
         fd = hi;
@@ -786,10 +788,49 @@ static void serve(int fd)
 #define JITMAPS_BUSY_MS 2
 #define JITMAPS_BUSY_FOR 200
 
+#ifndef SYS_close_range
+#define SYS_close_range 436
+#endif
+#ifndef CLOSE_RANGE_UNSHARE
+#define CLOSE_RANGE_UNSHARE (1u << 1)
+#endif
+
+/* Gives the calling (control) thread a descriptor table of its own, empty
+ * but for the trace descriptor the writer holds since the program gave up
+ * rights: what the thread opens (the control socket, the trace for a
+ * snapshot, /proc files, a JIT's perf map) then never takes a number in
+ * the program's table. There even a descriptor open for a moment changes
+ * what the program sees: open() no longer returns the lowest free number,
+ * dup2() onto a number being opened fails with EBUSY (bash's `exec 3>`
+ * did, under heaptrail), and a program that closes every descriptor it
+ * did not open closed the socket. close_range(CLOSE_RANGE_UNSHARE, Linux
+ * 5.9) copies only the descriptors below the range, so the program's
+ * files gain no reference (a pipe's reader still sees its end at once);
+ * only a held trace descriptor takes the ones below it along, closed
+ * again at once. Not under a seccomp filter, which may not expect the
+ * call: there, and on older kernels, the thread shares the table. */
+static int own_files(void)
+{
+    if (A.filtered)
+        return 0;
+    int keep = ht__writer_held_fd();
+    if (ht__sys3(SYS_close_range, (unsigned)(keep + 1), ~0u, CLOSE_RANGE_UNSHARE) != 0)
+        return 0;
+    if (keep > 0)
+        ht__sys3(SYS_close_range, 0, (unsigned)(keep - 1), 0);
+    if (keep >= 0 && !ht__writer_is_ours(keep))
+        ht__sys1(SYS_close, keep);      /* the program's since: not kept */
+    return 1;
+}
+
 static void *control_main(void *arg)
 {
     (void)arg;
     ht__guard = 2;              /* this thread is ours: nothing it does is tracked */
+    A.own_files = own_files();
+    ht__own_files = A.own_files;
+    if (A.control && A.listen_fd < 0)
+        A.listen_fd = open_control_socket();
     ht_store_release(&A.control_tid, ht__gettid());
     prctl(PR_SET_NAME, "heaptrail", 0, 0, 0);
     struct timespec next;
@@ -797,6 +838,12 @@ static void *control_main(void *arg)
     uint64_t busy_until = 0, gdb_next = 0, reopen_next = 0;
     for (;;) {
         if (ht_load_acquire(&A.ctl_quit)) {
+            /* the socket goes with the thread (its name is free for the
+             * next one at once; a table of its own would close it only
+             * after the thread is seen gone) */
+            if (A.listen_fd >= 0)
+                close(A.listen_fd);
+            A.listen_fd = -1;
             ht_store_release(&A.ctl_gone, 1);
             return NULL;
         }
@@ -821,9 +868,10 @@ static void *control_main(void *arg)
             if (left < timeout)
                 timeout = (int)left;
         }
-        /* a program that closes every descriptor it did not open (a daemon
-         * starting up) closed the socket too: a new one, at most once a
-         * second (a program may keep closing) */
+        /* no socket: it could not be made, or (in a shared table) a
+         * program that closes every descriptor it did not open (a daemon
+         * starting up) closed it: a new one, at most once a second (a
+         * program may keep closing) */
         if (A.listen_fd < 0 && A.control && t >= reopen_next) {
             A.listen_fd = open_control_socket();
             reopen_next = t + 1000000000ull;
@@ -871,11 +919,11 @@ static void wake_control(void)
 }
 
 /* Ends the control thread and waits (at most 2 s) until it has: it looks
- * at least every JITMAPS_MS, and is woken at once where it can be. Its
- * socket is closed (`heaptrail snapshot` then says the process does not
- * answer), unless `keep`: then the thread is waited for until it is gone
- * from the kernel too (at most 100 ms more), so that a new one can take
- * its stack. */
+ * at least every JITMAPS_MS, and is woken at once where it can be. It
+ * closes its socket as it ends (`heaptrail snapshot` then finds nobody
+ * listening until a new thread runs; it tries again for a second). With
+ * `keep` the thread is waited for until it is gone from the kernel too
+ * (at most 100 ms more), so that a new one can take its stack. */
 static void stop_control(int keep)
 {
     if (!A.thread_up)
@@ -888,12 +936,8 @@ static void stop_control(int keep)
     A.thread_up = 0;
     if (!ht_load_acquire(&A.ctl_gone))
         return;
-    if (!keep) {
-        if (A.listen_fd >= 0)
-            close(A.listen_fd);
-        A.listen_fd = -1;
+    if (!keep)
         return;
-    }
     int tid = ht_load_acquire(&A.control_tid), i = 0;
     while (tid > 0 && ht__sys3(SYS_tgkill, A.pid, tid, 0) == 0 && i++ < 2000)
         nanosleep(&nap, NULL);
@@ -911,8 +955,6 @@ static void start_control(void)
         return;
     int g = ht__guard;
     ht__guard = 2;
-    if (A.control && A.listen_fd < 0)
-        A.listen_fd = open_control_socket();
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -998,10 +1040,10 @@ static void fork_child(void)
     A.pause_lock.v = 0;
     A.pauses = A.paused = 0;    /* a set-id call in another thread of the parent's */
     set_clocks();
-    if (A.listen_fd >= 0) {
-        close(A.listen_fd);     /* the parent's socket */
-        A.listen_fd = -1;
-    }
+    if (A.listen_fd >= 0 && !A.own_files)
+        close(A.listen_fd);     /* the parent's socket, in the table the child copied */
+    A.listen_fd = -1;           /* (in a table of its own, it is not in the child's) */
+    A.own_files = 0;
     if (A.ctl_stack) {
         ht__unmap(A.ctl_stack, CTL_STACK);  /* the parent's control thread's */
         A.ctl_stack = NULL;

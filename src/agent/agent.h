@@ -19,6 +19,7 @@
 /* The per-thread re-entry guard: set while this thread runs agent code.
  * A hook that finds it set passes straight through to libc (counted). */
 HT_INTERNAL extern HT_TLS int ht__guard;
+HT_INTERNAL extern HT_TLS int ht__own_files;   /* the control thread, in a descriptor table of its own */
 /* Set by a leak check's stop signal that found this thread inside the
  * agent (reach.c): the hook parks the thread as it leaves. */
 HT_INTERNAL extern HT_TLS int ht__park_pending;
@@ -342,6 +343,8 @@ HT_INTERNAL const char *ht__writer_path(void);
 HT_INTERNAL void ht__writer_reopen(void);
 /* Creates the trace file now if it is not there yet. */
 HT_INTERNAL void ht__writer_create(void);
+HT_INTERNAL int ht__writer_held_fd(void);
+HT_INTERNAL int ht__writer_is_ours(int fd);
 /* Module scan hooks used around dlclose. */
 HT_INTERNAL void ht__modules_rescan(void);
 HT_INTERNAL void ht__writer_fork_prepare(void);

@@ -31,16 +31,22 @@
 
 static struct {
     int pid;
-    int perf_fd;                /* /tmp/perf-PID.map, -1 until it appears */
-    char perf_path[64];
-    dev_t perf_dev;             /* the file perf_fd reads (also when -2) */
+    int perf_state;             /* PERF_NONE, PERF_READING, PERF_FOREIGN */
+    char perf_path[64];         /* /tmp/perf-PID.map */
+    dev_t perf_dev;             /* the file we read (or do not: foreign) */
     ino_t perf_ino;
+    uint64_t perf_mtime;        /* its mtime when last read (ns) */
     uint64_t perf_off;          /* bytes of it read */
     char prefix[64];            /* its first bytes, as read */
     size_t prefix_len;
     char *buf;                  /* CHUNK bytes, mapped on first use */
     size_t held;                /* bytes of an unfinished line kept in buf */
-    int dump_fd;                /* the jitdump file, -1 until found */
+    int dump_found;             /* dump_path names the jitdump file */
+    int dump_fd;                /* open during a look only, else -1 */
+    char dump_path[1024];
+    dev_t dump_dev;
+    ino_t dump_ino;
+    uint64_t dump_size;         /* its size when last read */
     uint64_t dump_off;          /* next record's offset */
     int dump_looked;            /* polls since /proc/self/maps was last searched */
     ht_jit_add_t adds[BATCH];
@@ -49,7 +55,9 @@ static struct {
     size_t names_used;
     uint64_t registered;
     ht_spinlock_t lock;         /* the control thread and the exiting one */
-} J = { .perf_fd = -1, .dump_fd = -1 };
+} J = { .dump_fd = -1 };
+
+enum { PERF_NONE, PERF_READING, PERF_FOREIGN };
 
 static void flush_batch(void)
 {
@@ -115,13 +123,22 @@ static void perf_line(const char *s, const char *end)
  *     the file is not shorter than what we read, and that its first bytes
  *     are those we saw: else it was replaced or rewritten, and is read
  *     again from the start (a stale one no longer counts as stale).
- * A path that is gone while our descriptor stays is not a change: the
- * runtime may still be writing to the file it unlinked. */
-static int same_prefix(void)
+ * The file is opened by a look that finds it changed (stat: size or
+ * mtime) and closed before the look ends, so a look that finds nothing
+ * new opens nothing, and no descriptor outlives a look: the control
+ * thread's table may be its own (agent.c), the exiting thread's last look
+ * is the program's. A path that is gone is read no more; one that comes
+ * back as the same file is read on where we stopped. */
+static uint64_t mtime_ns(const struct stat *st)
+{
+    return (uint64_t)st->st_mtim.tv_sec * 1000000000ull + (uint64_t)st->st_mtim.tv_nsec;
+}
+
+static int same_prefix(int fd)
 {
     char now[sizeof J.prefix];
     return J.prefix_len == 0 ||
-           (pread(J.perf_fd, now, J.prefix_len, 0) == (ssize_t)J.prefix_len &&
+           (pread(fd, now, J.prefix_len, 0) == (ssize_t)J.prefix_len &&
             memcmp(now, J.prefix, J.prefix_len) == 0);
 }
 
@@ -135,42 +152,40 @@ static void perf_restart(void)
 static void poll_perf_map(void)
 {
     struct stat st;
-    if (J.perf_fd != -1 && lstat(J.perf_path, &st) == 0 &&
-        (st.st_dev != J.perf_dev || st.st_ino != J.perf_ino)) {
-        if (J.perf_fd >= 0)     /* replaced: read the new one */
-            close(J.perf_fd);
-        J.perf_fd = -1;
+    if (lstat(J.perf_path, &st) != 0)
+        return;                 /* not there (yet) */
+    int same = J.perf_state != PERF_NONE && st.st_dev == J.perf_dev && st.st_ino == J.perf_ino;
+    if (same && (J.perf_state == PERF_FOREIGN ||
+                 ((uint64_t)st.st_size == J.perf_off && mtime_ns(&st) == J.perf_mtime)))
+        return;                 /* someone else's, or as we left it */
+    int fd = open(J.perf_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);  /* a FIFO must not block us */
+    if (fd < 0)
+        return;
+    if (fstat(fd, &st) != 0) {
+        close(fd);
+        return;
     }
-    if (J.perf_fd == -1) {      /* not there yet (-2: someone else's) */
-        J.perf_fd = open(J.perf_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);  /* a FIFO must not block us */
-        if (J.perf_fd < 0)
-            return;
-        perf_restart();
-        if (fstat(J.perf_fd, &st) != 0) {
-            close(J.perf_fd);
-            J.perf_fd = -1;
-            return;
-        }
+    if (J.perf_state == PERF_NONE || st.st_dev != J.perf_dev || st.st_ino != J.perf_ino) {
+        perf_restart();         /* a new file (or replaced): from the start */
         J.perf_dev = st.st_dev;
         J.perf_ino = st.st_ino;
         if (!S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
-            close(J.perf_fd);
-            J.perf_fd = -2;     /* someone else's: never read, unless replaced */
+            J.perf_state = PERF_FOREIGN;        /* never read, unless replaced */
+            close(fd);
             return;
         }
-        uint64_t mtime = (uint64_t)st.st_mtim.tv_sec * 1000000000ull + (uint64_t)st.st_mtim.tv_nsec;
-        if (mtime < ht__agent.start_coarse_ns) {        /* stale: skip what it holds */
+        J.perf_state = PERF_READING;
+        if (mtime_ns(&st) < ht__agent.start_coarse_ns) {   /* stale: skip what it holds */
             J.perf_off = (uint64_t)st.st_size;
-            ssize_t n = pread(J.perf_fd, J.prefix, sizeof J.prefix, 0);
+            ssize_t n = pread(fd, J.prefix, sizeof J.prefix, 0);
             J.prefix_len = n > 0 ? (size_t)n : 0;
         }
-    }
-    if (J.perf_fd == -2)
-        return;
-    if (fstat(J.perf_fd, &st) == 0 && ((uint64_t)st.st_size < J.perf_off || !same_prefix()))
+    } else if ((uint64_t)st.st_size < J.perf_off || !same_prefix(fd)) {
         perf_restart();         /* truncated, or rewritten from the start */
+    }
+    J.perf_mtime = mtime_ns(&st);
     for (;;) {
-        ssize_t n = pread(J.perf_fd, J.buf + J.held, CHUNK - J.held, (off_t)J.perf_off);
+        ssize_t n = pread(fd, J.buf + J.held, CHUNK - J.held, (off_t)J.perf_off);
         if (n <= 0)
             break;
         if (J.perf_off < sizeof J.prefix && J.prefix_len == J.perf_off) {
@@ -196,6 +211,7 @@ static void poll_perf_map(void)
         else if (line)
             memmove(J.buf, J.buf + line, J.held);
     }
+    close(fd);
 }
 
 /* ---- jitdump -------------------------------------------------------------
@@ -229,13 +245,10 @@ static void find_dump(void)
             line[i] = 0;
             const char *path = strchr(line + start, '/');
             size_t pl = path ? strlen(path) : 0;
-            struct stat st;
-            if (path && pl >= (size_t)wl && strcmp(path + pl - (size_t)wl, want) == 0 &&
-                (J.dump_fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)) >= 0) {
-                if (fstat(J.dump_fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
-                    close(J.dump_fd);
-                    J.dump_fd = -1;
-                }
+            if (path && pl >= (size_t)wl && pl < sizeof J.dump_path &&
+                strcmp(path + pl - (size_t)wl, want) == 0) {
+                memcpy(J.dump_path, path, pl + 1);
+                J.dump_found = 1;
                 close(fd);
                 return;
             }
@@ -254,24 +267,9 @@ static int read_at(void *p, size_t n, uint64_t off)
     return pread(J.dump_fd, p, n, (off_t)off) == (ssize_t)n;
 }
 
-static void poll_jitdump(int force)
+/* The records appended since the last look (J.dump_fd open). */
+static void read_records(void)
 {
-    if (J.dump_fd < 0) {
-        if (J.dump_looked++ % 25 && !force)     /* search the maps every 25 polls */
-            return;
-        find_dump();
-        if (J.dump_fd < 0)
-            return;
-        /* the header: magic, version, its own size, ... (40 bytes in
-         * version 1; a later version may be longer) */
-        uint32_t hdr[3];
-        if (!read_at(hdr, sizeof hdr, 0) || hdr[0] != JITDUMP_MAGIC || hdr[2] < 40 || hdr[2] > 4096) {
-            close(J.dump_fd);
-            J.dump_fd = -1;
-            return;
-        }
-        J.dump_off = hdr[2];
-    }
     for (;;) {
         struct { uint32_t id, size; uint64_t ts; } h;
         char last;
@@ -307,6 +305,55 @@ static void poll_jitdump(int force)
     }
 }
 
+/* Opened by a look that finds the file grown, closed before it ends (as
+ * the perf map is). */
+static void poll_jitdump(int force)
+{
+    struct stat st;
+    if (!J.dump_found) {
+        if (J.dump_looked++ % 25 && !force)     /* search the maps every 25 polls */
+            return;
+        find_dump();
+        if (!J.dump_found)
+            return;
+        J.dump_fd = open(J.dump_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+        if (J.dump_fd < 0) {
+            J.dump_found = 0;
+            return;
+        }
+        /* the header: magic, version, its own size, ... (40 bytes in
+         * version 1; a later version may be longer) */
+        uint32_t hdr[3];
+        if (fstat(J.dump_fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+            !read_at(hdr, sizeof hdr, 0) || hdr[0] != JITDUMP_MAGIC || hdr[2] < 40 || hdr[2] > 4096) {
+            close(J.dump_fd);
+            J.dump_fd = -1;
+            J.dump_found = 0;
+            return;
+        }
+        J.dump_dev = st.st_dev;
+        J.dump_ino = st.st_ino;
+        J.dump_off = hdr[2];
+        J.dump_size = 0;
+    } else {
+        if (stat(J.dump_path, &st) != 0 || st.st_dev != J.dump_dev || st.st_ino != J.dump_ino ||
+            (uint64_t)st.st_size == J.dump_size)
+            return;             /* gone, replaced (read no more), or as we left it */
+        J.dump_fd = open(J.dump_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+        if (J.dump_fd < 0)
+            return;
+        if (fstat(J.dump_fd, &st) != 0 || st.st_dev != J.dump_dev || st.st_ino != J.dump_ino) {
+            close(J.dump_fd);
+            J.dump_fd = -1;
+            return;
+        }
+    }
+    J.dump_size = (uint64_t)st.st_size;
+    read_records();
+    close(J.dump_fd);
+    J.dump_fd = -1;
+}
+
 int ht__jitmaps_poll(int force)
 {
     ht__spin_lock(&J.lock);
@@ -329,11 +376,9 @@ void ht__jitmaps_forget(void)
 {
     /* a forked child: its own pid, its own files */
     J.lock.v = 0;
-    if (J.perf_fd >= 0)
-        close(J.perf_fd);
-    if (J.dump_fd >= 0)
-        close(J.dump_fd);
-    J.perf_fd = J.dump_fd = -1;
+    J.perf_state = PERF_NONE;  /* (no descriptor outlives a look) */
+    J.dump_found = 0;
+    J.dump_fd = -1;
     J.pid = 0;
     perf_restart();
     J.nadds = 0;

@@ -1477,19 +1477,42 @@ static void roots_after_key(const char *path, const char *key, char sep)
     ht__unmap(text, cap);
 }
 
+static int g_scan_pid;          /* a scan child: its parent's pid */
+
+/* "/proc/PID/DIR/FD" (or "/proc/PID/DIR" for fd < 0) of the process
+ * scanned, never of the calling thread's descriptor table: the program's
+ * descriptors are in the process's table (its first thread's), and
+ * neither in a scan child's nor in the control thread's, which may have
+ * a table of its own (agent.c). */
+static void proc_fd_path(char *path, const char *dir, int fd)
+{
+    char *p = path;
+    __builtin_memcpy(p, "/proc/", 6);
+    p += 6;
+    p += ht__fmt_u64(p, (uint64_t)(g_scan_pid ? g_scan_pid : S.pid));
+    *p++ = '/';
+    size_t dl = __builtin_strlen(dir);
+    __builtin_memcpy(p, dir, dl);
+    p += dl;
+    if (fd >= 0) {
+        *p++ = '/';
+        p += ht__fmt_u64(p, (uint64_t)fd);
+    }
+    *p = 0;
+}
+
 /* The data words of epoll descriptor fd's registrations, as roots (none
  * if fd is no epoll descriptor). */
 static void epoll_data_roots(int fd)
 {
     static const char epoll_link[] = "anon_inode:[eventpoll]";
-    char path[48] = "/proc/self/fd/", link[sizeof epoll_link];
-    path[14 + ht__fmt_u64(path + 14, (uint64_t)fd)] = 0;
+    char path[64], link[sizeof epoll_link];
+    proc_fd_path(path, "fd", fd);
     long ln = ht__sys3(SYS_readlink, path, link, sizeof link);
     if (ln != (long)sizeof epoll_link - 1 || __builtin_memcmp(link, epoll_link, sizeof epoll_link - 1))
         return;
-    char info[48] = "/proc/self/fdinfo/";
-    info[18 + ht__fmt_u64(info + 18, (uint64_t)fd)] = 0;
-    roots_after_key(info, "data:", 0);
+    proc_fd_path(path, "fdinfo", fd);
+    roots_after_key(path, "data:", 0);
 }
 
 /* A descriptor that may be an epoll one: only an anonymous inode (epoll,
@@ -1498,7 +1521,9 @@ static void epoll_data_roots(int fd)
 static void epoll_candidate(int fd)
 {
     struct stat st;
-    if (ht__sys2(SYS_fstat, fd, &st) == 0 && (st.st_mode & S_IFMT) == 0)
+    char path[64];
+    proc_fd_path(path, "fd", fd);
+    if (ht__sys4(SYS_newfstatat, AT_FDCWD, path, &st, 0) == 0 && (st.st_mode & S_IFMT) == 0)
         epoll_data_roots(fd);
 }
 
@@ -1506,7 +1531,9 @@ static void scan_epoll_roots(void)
 {
     int n = ht_load_acquire(&g_epoll_n);
     if (n > EPOLL_FDS) {
-        each_number("/proc/self/fd", epoll_candidate);
+        char dir[64];
+        proc_fd_path(dir, "fd", -1);
+        each_number(dir, epoll_candidate);
         return;
     }
     for (int i = 0; i < n; i++) {
@@ -1518,7 +1545,6 @@ static void scan_epoll_roots(void)
 
 /* The process whose scan this is: this one, or a scan child's parent
  * (attempt_forked). */
-static int g_scan_pid;
 
 /* Alternate signal stacks: the kernel keeps each thread's base, and a
  * program that took one from malloc (for a crash handler) and kept no

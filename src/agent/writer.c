@@ -206,10 +206,14 @@ static int is_ours(int fd)
  * held since the program gave up rights (ht__writer_create). */
 static int open_checked(void)
 {
-    if (W.held_fd >= 0) {
-        if (is_ours(W.held_fd))
-            return W.held_fd;
-        W.held_fd = -1;         /* the program closed it: the number is its own now */
+    int held = W.held_fd;
+    if (held >= 0) {
+        if (is_ours(held))
+            return held;
+        /* the program closed it: the number is its own now (the control
+         * thread, in a table of its own, cannot tell for the program) */
+        if (!ht__own_files)
+            W.held_fd = -1;
     }
     int fd = (int)ht__sys3(SYS_open, W.path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0);
     if (fd < 0)
@@ -220,6 +224,13 @@ static int open_checked(void)
     }
     return fd;
 }
+
+HT_TLS int ht__own_files;
+
+/* For the control thread's own table (agent.c): the descriptor held, and
+ * whether a descriptor is open on the trace. */
+int ht__writer_held_fd(void) { return ht_load_relaxed(&W.held_fd); }
+int ht__writer_is_ours(int fd) { return is_ours(fd); }
 
 static void close_checked(int fd)
 {

@@ -1209,16 +1209,27 @@ int ht_cmd_snapshot(int argc, char **argv)
         fprintf(stderr, "heaptrail: snapshot: '%s' is not a process id\n", pid_arg);
         return 2;
     }
-    int fd = connect_agent(pid);
-    if (fd < 0) {
-        /* the pid of `heaptrail run` itself: ask its only child */
+    /* the process, or (the pid of `heaptrail run` itself) its only child;
+     * nobody listening is tried again for a second while the process
+     * lives: the agent's control thread closes its socket while it is
+     * paused (the program changing its rights, or counting its threads: a
+     * Python fork) and a new thread opens it again */
+    int fd = -1;
+    for (int tries = 0; fd < 0; tries++) {
+        fd = connect_agent(pid);
+        if (fd >= 0)
+            break;
         long child = only_child(pid);
         if (child > 0 && (fd = connect_agent(child)) >= 0) {
             pid = child;
-        } else {
+            break;
+        }
+        if (tries == 20 || kill((pid_t)pid, 0) != 0) {
             fprintf(stderr, "heaptrail: process %ld is not traced by heaptrail (no control socket)\n", pid);
             return 1;
         }
+        struct timespec nap = { 0, 50 * 1000 * 1000 };
+        nanosleep(&nap, NULL);
     }
     if (leaks && !peer_trusted(fd)) {
         fprintf(stderr, "heaptrail: process %ld: the control socket belongs to another user\n", pid);

@@ -28,6 +28,24 @@ expect_eq "wait: exit status" "$rc" 0
 expect_eq "wait: no system call interrupted" "$(sed -n 's/^EINTR=//p' w.out)" 0
 expect_eq "wait: snapshots (request, request, exit)" "$("$DUMP" w.ht | grep '^snap ' | sed 's/.*reason=\([0-9]*\).*/\1/' | tr '\n' ' ')" "1 1 0 "
 
+# the agent's descriptors never take a number in the program's table:
+# the control thread has a table of its own (before: its socket sat at
+# 512 and up, and its look for a JIT's perf map every 20 ms held the
+# lowest free number for a moment, so open() missed it and bash's
+# `exec 3>/dev/null` failed with EBUSY)
+"$C" fdorder >fplain.out
+plain=$(grep '^FDORDER' fplain.out)
+expect_eq "fdorder plain" "${plain#* }" "$(echo "$plain" | sed -n 's/^FDORDER \(foreign=[0-9]*\) bad=0$/\1 bad=0/p')"
+"$HT" run -o fo.ht "$C" fdorder >fo.out 2>fo.err; rc=$?
+expect_eq "fdorder: exit status" "$rc" 0
+expect_eq "fdorder: no descriptor of the agent's; open() gives the lowest; dup2 never EBUSY" \
+    "$(grep '^FDORDER' fo.out)" "$plain"
+# the same while the agent reads a growing perf map (node
+# --perf-basic-prof's): a line every 100 ms
+"$HT" run -o fp.ht "$C" fdorder map >fp.out 2>fp.err; rc=$?
+expect_eq "fdorder with a perf map: exit status" "$rc" 0
+expect_eq "fdorder with a perf map" "$(grep '^FDORDER' fp.out)" "$plain"
+
 # a program that closes every descriptor it did not open (a daemon at
 # start-up) closed the control socket too: the agent makes a new one
 # (before, `heaptrail snapshot` found nobody listening for the rest of

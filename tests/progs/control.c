@@ -11,8 +11,18 @@
  *              main allocates and frees 200,000 blocks (churn_site) and
  *              leaks 5x10 (leak_sig); prints "HANDLER calls=n snaps=m"
  *   threads    300 threads created and joined one after another, each
- *              leaking 1x32 from leak_thread */
+ *              leaking 1x32 from leak_thread
+ *   fdorder    counts descriptors in /proc/self/fd besides 0-2 (the
+ *              agent's, and any inherited), then for 1.5 s opens /dev/null
+ *              expecting the lowest free number and dup2()s it onto the
+ *              next free one (EBUSY while another thread opens a file that
+ *              gets that number); prints
+ *              "FDORDER foreign=F bad=B"; with `map`, also writes a perf
+ *              map (/tmp/perf-PID.map, descriptor 100) a line at a time,
+ *              every 100 ms, for the agent to read, and removes it */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -97,6 +107,55 @@ int main(int argc, char **argv)
         struct itimerval off = { { 0, 0 }, { 0, 0 } };
         setitimer(ITIMER_REAL, &off, NULL);
         printf("HANDLER calls=%u snaps=%u\n", calls, snaps);
+        return 0;
+    }
+    if (!strcmp(mode, "fdorder")) {
+        int foreign = 0, bad = 0, map = argc > 2 && !strcmp(argv[2], "map");
+        char path[64];
+        snprintf(path, sizeof path, "/tmp/perf-%d.map", (int)getpid());
+        if (map) {
+            int m = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+            if (m < 0 || dup2(m, 100) != 100)
+                return 3;
+            close(m);
+        }
+        DIR *d = opendir("/proc/self/fd");
+        struct dirent *e;
+        while (d && (e = readdir(d)) != NULL)
+            if (e->d_name[0] != '.' && atoi(e->d_name) > 2 && atoi(e->d_name) != dirfd(d) &&
+                !(map && atoi(e->d_name) == 100))
+                foreign++;
+        if (d)
+            closedir(d);
+        int lo = open("/dev/null", O_RDONLY | O_CLOEXEC), lo2 = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        close(lo);
+        close(lo2);
+        struct timespec t0, t;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        long lines = 0, ns = 0;
+        do {
+            if (map && ns >= lines * 100000000L) {      /* a line every 100 ms */
+                char l[64];
+                int n = snprintf(l, sizeof l, "%lx 10 jitfn%ld\n", 0x1000 + 0x100 * lines, lines);
+                if (write(100, l, (size_t)n) != n)
+                    return 3;
+                lines++;
+            }
+            for (int i = 0; i < 1000; i++) {
+                int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+                if (fd != lo)
+                    bad++;
+                if (fd >= 0 && dup2(fd, lo2) != lo2)
+                    bad++;
+                close(fd);
+                close(lo2);
+            }
+            clock_gettime(CLOCK_MONOTONIC, &t);
+            ns = (t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec);
+        } while (ns < 1500000000L);
+        if (map)
+            unlink(path);
+        printf("FDORDER foreign=%d bad=%d\n", foreign, bad);
         return 0;
     }
     if (!strcmp(mode, "threads")) {
