@@ -797,7 +797,7 @@ static int name_has_pid(const char *name, long pid)
  * that failed; empty if none. */
 typedef struct {
     int n;                      /* traces other than the main one */
-    char shown[5][256];         /* the first five */
+    char shown[6][256];         /* the first six: five to list besides the summarized one */
     int own;                    /* of them, the traced process's own */
     char last[PATH_MAX + 256];
 } others_t;
@@ -831,7 +831,7 @@ static void scan_other_traces(traces_t *tr, const char *path, long pid, const st
             k++;
         if (k < tr->nbefore)
             continue;
-        if (o->n < 5)
+        if (o->n < 6)
             snprintf(o->shown[o->n], sizeof o->shown[o->n], "%s", e->d_name);
         o->n++;
         if (name_has_pid(e->d_name, pid)) {
@@ -850,19 +850,20 @@ static void scan_other_traces(traces_t *tr, const char *path, long pid, const st
     tr->before = NULL;
 }
 
-/* Lists the other traces but `summarized` (a path). */
-static void list_other_traces(const others_t *o, const char *summarized)
+/* Lists the other traces but `summarized` (a path), at most five by name.
+ * among: whether `summarized` is one of them (o->last, after an exec):
+ * then the count is one less wherever readdir put it (it was subtracted
+ * only when among the first five names read: one too many otherwise). */
+static void list_other_traces(const others_t *o, const char *summarized, int among)
 {
     const char *slash = strrchr(summarized, '/');
     const char *skip = slash ? slash + 1 : summarized;
-    int n = o->n, shown = 0;
-    for (int i = 0; i < o->n && i < 5; i++)
-        n -= strcmp(o->shown[i], skip) == 0;
-    if (!n)
+    int n = o->n - (among ? 1 : 0), shown = 0;
+    if (n <= 0)
         return;
     fprintf(stderr, "heaptrail: %d more trace%s from processes it started:", n, n > 1 ? "s" : "");
-    for (int i = 0; i < o->n && i < 5; i++) {
-        if (strcmp(o->shown[i], skip) == 0)
+    for (int i = 0; i < o->n && i < 6 && shown < 5; i++) {
+        if (among && strcmp(o->shown[i], skip) == 0)
             continue;
         fputc(' ', stderr);
         put_clean(stderr, o->shown[i]);
@@ -1017,6 +1018,7 @@ int ht_cmd_run(int argc, char **argv)
         snprintf(path, sizeof path, "heaptrail.%s.%d.ht", prog, (int)pid);
     others_t others;
     scan_other_traces(&traces, path, (long)pid, &start, &others);
+    int summarized_other = 0;   /* the summary is of one of `others` */
     if (others.own && strlen(others.last) < sizeof path) {
         /* the program called exec: its process went on writing into new
          * traces (the image exec started, with --follow-exec, a wrapper
@@ -1027,6 +1029,7 @@ int ht_cmd_run(int argc, char **argv)
         put_clean(stderr, path);
         fprintf(stderr, ")\n");
         memcpy(path, others.last, strlen(others.last) + 1);
+        summarized_other = 1;
     }
     if (ht__run_summary(path, HT_SUMMARY_AT_EXIT, -1, &supp, &unreach, stderr) != 0 && access(path, F_OK) != 0) {
         char file[PATH_MAX];
@@ -1037,7 +1040,7 @@ int ht_cmd_run(int argc, char **argv)
             fprintf(stderr, " %s\n", why);
         }
     }
-    list_other_traces(&others, path);
+    list_other_traces(&others, path, summarized_other);
     ht__supp_free(&supp);
     if (errexit && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
         /* the program succeeded: its leaks decide */
