@@ -28,11 +28,16 @@ HT_INTERNAL int ht__cmd_main(int cmd, int argc, char **argv, ht_loader_fn load,
  * - HT_SUMMARY_NOW, `heaptrail snapshot --leaks`'s: the snapshot the agent
  *   numbered `seq` (ht_tsnapshot_t.file_seq); "in use now", "unreachable
  *   now", or why reachability was not computed (or that the agent wrote a
- *   plain snapshot); then only the stacks with unreachable blocks.
+ *   plain snapshot); then only the stacks with unreachable blocks;
+ * - HT_SUMMARY_EXITED, `heaptrail run`'s when the program's wait status
+ *   says it exited (no signal ended it): as HT_SUMMARY_AT_EXIT, but a
+ *   trace without its exit snapshot then means the program ended without
+ *   passing through exit() or _exit() (a raw exit_group system call, as
+ *   Go's runtime makes), and the summary says so instead of "cut short".
  * Tests call it on traces they write.
  * @return : 0, or -1 when the trace or the snapshot could not be read
  *           (said on out). */
-enum { HT_SUMMARY_AT_EXIT = 0, HT_SUMMARY_NOW };
+enum { HT_SUMMARY_AT_EXIT = 0, HT_SUMMARY_NOW, HT_SUMMARY_EXITED };
 struct ht_supp_s;
 /* supp (may be NULL): leak suppressions (suppress.h); the sites they
  * match are counted apart and not listed. unreach (may be NULL) receives

@@ -409,6 +409,12 @@ static const char *untraceable(const char *file)
     return why;
 }
 
+/* Why a trace of a program that exited (HT_SUMMARY_EXITED) ends without
+ * its exit snapshot: the agent takes it in exit() and _exit(), which a
+ * raw exit_group bypasses (Go's runtime never calls libc's exit). */
+#define NO_EXIT_CALL "the program ended without passing through exit() or _exit() (a raw exit_group system " \
+                     "call, as Go's runtime makes), so the agent took no snapshot at its end"
+
 /* The summary of one snapshot (cmd.h): `heaptrail run`'s at the end of a
  * run (the last snapshot, what is live there leaked, "at exit") and
  * `heaptrail snapshot --leaks`'s of the leak check the agent just wrote
@@ -426,6 +432,7 @@ static int summary(const char *path, int when, int64_t seq, ht_supp_t *supp, int
     char err[512];
     struct stat st;
     int now = when == HT_SUMMARY_NOW;
+    int exited = when == HT_SUMMARY_EXITED;     /* no signal ended it */
     if (!now && lstat(path, &st) != 0 && errno == ENOENT) {
         fprintf(out, "heaptrail: no trace: ");
         put_clean(out, path);
@@ -457,7 +464,11 @@ static int summary(const char *path, int when, int64_t seq, ht_supp_t *supp, int
     if (!s) {
         fprintf(out, "heaptrail: trace ");
         put_clean(out, path);
-        fprintf(out, " holds no snapshot%s", t.truncated ? " (damaged)" : t.complete ? "" : " (cut short)");
+        if (exited && !t.truncated && !t.complete)
+            fprintf(out, " holds no snapshot: " NO_EXIT_CALL "; no figures (`heaptrail run --interval S` "
+                         "takes a snapshot every S seconds)");
+        else
+            fprintf(out, " holds no snapshot%s", t.truncated ? " (damaged)" : t.complete ? "" : " (cut short)");
         if (t.drops.write_errors)
             fprintf(out, "; %llu trace bytes could not be written (disk full?)",
                     (unsigned long long)t.drops.write_errors);
@@ -619,7 +630,10 @@ static int summary(const char *path, int when, int64_t seq, ht_supp_t *supp, int
         if (s->seq != s->file_seq)
             fprintf(out, "heaptrail: `heaptrail report --snapshot %u` shows it (earlier snapshots were "
                          "not written)\n", s->seq);
-    } else if (!t.complete || t.truncated)
+    } else if (exited && !t.complete && !t.truncated)
+        fprintf(out, "heaptrail: " NO_EXIT_CALL "; figures from its last snapshot, number %u (%s), taken at %.3f s\n",
+                s->seq, ht__snap_reason(s->reason), (double)s->time_ns / 1e9);
+    else if (!t.complete || t.truncated)
         fprintf(out, "heaptrail: the trace was cut short%s; figures from its last snapshot\n",
                 t.truncated ? " (damaged tail)" : " (the program was killed?)");
     else if (s->reason == HT_SNAP_CRASH)
@@ -1031,7 +1045,8 @@ int ht_cmd_run(int argc, char **argv)
         memcpy(path, others.last, strlen(others.last) + 1);
         summarized_other = 1;
     }
-    if (ht__run_summary(path, HT_SUMMARY_AT_EXIT, -1, &supp, &unreach, stderr) != 0 && access(path, F_OK) != 0) {
+    int when = WIFEXITED(status) ? HT_SUMMARY_EXITED : HT_SUMMARY_AT_EXIT;
+    if (ht__run_summary(path, when, -1, &supp, &unreach, stderr) != 0 && access(path, F_OK) != 0) {
         char file[PATH_MAX];
         const char *why = find_program(argv[i], file, sizeof file) == 0 ? untraceable(file) : NULL;
         if (why) {

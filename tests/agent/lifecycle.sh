@@ -1,8 +1,9 @@
 # lifecycle.sh -- how a traced process ends or multiplies: exit, _exit,
-# crash (SIGSEGV, SIGABRT), SIGKILL after a flush, fork (the child writes
-# its own trace), fork while another thread allocates, exec with and
-# without --follow-exec; 16 threads with cross-thread frees; forks while
-# the agent holds the loader's lock.
+# crash (SIGSEGV, SIGABRT), SIGKILL after a flush, a raw exit_group (as
+# Go's runtime ends), fork (the child writes its own trace), fork while
+# another thread allocates, exec with and without --follow-exec; 16
+# threads with cross-thread frees; forks while the agent holds the
+# loader's lock.
 . tests/agent/common.inc
 cd "$T"
 L=$P/lifecycle
@@ -102,7 +103,34 @@ expect_eq "kill: the later leak is not in it" "$(leak_of kill.ht leak_late)" "0 
 l=$("$DUMP" kill.ht | grep '^trace ')
 expect_eq "kill: cut short" "$(field complete "$l") $(field truncated "$l")" "0 0"
 expect_eq "kill: API snapshot" "$(field reason "$(last_snap kill.ht)")" 3
-grep -q 'cut short' kill.err && echo "ok: cut short reported" || fail "cut short not reported"
+# killed: the wording stays "killed?" (the run knows only that a signal ended it)
+expect_eq "kill: cut short reported" \
+    "$(grep -c '^heaptrail: the trace was cut short (the program was killed?); figures from its last snapshot$' kill.err)" 1
+
+# a program that ends with a raw exit_group system call, as every Go
+# program does (Go's runtime never calls libc's exit or _exit): the agent
+# takes no exit snapshot. It exited 0, so the summary says how it ended
+# (it said "cut short", and with --interval "the program was killed?")
+no_exit="the program ended without passing through exit() or _exit() (a raw exit_group system call, as Go's runtime makes), so the agent took no snapshot at its end"
+"$HT" run -o eg.ht "$P/exitgroup" >/dev/null 2>eg.err; rc=$?
+expect_eq "exit_group: exit status" "$rc" 0
+expect_eq "exit_group: no snapshot, trace not complete" \
+    "$("$DUMP" eg.ht | grep -c '^snap ') $(field complete "$("$DUMP" eg.ht | grep '^trace ')")" "0 0"
+expect_eq "exit_group: the summary says how it ended" "$(cat eg.err)" \
+    "heaptrail: trace eg.ht holds no snapshot: $no_exit; no figures (\`heaptrail run --interval S\` takes a snapshot every S seconds)"
+# with --interval (and 100 ms before it ends): the figures of the last
+# periodic snapshot, the leak's 4,321 bytes, and which snapshot they are
+"$HT" run --interval 0.01 -o egi.ht "$P/exitgroup" 100 >/dev/null 2>egi.err; rc=$?
+expect_eq "exit_group --interval: exit status" "$rc" 0
+s=$(last_snap egi.ht)
+expect_eq "exit_group --interval: a periodic snapshot last, holding the leak" \
+    "$(field reason "$s") $(leak_of egi.ht leak_exit_group)" "2 4321 1"
+expect_eq "exit_group --interval: summary (bytes blocks sites)" "$(summary_numbers egi.err)" "4321 1 1"
+expect_eq "exit_group --interval: the leak's stack listed" "$(grep -c '^      leak_exit_group (exitgroup+' egi.err)" 1
+expect_eq "exit_group --interval: the summary says how it ended and which snapshot" \
+    "$(grep '^heaptrail: .*exit_group' egi.err)" \
+    "heaptrail: $no_exit; figures from its last snapshot, number $(echo "$s" | cut -d' ' -f2) (interval), taken at $(field time_ns "$s" | awk '{ printf "%.3f", $1 / 1e9 }') s"
+expect_eq "exit_group: nothing said of a cut or a kill" "$(cat eg.err egi.err | grep -c 'cut short\|killed')" 0
 
 run fork 0
 child=$(sed -n 's/^CHILD //p' fork.out)
