@@ -388,13 +388,21 @@ HT_API void *malloc(size_t n)
     return p;
 }
 
-HT_API void free(void *p)
+/* free's part before libc's: 0 if there is nothing to pass on (NULL, or
+ * a bootstrap block, never libc's); else the block has left the live
+ * table, and the real functions are known */
+static HT_ALWAYS_INLINE int untrack_free(void *p)
 {
     if (ht_unlikely(p == NULL || is_boot(p)))
-        return;
+        return 0;
     UNTRACK(p);
     NEED(free);
-    if (ht_likely(real.free != NULL))
+    return 1;
+}
+
+HT_API void free(void *p)
+{
+    if (untrack_free(p) && ht_likely(real.free != NULL))
         real.free(p);
 }
 
@@ -407,10 +415,8 @@ HT_API void free(void *p)
  * declares them itself, and they are free. */
 HT_API void free_sized(void *p, size_t n)
 {
-    if (ht_unlikely(p == NULL || is_boot(p)))
+    if (!untrack_free(p))
         return;
-    UNTRACK(p);
-    NEED(free);
     if (real.free_sized != NULL)
         real.free_sized(p, n);
     else if (real.free != NULL)
@@ -419,10 +425,8 @@ HT_API void free_sized(void *p, size_t n)
 
 HT_API void free_aligned_sized(void *p, size_t align, size_t n)
 {
-    if (ht_unlikely(p == NULL || is_boot(p)))
+    if (!untrack_free(p))
         return;
-    UNTRACK(p);
-    NEED(free);
     if (real.free_aligned_sized != NULL)
         real.free_aligned_sized(p, align, n);
     else if (real.free != NULL)

@@ -42,7 +42,6 @@ static struct {
     char *buf;                  /* CHUNK bytes, mapped on first use */
     size_t held;                /* bytes of an unfinished line kept in buf */
     int dump_found;             /* dump_path names the jitdump file */
-    int dump_fd;                /* open during a look only, else -1 */
     char dump_path[1024];
     dev_t dump_dev;
     ino_t dump_ino;
@@ -55,7 +54,7 @@ static struct {
     size_t names_used;
     uint64_t registered;
     ht_spinlock_t lock;         /* the control thread and the exiting one */
-} J = { .dump_fd = -1 };
+} J;
 
 enum { PERF_NONE, PERF_READING, PERF_FOREIGN };
 
@@ -262,36 +261,36 @@ static void find_dump(void)
     close(fd);
 }
 
-static int read_at(void *p, size_t n, uint64_t off)
+static int read_at(int fd, void *p, size_t n, uint64_t off)
 {
-    return pread(J.dump_fd, p, n, (off_t)off) == (ssize_t)n;
+    return pread(fd, p, n, (off_t)off) == (ssize_t)n;
 }
 
-/* The records appended since the last look (J.dump_fd open). */
-static void read_records(void)
+/* The records appended since the last look, from fd. */
+static void read_records(int fd)
 {
     for (;;) {
         struct { uint32_t id, size; uint64_t ts; } h;
         char last;
         /* a record is read once all of it is in the file */
-        if (!read_at(&h, sizeof h, J.dump_off) || h.size < sizeof h ||
-            !read_at(&last, 1, J.dump_off + h.size - 1))
+        if (!read_at(fd, &h, sizeof h, J.dump_off) || h.size < sizeof h ||
+            !read_at(fd, &last, 1, J.dump_off + h.size - 1))
             return;             /* not (all) written yet */
         uint64_t body = J.dump_off + sizeof h;
         if (h.id == 0) {        /* JIT_CODE_LOAD */
             struct { uint32_t pid, tid; uint64_t vma, addr, size, index; } l;
             char name[1024];
             size_t room = h.size - sizeof h - sizeof l;
-            if (h.size < sizeof h + sizeof l || !read_at(&l, sizeof l, body))
+            if (h.size < sizeof h + sizeof l || !read_at(fd, &l, sizeof l, body))
                 return;
             size_t nl = room < sizeof name - 1 ? room : sizeof name - 1;
-            if (nl && !read_at(name, nl, body + sizeof l))
+            if (nl && !read_at(fd, name, nl, body + sizeof l))
                 return;
             name[nl] = 0;
             add((uintptr_t)l.addr, (size_t)l.size, name, strlen(name));
         } else if (h.id == 1) { /* JIT_CODE_MOVE */
             struct { uint32_t pid, tid; uint64_t vma, old_addr, new_addr, size, index; } m;
-            if (h.size < sizeof h + sizeof m || !read_at(&m, sizeof m, body))
+            if (h.size < sizeof h + sizeof m || !read_at(fd, &m, sizeof m, body))
                 return;
             flush_batch();      /* the old range may be in this batch */
             ht_jit_range_t r;
@@ -310,24 +309,24 @@ static void read_records(void)
 static void poll_jitdump(int force)
 {
     struct stat st;
+    int fd;
     if (!J.dump_found) {
         if (J.dump_looked++ % 25 && !force)     /* search the maps every 25 polls */
             return;
         find_dump();
         if (!J.dump_found)
             return;
-        J.dump_fd = open(J.dump_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-        if (J.dump_fd < 0) {
+        fd = open(J.dump_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+        if (fd < 0) {
             J.dump_found = 0;
             return;
         }
         /* the header: magic, version, its own size, ... (40 bytes in
          * version 1; a later version may be longer) */
         uint32_t hdr[3];
-        if (fstat(J.dump_fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
-            !read_at(hdr, sizeof hdr, 0) || hdr[0] != JITDUMP_MAGIC || hdr[2] < 40 || hdr[2] > 4096) {
-            close(J.dump_fd);
-            J.dump_fd = -1;
+        if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+            !read_at(fd, hdr, sizeof hdr, 0) || hdr[0] != JITDUMP_MAGIC || hdr[2] < 40 || hdr[2] > 4096) {
+            close(fd);
             J.dump_found = 0;
             return;
         }
@@ -339,19 +338,17 @@ static void poll_jitdump(int force)
         if (stat(J.dump_path, &st) != 0 || st.st_dev != J.dump_dev || st.st_ino != J.dump_ino ||
             (uint64_t)st.st_size == J.dump_size)
             return;             /* gone, replaced (read no more), or as we left it */
-        J.dump_fd = open(J.dump_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-        if (J.dump_fd < 0)
+        fd = open(J.dump_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+        if (fd < 0)
             return;
-        if (fstat(J.dump_fd, &st) != 0 || st.st_dev != J.dump_dev || st.st_ino != J.dump_ino) {
-            close(J.dump_fd);
-            J.dump_fd = -1;
+        if (fstat(fd, &st) != 0 || st.st_dev != J.dump_dev || st.st_ino != J.dump_ino) {
+            close(fd);
             return;
         }
     }
     J.dump_size = (uint64_t)st.st_size;
-    read_records();
-    close(J.dump_fd);
-    J.dump_fd = -1;
+    read_records(fd);
+    close(fd);
 }
 
 int ht__jitmaps_poll(int force)
@@ -378,7 +375,6 @@ void ht__jitmaps_forget(void)
     J.lock.v = 0;
     J.perf_state = PERF_NONE;  /* (no descriptor outlives a look) */
     J.dump_found = 0;
-    J.dump_fd = -1;
     J.pid = 0;
     perf_restart();
     J.nadds = 0;

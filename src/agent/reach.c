@@ -1477,14 +1477,16 @@ static void roots_after_key(const char *path, const char *key, char sep)
     ht__unmap(text, cap);
 }
 
-static int g_scan_pid;          /* a scan child: its parent's pid */
+/* The process whose scan this is: this one, or a scan child's parent
+ * (attempt_forked); 0 for this one. */
+static int g_scan_pid;
 
 /* "/proc/PID/DIR/FD" (or "/proc/PID/DIR" for fd < 0) of the process
  * scanned, never of the calling thread's descriptor table: the program's
  * descriptors are in the process's table (its first thread's), and
  * neither in a scan child's nor in the control thread's, which may have
  * a table of its own (agent.c). */
-static void proc_fd_path(char *path, const char *dir, int fd)
+static void proc_path(char *path, const char *dir, int fd)
 {
     char *p = path;
     __builtin_memcpy(p, "/proc/", 6);
@@ -1507,11 +1509,11 @@ static void epoll_data_roots(int fd)
 {
     static const char epoll_link[] = "anon_inode:[eventpoll]";
     char path[64], link[sizeof epoll_link];
-    proc_fd_path(path, "fd", fd);
+    proc_path(path, "fd", fd);
     long ln = ht__sys3(SYS_readlink, path, link, sizeof link);
     if (ln != (long)sizeof epoll_link - 1 || __builtin_memcmp(link, epoll_link, sizeof epoll_link - 1))
         return;
-    proc_fd_path(path, "fdinfo", fd);
+    proc_path(path, "fdinfo", fd);
     roots_after_key(path, "data:", 0);
 }
 
@@ -1522,7 +1524,7 @@ static void epoll_candidate(int fd)
 {
     struct stat st;
     char path[64];
-    proc_fd_path(path, "fd", fd);
+    proc_path(path, "fd", fd);
     if (ht__sys4(SYS_newfstatat, AT_FDCWD, path, &st, 0) == 0 && (st.st_mode & S_IFMT) == 0)
         epoll_data_roots(fd);
 }
@@ -1532,7 +1534,7 @@ static void scan_epoll_roots(void)
     int n = ht_load_acquire(&g_epoll_n);
     if (n > EPOLL_FDS) {
         char dir[64];
-        proc_fd_path(dir, "fd", -1);
+        proc_path(dir, "fd", -1);
         each_number(dir, epoll_candidate);
         return;
     }
@@ -1543,8 +1545,6 @@ static void scan_epoll_roots(void)
     }
 }
 
-/* The process whose scan this is: this one, or a scan child's parent
- * (attempt_forked). */
 
 /* Alternate signal stacks: the kernel keeps each thread's base, and a
  * program that took one from malloc (for a crash handler) and kept no
@@ -1604,9 +1604,8 @@ static void scan_altstack_roots(void)
  * copy timers: a scan child reads its parent's. */
 static void scan_timer_roots(void)
 {
-    char path[48] = "/proc/self/timers";
-    if (g_scan_pid)
-        __builtin_memcpy(path + 6 + ht__fmt_u64(path + 6, (uint64_t)g_scan_pid), "/timers", 8);
+    char path[64];
+    proc_path(path, "timers", -1);
     roots_after_key(path, "signal:", '/');
 }
 

@@ -845,7 +845,7 @@ static void scan_other_traces(traces_t *tr, const char *path, long pid, const st
             k++;
         if (k < tr->nbefore)
             continue;
-        if (o->n < 6)
+        if (o->n < (int)(sizeof o->shown / sizeof o->shown[0]))
             snprintf(o->shown[o->n], sizeof o->shown[o->n], "%s", e->d_name);
         o->n++;
         if (name_has_pid(e->d_name, pid)) {
@@ -876,7 +876,7 @@ static void list_other_traces(const others_t *o, const char *summarized, int amo
     if (n <= 0)
         return;
     fprintf(stderr, "heaptrail: %d more trace%s from processes it started:", n, n > 1 ? "s" : "");
-    for (int i = 0; i < o->n && i < 6 && shown < 5; i++) {
+    for (int i = 0; i < o->n && i < (int)(sizeof o->shown / sizeof o->shown[0]) && shown < 5; i++) {
         if (among && strcmp(o->shown[i], skip) == 0)
             continue;
         fputc(' ', stderr);
