@@ -750,7 +750,10 @@ static void serve(int fd)
     if (strcmp(req, "snapshot leaks\n") == 0) {
         /* a leak check: reachability now, the program running on */
         int seq = -1;
-        if (ht__agent.on != HT_ON_FULL || !A.reach)
+        if (ht_load_relaxed(&ht__attached))
+            err = "error no leak checks in a process heaptrail attached to: the blocks it made before hold "
+                  "pointers the check cannot see";
+        else if (ht__agent.on != HT_ON_FULL || !A.reach)
             err = "error leak checks are turned off (HEAPTRAIL_REACH=0)";
         else if (ht_load_acquire(&A.exit_done) || ht__reach_trylock() != 0)
             err = "error the program is exiting, or a leak check is already under way";
@@ -765,6 +768,8 @@ static void serve(int fd)
         r = err ? 0 : ok_reply(reply, seq);
     } else if (strncmp(req, "snapshot", 8) == 0) {
         r = ok_reply(reply, ht__snapshot_write(HT_SNAP_REQUEST, HT_WCTX_NORMAL, NULL));
+    } else if (strcmp(req, "trace\n") == 0) {
+        r = ok_reply(reply, 0);     /* where the trace goes (heaptrail attach) */
     } else {
         err = "error unknown request";
     }
@@ -851,6 +856,8 @@ static void *control_main(void *arg)
         if (ht__jitmaps_poll(0))
             busy_until = t + JITMAPS_BUSY_FOR * 1000000ull;
         if (t >= gdb_next) {
+            if (ht_load_relaxed(&ht__attached))
+                ht__attach_poll();
             ht__gdbjit_poll(0);
             gdb_next = t + JITMAPS_MS * 1000000ull;
         }
@@ -1100,10 +1107,23 @@ static void drop_preload(void)
 
 /* ---- start-up ---------------------------------------------------------- */
 
-__attribute__((constructor(101))) static void agent_start(void)
+/* Preloaded, the library comes before libc in the loader's list of
+ * modules; opened later (heaptrail attach, or a program's own dlopen) it
+ * comes after, and starts only when ht__attach asks. */
+static int preloaded(void)
 {
-    if (A.started)
-        return;
+    struct dl_find_object me, libc;
+    if (_dl_find_object((void *)preloaded, &me) != 0 || !me.dlfo_link_map ||
+        _dl_find_object((void *)close, &libc) != 0 || !libc.dlfo_link_map)
+        return 1;
+    for (const struct link_map *l = me.dlfo_link_map->l_prev; l; l = l->l_prev)
+        if (l == libc.dlfo_link_map)
+            return 0;
+    return 1;
+}
+
+static void start(int attach)
+{
     ht__guard = 2;
     ht__reserve_allowance();    /* read now: later it might come after a filter */
     set_clocks();
@@ -1127,7 +1147,9 @@ __attribute__((constructor(101))) static void agent_start(void)
     s = ht__env("HEAPTRAIL_CONTROL");
     A.control = !(s && s[0] == '0');
     s = ht__env("HEAPTRAIL_REACH");
-    A.reach = !(s && s[0] == '0');
+    /* attached: blocks made before hold pointers the check cannot see as
+     * roots, so it would call reachable blocks lost */
+    A.reach = !(s && s[0] == '0') && !attach;
     s = ht__env("HEAPTRAIL_FOLLOW_EXEC");
     A.follow_exec = s && s[0] == '1';
     ht__agent.foreign = ht__foreign_allocator(&ht__agent.foreign_module);
@@ -1143,11 +1165,55 @@ __attribute__((constructor(101))) static void agent_start(void)
     ht__solo_start(A.filtered);
     pthread_atfork(fork_prepare, fork_parent, fork_child);
     install_crash_handlers();
-    if (!A.follow_exec)
+    if (!A.follow_exec && !attach)
         drop_preload();
     A.started = 1;
     start_control();
     ht__guard = 0;
+}
+
+__attribute__((constructor(101))) static void agent_start(void)
+{
+    if (A.started || !preloaded())
+        return;
+    start(0);
+}
+
+/* heaptrail attach: the CLI's injected call, in a thread of the running
+ * program it borrowed (src/analyze/inject.c). `opts` holds the options as
+ * HEAPTRAIL_NAME=value lines (the environment is the program's). Returns
+ * 0; 1 the agent already runs here; 2 the options do not fit; 3 no call
+ * of the program could be sent to the hooks; 4 the process cannot create
+ * the trace file (the agent then idles: no call reaches it). The CLI
+ * words each (src/analyze/cmd_attach.c). */
+HT_API int ht__attach(const char *opts)
+{
+    static char env[4096];
+    static const char *vars[32];
+    if (A.started)
+        return 1;
+    size_t n = opts ? ht__strlen(opts) : 0, nv = 0;
+    if (n >= sizeof env)
+        return 2;
+    memcpy(env, opts, n);
+    for (size_t i = 0; i < n; i++) {
+        if (i == 0 || env[i - 1] == 0) {
+            if (nv + 1 >= HT_ARRAY_SIZE(vars))
+                return 2;
+            vars[nv++] = &env[i];
+        }
+        if (env[i] == '\n')
+            env[i] = 0;
+    }
+    ht__env_extra = vars;
+    ht_store_release(&ht__attached, 1);
+    start(1);
+    if (ht__writer_start_file() != 0)
+        return 4;               /* the agent idles: nothing reaches it */
+    ht__guard = 2;              /* the hooks pass through while slots change */
+    int r = ht__attach_patch();
+    ht__guard = 0;
+    return r == 0 ? 0 : 3;
 }
 
 /* The control thread notes its id when it starts; a short program may end

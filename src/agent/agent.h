@@ -34,6 +34,12 @@ static inline __attribute__((always_inline)) void ht__guard_leave(void)
         ht__reach_park();
 }
 
+/* heaptrail attach (attach.c): set once the agent was loaded into a
+ * running process; hooks then find the real functions with RTLD_DEFAULT. */
+HT_INTERNAL extern int ht__attached;
+HT_INTERNAL int ht__attach_patch(void);
+HT_INTERNAL void ht__attach_poll(void);
+
 /* Process-wide state read on every hook. */
 enum {
     HT_ON_OFF = 0,              /* hooks pass through */
@@ -341,6 +347,8 @@ HT_INTERNAL void ht__writer_init(void);
 HT_INTERNAL const char *ht__writer_path(void);
 /* After a failed exec: later snapshots go to a new file. */
 HT_INTERNAL void ht__writer_reopen(void);
+/* heaptrail attach: creates the file now; 0 or -1. */
+HT_INTERNAL int ht__writer_start_file(void);
 /* Creates the trace file now if it is not there yet. */
 HT_INTERNAL void ht__writer_create(void);
 HT_INTERNAL int ht__writer_held_fd(void);

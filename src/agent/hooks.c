@@ -38,6 +38,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+/* Where a hook's real function is: the next definition after this library
+ * (preloaded), or what the program binds the name to (attached: this
+ * library is outside the global scope, attach.c). */
+#define NEXT (ht_load_relaxed(&ht__attached) ? RTLD_DEFAULT : RTLD_NEXT)
+
 HT_TLS int ht__guard;           /* 1: agent code running; 2: agent's own libc calls */
 static HT_TLS int t_resolving;
 
@@ -81,7 +86,7 @@ static HT_NOINLINE void resolve(void)
     ht__spin_lock(&g_resolve_lock);
     if (!real.free) {
         t_resolving = 1;
-#define R(f, name) real.f = (__typeof__(real.f))dlsym(RTLD_NEXT, name)
+#define R(f, name) real.f = (__typeof__(real.f))dlsym(NEXT, name)
         R(calloc, "calloc");
         R(malloc, "malloc");
         R(realloc, "realloc");
@@ -108,7 +113,7 @@ static HT_NOINLINE void resolve(void)
         R(syscall, "syscall");
         R(sigaction, "sigaction");
 #undef R
-        void (*f)(void *) = (void (*)(void *))dlsym(RTLD_NEXT, "free");
+        void (*f)(void *) = (void (*)(void *))dlsym(NEXT, "free");
         ht_store_release(&real.free, f);
         t_resolving = 0;
     }
@@ -137,6 +142,15 @@ static HT_NOINLINE void resolve(void)
  * as the function's address; calls through it still reach the hook.
  * dladdr1() names that symbol too: a definition is a symbol it finds
  * exactly at the address that is not undefined. */
+static int from_std_library(const char *path)
+{
+    const char *base = path;
+    for (const char *p = path; *p; p++)
+        if (*p == '/')
+            base = p + 1;
+    return !strncmp(base, "libc.so", 7) || !strncmp(base, "libstdc++.so", 12);
+}
+
 uint32_t ht__foreign_allocator(const char **module)
 {
     struct dl_find_object me, fo;
@@ -151,6 +165,10 @@ uint32_t ht__foreign_allocator(const char **module)
         int found = _dl_find_object(f, &fo) == 0;
         Dl_info di;
         const ElfW(Sym) *sym = NULL;
+        /* attached, the names bind to the C or C++ library (the hooks take
+         * their slots, attach.c): only another definition is foreign */
+        if (ht__attached && found && fo.dlfo_link_map && from_std_library(fo.dlfo_link_map->l_name))
+            continue;
         if ((found && fo.dlfo_link_map == me.dlfo_link_map) ||
             !dladdr1(f, &di, (void **)&sym, RTLD_DL_SYMENT) || di.dli_saddr != f || !sym ||
             sym->st_shndx == SHN_UNDEF)
@@ -611,7 +629,7 @@ static void *next_sym(void **cache, const char *name)
 {
     void *f = ht_load_acquire(cache);
     if (!f) {
-        f = dlsym(RTLD_NEXT, name);
+        f = dlsym(NEXT, name);
         ht_store_release(cache, f);
     }
     return f;

@@ -827,6 +827,7 @@ static void stage_process(void)
         fm = W.exe;             /* the program itself */
     put_varint(ht__agent.foreign);
     put_str(fm ? fm : "", fm ? ht__strlen(fm) : 0);
+    put_varint((uint64_t)ht_load_relaxed(&ht__attached));  /* appended: heaptrail attach */
     rec_end(at);
 }
 
@@ -1209,6 +1210,19 @@ void ht__writer_create(void)
         }
     }
     wunlock();
+}
+
+/* heaptrail attach: the file is made now, so that the CLI can say where
+ * it is, or that the process cannot make it. */
+int ht__writer_start_file(void)
+{
+    if (!W.initialised || !wlock(HT_WCTX_NORMAL))
+        return -1;
+    int r = !W.finished && ensure_file() == 0 ? 0 : -1;
+    if (r == 0)
+        flush();
+    wunlock();
+    return r;
 }
 
 /* ---- fork -------------------------------------------------------------- */

@@ -66,7 +66,7 @@ static const char *commas(uint64_t v, char *buf)
 }
 
 /* Prints a string from a trace with control characters neutralised. */
-static void put_clean(FILE *f, const char *s)
+void ht__put_clean(FILE *f, const char *s)
 {
     for (; s && *s; s++)
         fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, f);
@@ -82,7 +82,7 @@ static const char *base_name(const char *p)
 }
 
 /* The agent library: $HEAPTRAIL_PRELOAD, else next to this binary. */
-static int find_preload(char *out, size_t cap)
+int ht__find_preload(char *out, size_t cap)
 {
     const char *env = getenv("HEAPTRAIL_PRELOAD");
     if (env && *env) {
@@ -321,10 +321,10 @@ static void print_frame(FILE *out, const ht_trace_t *t, const want_t *w)
     if (nd->module < t->nmodules) {
         const ht_tmodule_t *m = &t->modules[nd->module];
         if (w->name) {
-            put_clean(out, w->name);
+            ht__put_clean(out, w->name);
             fputs(" (", out);
         }
-        put_clean(out, base_name(m->path));
+        ht__put_clean(out, base_name(m->path));
         fprintf(out, "+0x%llx%s\n", (unsigned long long)(nd->addr - m->bias), w->name ? ")" : "");
     } else if (HT_FRAME_JIT_SERIAL(nd->addr)) {
         /* JIT code: the latest registration with this frame's serial */
@@ -334,7 +334,7 @@ static void print_frame(FILE *out, const ht_trace_t *t, const want_t *w)
                 j = &t->jit[i];
         uint64_t a = HT_FRAME_ADDRESS(nd->addr);
         if (j && a >= j->start && a - j->start <= j->size) {
-            put_clean(out, j->name);
+            ht__put_clean(out, j->name);
             fprintf(out, "+0x%llx (JIT code)\n", (unsigned long long)(a - j->start));
         } else {
             fprintf(out, "0x%llx (JIT code)\n", (unsigned long long)a);
@@ -435,14 +435,14 @@ static int summary(const char *path, int when, int64_t seq, ht_supp_t *supp, int
     int exited = when == HT_SUMMARY_EXITED;     /* no signal ended it */
     if (!now && lstat(path, &st) != 0 && errno == ENOENT) {
         fprintf(out, "heaptrail: no trace: ");
-        put_clean(out, path);
+        ht__put_clean(out, path);
         fprintf(out, " was not written (a statically linked or setuid program ignores the agent; "
                      "or the directory is not writable)\n");
         return -1;
     }
     if (ht_trace_read(path, &t, err, sizeof err) != 0) {
         fprintf(out, now ? "heaptrail: cannot read the trace: " : "heaptrail: no trace: ");
-        put_clean(out, err);
+        ht__put_clean(out, err);
         fputc('\n', out);
         return -1;
     }
@@ -454,7 +454,7 @@ static int summary(const char *path, int when, int64_t seq, ht_supp_t *supp, int
             s = &t.snaps[i];
     if (!s && now) {
         fprintf(out, "heaptrail: snapshot %lld is not in ", (long long)seq);
-        put_clean(out, path);
+        ht__put_clean(out, path);
         if (t.truncated)
             fprintf(out, " (damaged at byte %llu)", (unsigned long long)t.truncated_at);
         fputc('\n', out);
@@ -463,7 +463,7 @@ static int summary(const char *path, int when, int64_t seq, ht_supp_t *supp, int
     }
     if (!s) {
         fprintf(out, "heaptrail: trace ");
-        put_clean(out, path);
+        ht__put_clean(out, path);
         if (exited && !t.truncated && !t.complete)
             fprintf(out, " holds no snapshot: " NO_EXIT_CALL "; no figures (`heaptrail run --interval S` "
                          "takes a snapshot every S seconds)");
@@ -562,7 +562,7 @@ static int summary(const char *path, int when, int64_t seq, ht_supp_t *supp, int
                 commas(s->peak_bytes, b1), (double)s->peak_ns / 1e9);
     if (!now) {
         fputs("; trace: ", out);
-        put_clean(out, path);
+        ht__put_clean(out, path);
     }
     fputc('\n', out);
     char fw[640];
@@ -617,7 +617,7 @@ static int summary(const char *path, int when, int64_t seq, ht_supp_t *supp, int
             if (!supp->sites[i])
                 continue;
             fputs("  leak:", out);
-            put_clean(out, supp->pat[i]);
+            ht__put_clean(out, supp->pat[i]);
             fprintf(out, "  %s %s, %s bytes in %s %s\n", commas(supp->sites[i], b1),
                     ht__plural(supp->sites[i], "site", "sites"), commas(supp->bytes[i], b2),
                     commas(supp->blocks[i], b3),
@@ -880,7 +880,7 @@ static void list_other_traces(const others_t *o, const char *summarized, int amo
         if (among && strcmp(o->shown[i], skip) == 0)
             continue;
         fputc(' ', stderr);
-        put_clean(stderr, o->shown[i]);
+        ht__put_clean(stderr, o->shown[i]);
         shown++;
     }
     fprintf(stderr, "%s\n", n > shown ? " ..." : "");
@@ -923,7 +923,7 @@ int ht_cmd_run(int argc, char **argv)
                 return run_usage();
             if (ht__supp_load(&supp, argv[i], err, sizeof err) != 0) {
                 fprintf(stderr, "heaptrail: ");
-                put_clean(stderr, err);
+                ht__put_clean(stderr, err);
                 fputc('\n', stderr);
                 return 2;
             }
@@ -948,7 +948,7 @@ int ht_cmd_run(int argc, char **argv)
     if (i >= argc)
         return run_usage();
     char preload[PATH_MAX];
-    if (find_preload(preload, sizeof preload) != 0) {
+    if (ht__find_preload(preload, sizeof preload) != 0) {
         fprintf(stderr, "heaptrail: cannot find libheaptrail-preload.so next to this program "
                         "(set HEAPTRAIL_PRELOAD)\n");
         return 2;
@@ -1040,7 +1040,7 @@ int ht_cmd_run(int argc, char **argv)
          * The last one holds the figures that matter. */
         fprintf(stderr, "heaptrail: the program called exec; figures from the last of its process's %d traces (the first: ",
                 others.own + 1);
-        put_clean(stderr, path);
+        ht__put_clean(stderr, path);
         fprintf(stderr, ")\n");
         memcpy(path, others.last, strlen(others.last) + 1);
         summarized_other = 1;
@@ -1051,7 +1051,7 @@ int ht_cmd_run(int argc, char **argv)
         const char *why = find_program(argv[i], file, sizeof file) == 0 ? untraceable(file) : NULL;
         if (why) {
             fprintf(stderr, "heaptrail: ");
-            put_clean(stderr, file);
+            ht__put_clean(stderr, file);
             fprintf(stderr, " %s\n", why);
         }
     }
@@ -1075,7 +1075,7 @@ int ht_cmd_run(int argc, char **argv)
 }
 
 /* A connection to the agent of process `pid`, or -1. */
-static int connect_agent(long pid)
+int ht__connect_agent(long pid)
 {
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
@@ -1127,7 +1127,7 @@ static int snapshot_usage(FILE *f)
  * dropped), waiting at most timeout_ms in all. Returns its length (0: no
  * answer); *timed_out says whether the time ran out (else the connection
  * closed or failed). */
-static size_t read_reply(int fd, char *buf, size_t cap, int timeout_ms, int *timed_out)
+size_t ht__read_reply(int fd, char *buf, size_t cap, int timeout_ms, int *timed_out)
 {
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -1203,7 +1203,7 @@ int ht_cmd_snapshot(int argc, char **argv)
                 return snapshot_usage(stderr);
             if (ht__supp_load(&supp, argv[i], err, sizeof err) != 0) {
                 fprintf(stderr, "heaptrail: ");
-                put_clean(stderr, err);
+                ht__put_clean(stderr, err);
                 fputc('\n', stderr);
                 return 2;
             }
@@ -1234,15 +1234,19 @@ int ht_cmd_snapshot(int argc, char **argv)
      * Python fork) and a new thread opens it again */
     int fd = -1;
     for (int tries = 0; fd < 0; tries++) {
-        fd = connect_agent(pid);
+        fd = ht__connect_agent(pid);
         if (fd >= 0)
             break;
         long child = only_child(pid);
-        if (child > 0 && (fd = connect_agent(child)) >= 0) {
+        if (child > 0 && (fd = ht__connect_agent(child)) >= 0) {
             pid = child;
             break;
         }
-        if (tries == 20 || kill((pid_t)pid, 0) != 0) {
+        if (kill((pid_t)pid, 0) != 0 && errno == ESRCH) {
+            fprintf(stderr, "heaptrail: no process %ld (it has exited?)\n", pid);
+            return 1;
+        }
+        if (tries == 20) {
             fprintf(stderr, "heaptrail: process %ld is not traced by heaptrail (no control socket)\n", pid);
             return 1;
         }
@@ -1268,12 +1272,12 @@ int ht_cmd_snapshot(int argc, char **argv)
     int timeout_ms = leaks ? 60000 : 30000;
     char reply[4300];
     int timed_out;
-    size_t got = read_reply(fd, reply, sizeof reply, timeout_ms, &timed_out);
+    size_t got = ht__read_reply(fd, reply, sizeof reply, timeout_ms, &timed_out);
     close(fd);
     if (!leaks) {
         if (strncmp(reply, "ok ", 3) != 0) {
             fprintf(stderr, "heaptrail: process %ld: ", pid);
-            put_clean(stderr, got ? reply : "no answer");
+            ht__put_clean(stderr, got ? reply : "no answer");
             fputc('\n', stderr);
             return 1;
         }
@@ -1281,7 +1285,7 @@ int ht_cmd_snapshot(int argc, char **argv)
         if (sp)
             *sp++ = 0;
         fprintf(stderr, "heaptrail: snapshot %s of process %ld written to ", reply + 3, pid);
-        put_clean(stderr, sp ? sp : "?");
+        ht__put_clean(stderr, sp ? sp : "?");
         fputc('\n', stderr);
         return 0;
     }
@@ -1294,16 +1298,16 @@ int ht_cmd_snapshot(int argc, char **argv)
         } else if (!got) {
             fputs("no answer", stderr);
         } else if (!strncmp(reply, "error ", 6)) {
-            put_clean(stderr, reply + 6);
+            ht__put_clean(stderr, reply + 6);
         } else {
             fputs("unexpected answer: ", stderr);
-            put_clean(stderr, reply);
+            ht__put_clean(stderr, reply);
         }
         fputc('\n', stderr);
         return 1;
     }
     fprintf(stderr, "heaptrail: snapshot %llu of process %ld written to ", (unsigned long long)seq, pid);
-    put_clean(stderr, path);
+    ht__put_clean(stderr, path);
     fputc('\n', stderr);
     return ht__run_summary(path, HT_SUMMARY_NOW, (int64_t)(seq > INT64_MAX ? INT64_MAX : seq), &supp, NULL, stderr) ? 1 : 0;
 }

@@ -13,4 +13,16 @@ int ht_cmd_report(int argc, char **argv) HT_WEAK;    /* heaptrail report TRACE *
 int ht_cmd_diff(int argc, char **argv) HT_WEAK;      /* heaptrail diff A B */
 int ht_cmd_growth(int argc, char **argv) HT_WEAK;    /* heaptrail growth TRACE */
 
+/* Shared by run, snapshot and attach (cmd_run.c). */
+#include <stddef.h>
+#include <stdio.h>
+/* Writes s with control characters shown as '?' (text from a process). */
+void ht__put_clean(FILE *f, const char *s);
+/* The agent library: $HEAPTRAIL_PRELOAD, else next to this binary; 0 or -1. */
+int ht__find_preload(char *out, size_t cap);
+/* A connection to process pid's agent (its control socket), or -1. */
+int ht__connect_agent(long pid);
+/* One reply line from the agent, NUL-ended; its length. */
+size_t ht__read_reply(int fd, char *buf, size_t cap, int timeout_ms, int *timed_out);
+
 #endif

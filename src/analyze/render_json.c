@@ -229,6 +229,8 @@ int ht__render_json(const ht_report_t *r, FILE *f)
             (unsigned long long)t->drops.other, (unsigned long long)t->drops.table_full);
     char fw[640];
     int warn;
+    if (t->attached)
+        fputs(",\"attached\":true", f);
     if (ht__foreign_text(t, &warn, fw, sizeof fw)) {
         fputs(",\"foreign_allocator\":{\"functions\":[", f);
         for (unsigned i = 0, k = 0; i < HT_FOREIGN_COUNT; i++)

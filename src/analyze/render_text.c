@@ -204,7 +204,11 @@ static void print_trace_notes(const ht_report_t *r, FILE *f)
         if (d->overflow_allocs)
             fprintf(f, "note: %llu allocations found the stack database full and have no stack\n",
                     (unsigned long long)d->overflow_allocs);
-        if (d->unknown_frees || d->write_errors || d->other)
+        if (in->t->attached)
+            fprintf(f, "note: heaptrail attached to this process while it ran: what it allocated before "
+                       "is not counted (%llu frees of such blocks were passed through)\n",
+                    (unsigned long long)d->unknown_frees);
+        if ((d->unknown_frees && !in->t->attached) || d->write_errors || d->other)
             fprintf(f, "note: the tracker dropped %llu unknown frees, %llu trace bytes to write errors, %llu other events\n",
                     (unsigned long long)d->unknown_frees, (unsigned long long)d->write_errors,
                     (unsigned long long)d->other);

@@ -10,8 +10,17 @@ extern char **environ;
 #define HT_ENVIRON environ
 #endif
 
+const char *const *ht__env_extra;
+
 const char *ht__env(const char *name)
 {
+    for (const char *const *x = ht__env_extra; x && *x; x++) {
+        const char *s = *x, *n = name;
+        while (*n && *s == *n)
+            s++, n++;
+        if (*n == 0 && *s == '=')
+            return s + 1;
+    }
     char **e = HT_ENVIRON;
     if (!e)
         return NULL;

@@ -77,6 +77,9 @@ HT_INTERNAL void ht__unmap(void *p, size_t size);
 /* Value of environment variable `name` from the process environment (an
  * `environ` scan, no getenv: safe before libc is ready and in hooks). */
 HT_INTERNAL const char *ht__env(const char *name);
+/* NAME=value strings ht__env looks at before the environment (NULL-ended;
+ * heaptrail attach's options: the environment is the program's) */
+HT_INTERNAL extern const char *const *ht__env_extra;
 /* Parses "123", "64K", "256M", "1G" into bytes; returns `dflt` when `s` is
  * NULL or malformed. */
 HT_INTERNAL uint64_t ht__parse_size(const char *s, uint64_t dflt);

@@ -473,7 +473,7 @@ HT_API void __register_frame(void *begin)
 {
     static void (*real)(void *);
     if (!real)
-        real = (void (*)(void *))dlsym(RTLD_NEXT, "__register_frame");
+        real = (void (*)(void *))ht__next_def("__register_frame");
     const uint8_t *eh = begin;
     size_t size = eh ? ht__eh_frame_length(eh, 64u << 20) : 0;
     if (size) {
@@ -512,7 +512,7 @@ HT_API void __deregister_frame(void *begin)
 {
     static void (*real)(void *);
     if (!real)
-        real = (void (*)(void *))dlsym(RTLD_NEXT, "__deregister_frame");
+        real = (void (*)(void *))ht__next_def("__deregister_frame");
     ht__spin_lock(&g_lock);
     remove_section(begin);
     ht__spin_unlock(&g_lock);

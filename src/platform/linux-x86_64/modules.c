@@ -222,11 +222,28 @@ static void sections_fork_child(void)
  * which has no agent, links without it. */
 HT_INTERNAL void ht__dlclose_event(int after) __attribute__((weak));
 
+/* The agent's (src/agent/attach.c); libheaptrail.so has none. */
+HT_INTERNAL extern int ht__attached __attribute__((weak));
+
+/* The definition a wrapper passes its call on to: the next after this
+ * library; in the agent loaded late by heaptrail attach (outside the
+ * global scope, so libgcc's __register_frame is not after it), what the
+ * program binds the name to. Never the global definition otherwise: that
+ * may be this wrapper, or another copy of it (libheaptrail.so under the
+ * preloaded agent) whose next is this one. */
+void *ht__next_def(const char *name)
+{
+    void *f = dlsym(RTLD_NEXT, name);
+    if (!f && &ht__attached && ht_load_relaxed(&ht__attached))
+        f = dlsym(RTLD_DEFAULT, name);
+    return f;
+}
+
 HT_API int dlclose(void *handle)
 {
     static int (*real)(void *);
     if (!real)
-        real = (int (*)(void *))dlsym(RTLD_NEXT, "dlclose");
+        real = (int (*)(void *))ht__next_def("dlclose");
     if (ht__dlclose_event)
         ht__dlclose_event(0);
     closing_begin();

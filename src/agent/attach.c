@@ -1,0 +1,365 @@
+/* attach.c -- the agent loaded into a process that is already running
+ * (`heaptrail attach PID`: the CLI makes one of its threads call dlopen,
+ * then ht__attach).
+ *
+ * Loaded that late, the library is not in the lookup order the program's
+ * calls bind through: every module's calls to malloc, free, exit, execve
+ * and the rest already point at libc through its global offset table. So
+ * the agent rewrites those slots, as heaptrack's injection does: in every
+ * loaded module (but this one and the loader), each JUMP_SLOT, GLOB_DAT or
+ * absolute 64-bit relocation against a name this library defines as a hook
+ * gets the hook's address, if the slot holds what the name binds to (or a
+ * lazy-binding stub of the module's own). A slot bound elsewhere (a module
+ * opened with RTLD_DEEPBIND, a program's own allocator) is left alone: a
+ * hook would pass its calls on to another allocator. Slots in the
+ * read-only part after relocation (PT_GNU_RELRO) are made writable for the
+ * write and read-only again.
+ *
+ * A module may be in the middle of its loading (another thread in dlopen:
+ * listed, not yet relocated): its slots then hold neither the name's
+ * definition nor a stub, and its RELRO part is still writable, to be made
+ * read-only by the loader when it is done. Such a module is left for a
+ * later pass: the agent never touches the protection of a RELRO part that
+ * /proc/self/maps does not show read-only (changing it under the loader
+ * would make its next write fault). A pass that wrote anything is
+ * followed by one more (a lazy binding in another thread may have written
+ * a slot back), and one that found unsettled slots by more, for a second.
+ *
+ * Hooks then resolve the real functions with RTLD_DEFAULT (hooks.c): this
+ * library is loaded with RTLD_LOCAL, so the global scope still gives what
+ * the program binds to. Modules loaded later are patched by the control
+ * thread when the loader's count of loads changes (every 20 ms): their
+ * allocations in between, and in their constructors, are not seen. A hook
+ * on dlopen could do it at once, but dlopen takes its caller's return
+ * address to pick the search path (RUNPATH, $ORIGIN): a wrapper would load
+ * plugins from the wrong place.
+ *
+ * Not async-signal-safe: runs in the thread the CLI borrowed and in the
+ * control thread, never in a hook. */
+#include "agent.h"
+#include "../platform/linux-x86_64/unwind.h"
+#include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+
+int ht__attached;
+
+#define MAX_HOOKS 128
+typedef struct {
+    const char *name;
+    uint32_t hash;
+    uintptr_t ours, real;
+} hook_t;
+
+static struct {
+    hook_t hooks[MAX_HOOKS];
+    uint32_t nhooks;
+    uint8_t table[256];         /* open addressing on hash: index + 1, 0 empty */
+    uintptr_t self_lo, self_hi; /* this library's mapped span */
+    unsigned long long adds;    /* the loader's load count at the last pass */
+    ht_spinlock_t lock;
+    uint64_t slots;             /* slots written, in all */
+    unsigned retries;           /* passes still to make without a new load */
+} P;
+
+#define RETRIES 50              /* polls: a second */
+
+static uint32_t name_hash(const char *s)
+{
+    uint32_t h = 2166136261u;
+    for (; *s; s++)
+        h = (h ^ (uint8_t)*s) * 16777619u;
+    return h;
+}
+
+static const hook_t *find_hook(const char *name)
+{
+    uint32_t h = name_hash(name);
+    for (uint32_t i = h & 255, n = 0; n < 256; i = (i + 1) & 255, n++) {
+        if (!P.table[i])
+            return NULL;
+        const hook_t *k = &P.hooks[P.table[i] - 1];
+        if (k->hash == h && !strcmp(k->name, name))
+            return k;
+    }
+    return NULL;
+}
+
+/* A dynamic-section pointer: the loader has added the load bias to most
+ * of them in place; the vdso's and some others' are left as offsets. */
+static uintptr_t dyn_ptr(uintptr_t v, uintptr_t bias)
+{
+    return v < bias ? v + bias : v;
+}
+
+/* Symbols in a GNU hash table's symbol table: one past the last chain's end. */
+static uint32_t gnu_hash_count(const uint32_t *h)
+{
+    uint32_t nb = h[0], symoff = h[1], bloom = h[2];
+    const uint32_t *buckets = (const uint32_t *)((const uint64_t *)(h + 4) + bloom);
+    const uint32_t *chain = buckets + nb;
+    uint32_t last = 0;
+    for (uint32_t i = 0; i < nb; i++)
+        if (buckets[i] > last)
+            last = buckets[i];
+    if (last < symoff)
+        return symoff;
+    while (!(chain[last - symoff] & 1))
+        last++;
+    return last + 1;
+}
+
+/* The names to patch: every function this library exports but the public
+ * API (ht_*) and ht__attach itself, each with our definition and what the
+ * program binds the name to. */
+static int collect_hooks(void)
+{
+    struct dl_find_object fo;
+    if (_dl_find_object((void *)collect_hooks, &fo) != 0 || !fo.dlfo_link_map)
+        return -1;
+    struct link_map *me = fo.dlfo_link_map;
+    P.self_lo = (uintptr_t)fo.dlfo_map_start;
+    P.self_hi = (uintptr_t)fo.dlfo_map_end;
+    void *self = dlopen(me->l_name, RTLD_NOW | RTLD_NOLOAD);
+    if (!self)
+        return -1;
+    const ElfW(Sym) *sym = NULL;
+    const char *str = NULL;
+    const uint32_t *gnu = NULL;
+    for (const ElfW(Dyn) *d = me->l_ld; d->d_tag != DT_NULL; d++) {
+        if (d->d_tag == DT_SYMTAB)
+            sym = (const ElfW(Sym) *)dyn_ptr(d->d_un.d_ptr, me->l_addr);
+        else if (d->d_tag == DT_STRTAB)
+            str = (const char *)dyn_ptr(d->d_un.d_ptr, me->l_addr);
+        else if (d->d_tag == DT_GNU_HASH)
+            gnu = (const uint32_t *)dyn_ptr(d->d_un.d_ptr, me->l_addr);
+    }
+    if (!sym || !str || !gnu) {
+        dlclose(self);
+        return -1;
+    }
+    uint32_t n = gnu_hash_count(gnu);
+    for (uint32_t i = 1; i < n && P.nhooks < MAX_HOOKS; i++) {
+        const ElfW(Sym) *s = &sym[i];
+        const char *name = str + s->st_name;
+        if (ELF64_ST_TYPE(s->st_info) != STT_FUNC || s->st_shndx == SHN_UNDEF ||
+            ELF64_ST_VISIBILITY(s->st_other) != STV_DEFAULT || !strncmp(name, "ht_", 3) ||
+            !strcmp(name, "ht__attach"))
+            continue;
+        void *ours = dlsym(self, name);
+        void *real = dlsym(RTLD_DEFAULT, name);
+        if (!ours || !real || ours == real || find_hook(name))
+            continue;           /* the program has no such function */
+        hook_t *k = &P.hooks[P.nhooks];
+        k->name = name;
+        k->hash = name_hash(name);
+        k->ours = (uintptr_t)ours;
+        k->real = (uintptr_t)real;
+        uint32_t j = k->hash & 255;
+        while (P.table[j])
+            j = (j + 1) & 255;
+        P.table[j] = (uint8_t)(++P.nhooks);
+    }
+    dlclose(self);              /* drops the reference RTLD_NOLOAD took */
+    return (int)P.nhooks;
+}
+
+typedef struct {
+    uintptr_t lo, hi;           /* the module's mapped span */
+    uintptr_t relro_lo, relro_hi;
+    int relro_open;             /* made writable by this pass */
+    int relro_busy;             /* still writable: the loader is at work */
+    int unsettled;              /* a slot to look at again later */
+    uint64_t written;
+} module_pass_t;
+
+typedef struct {
+    uintptr_t addr;
+    int found, write;
+} perm_query_t;
+
+static int perm_line(const ht_maps_line_t *l, void *arg)
+{
+    perm_query_t *q = arg;
+    if (q->addr >= l->lo && q->addr < l->hi) {
+        q->found = 1;
+        q->write = l->write;
+        return 1;
+    }
+    return l->lo > q->addr;
+}
+
+static int slot_write(module_pass_t *m, uintptr_t *slot, uintptr_t value)
+{
+    uintptr_t a = (uintptr_t)slot;
+    if (a >= m->relro_lo && a < m->relro_hi && !m->relro_open) {
+        if (m->relro_busy)
+            return 0;
+        perm_query_t q = { m->relro_lo, 0, 0 };
+        if (ht__maps_each(perm_line, &q) <= 0 || !q.found || q.write) {
+            m->relro_busy = 1;  /* not relocated yet (or not known): later */
+            m->unsettled = 1;
+            return 0;
+        }
+        if (ht__sys3(SYS_mprotect, m->relro_lo, m->relro_hi - m->relro_lo, PROT_READ | PROT_WRITE) != 0)
+            return 0;
+        m->relro_open = 1;
+    }
+    __atomic_store_n(slot, value, __ATOMIC_RELEASE);
+    m->written++;
+    return 1;
+}
+
+static void patch_relocs(module_pass_t *m, uintptr_t bias, const ElfW(Rela) *r, size_t bytes,
+                         const ElfW(Sym) *sym, const char *str)
+{
+    for (size_t i = 0; i < bytes / sizeof *r; i++) {
+        uint32_t type = (uint32_t)ELF64_R_TYPE(r[i].r_info);
+        uint32_t si = (uint32_t)ELF64_R_SYM(r[i].r_info);
+        if (si == 0 || (type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT &&
+                        !(type == R_X86_64_64 && r[i].r_addend == 0)))
+            continue;
+        const hook_t *k = find_hook(str + sym[si].st_name);
+        if (!k)
+            continue;
+        uintptr_t *slot = (uintptr_t *)(bias + r[i].r_offset);
+        if ((uintptr_t)slot < m->lo || (uintptr_t)slot + sizeof *slot > m->hi)
+            continue;
+        uintptr_t cur = __atomic_load_n(slot, __ATOMIC_RELAXED);
+        if (cur == k->ours)
+            continue;
+        /* bound to what the program binds the name to, or (lazy binding)
+         * still at the module's own PLT stub; else not relocated yet, or
+         * bound elsewhere (RTLD_DEEPBIND): looked at again, left alone */
+        if (!(cur == k->real || (type == R_X86_64_JUMP_SLOT && cur >= m->lo && cur < m->hi))) {
+            m->unsettled = 1;
+            continue;
+        }
+        slot_write(m, slot, k->ours);
+    }
+}
+
+static int is_loader_or_vdso(const char *name)
+{
+    const char *base = name;
+    for (const char *p = name; *p; p++)
+        if (*p == '/')
+            base = p + 1;
+    return !strncmp(base, "ld-linux", 8) || !strncmp(base, "linux-vdso", 10) ||
+           !strncmp(base, "ld64.so", 7);
+}
+
+typedef struct {
+    uint64_t written;
+    int unsettled;
+} pass_t;
+
+static int patch_module(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    pass_t *pass = arg;
+    P.adds = info->dlpi_adds;
+    if (info->dlpi_name && is_loader_or_vdso(info->dlpi_name))
+        return 0;
+    module_pass_t m = { UINTPTR_MAX, 0, 0, 0, 0, 0, 0, 0 };
+    const ElfW(Dyn) *dyn = NULL;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+        if (ph->p_type == PT_LOAD) {
+            if (lo < m.lo)
+                m.lo = lo;
+            if (hi > m.hi)
+                m.hi = hi;
+        } else if (ph->p_type == PT_DYNAMIC) {
+            dyn = (const ElfW(Dyn) *)lo;
+        } else if (ph->p_type == PT_GNU_RELRO) {
+            /* as the loader protects it: both ends rounded down */
+            m.relro_lo = lo & ~(uintptr_t)4095;
+            m.relro_hi = hi & ~(uintptr_t)4095;
+        }
+    }
+    if (!dyn || m.hi <= m.lo || (m.lo < P.self_hi && m.hi > P.self_lo))
+        return 0;               /* no dynamic section, or this library */
+    uintptr_t bias = info->dlpi_addr;
+    const ElfW(Sym) *sym = NULL;
+    const char *str = NULL;
+    const ElfW(Rela) *rela = NULL, *jmprel = NULL;
+    size_t relasz = 0, pltsz = 0;
+    int pltrel = DT_RELA;
+    for (const ElfW(Dyn) *d = dyn; d->d_tag != DT_NULL; d++) {
+        switch (d->d_tag) {
+        case DT_SYMTAB: sym = (const ElfW(Sym) *)dyn_ptr(d->d_un.d_ptr, bias); break;
+        case DT_STRTAB: str = (const char *)dyn_ptr(d->d_un.d_ptr, bias); break;
+        case DT_RELA: rela = (const ElfW(Rela) *)dyn_ptr(d->d_un.d_ptr, bias); break;
+        case DT_RELASZ: relasz = d->d_un.d_val; break;
+        case DT_JMPREL: jmprel = (const ElfW(Rela) *)dyn_ptr(d->d_un.d_ptr, bias); break;
+        case DT_PLTRELSZ: pltsz = d->d_un.d_val; break;
+        case DT_PLTREL: pltrel = (int)d->d_un.d_val; break;
+        }
+    }
+    if (!sym || !str)
+        return 0;
+    if (rela)
+        patch_relocs(&m, bias, rela, relasz, sym, str);
+    if (jmprel && pltrel == DT_RELA)
+        patch_relocs(&m, bias, jmprel, pltsz, sym, str);
+    if (m.relro_open)
+        ht__sys3(SYS_mprotect, m.relro_lo, m.relro_hi - m.relro_lo, PROT_READ);
+    P.slots += m.written;
+    pass->written += m.written;
+    pass->unsettled |= m.unsettled;
+    return 0;
+}
+
+static int count_adds(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    *(unsigned long long *)arg = info->dlpi_adds;
+    return 1;                   /* the count is the same in every entry */
+}
+
+/* One pass over every module (the caller holds P.lock); sets how many
+ * more passes to make. */
+static void patch_all(void)
+{
+    pass_t pass = { 0, 0 };
+    dl_iterate_phdr(patch_module, &pass);
+    if (!pass.unsettled)        /* else: the count the caller set */
+        P.retries = pass.written ? (P.retries ? P.retries : 1) : 0;
+}
+
+/* The control thread, every 20 ms: modules loaded since the last pass,
+ * and passes still due. */
+void ht__attach_poll(void)
+{
+    if (!ht__spin_trylock(&P.lock))
+        return;
+    unsigned long long adds = 0;
+    dl_iterate_phdr(count_adds, &adds);
+    if (adds != P.adds)
+        P.retries = RETRIES;
+    if (P.retries) {
+        P.retries--;
+        patch_all();
+    }
+    ht__spin_unlock(&P.lock);
+}
+
+/* Called once the agent runs (agent.c): the names, then every module.
+ * 0 if some slot now leads to a hook. */
+int ht__attach_patch(void)
+{
+    ht__spin_lock(&P.lock);
+    int r = -1;
+    if (collect_hooks() > 0) {
+        P.retries = RETRIES;
+        patch_all();
+        r = P.slots > 0 ? 0 : -1;
+    }
+    ht__spin_unlock(&P.lock);
+    return r;
+}

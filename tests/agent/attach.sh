@@ -1,0 +1,58 @@
+# attach.sh -- the agent loaded into a running program (ht__attach, what
+# heaptrail attach will call). Its truths count only what the program
+# allocates after the attach (tests/progs/attachself.c states them).
+. tests/agent/common.inc
+cd "$T"
+LIB=$B/libheaptrail-preload.so
+DLLEAK=$B/tests/libs/libdlleak.so
+
+# report_numbers TRACE -> "bytes blocks sites" of the text report's first line
+report_numbers() {
+    "$HT" report "$1" 2>&1 | sed -n 's/^\([0-9]*\) bytes leaked in \([0-9]*\) blocks\{0,1\} from \([0-9]*\) allocation sites\{0,1\}.*/\1 \2 \3/p'
+}
+# passed_frees TRACE -> N of the attach note's "(N frees of such blocks ...)"
+passed_frees() {
+    "$HT" report "$1" 2>&1 | sed -n 's/^note: heaptrail attached to this process while it ran: .*(\([0-9]*\) frees of such blocks.*/\1/p'
+}
+
+# ---- the agent's side, without ptrace: the program loads it itself ----
+for mode in st mt; do
+    "$P/attachself" "$LIB" "$T/self_$mode.ht" $mode; rc=$?
+    expect_eq "attachself $mode: exit status (5: ht__attach failed, 6: a second attach was not refused)" "$rc" 0
+    expect_eq "attachself $mode: leaked after the attach (bytes blocks sites)" "$(report_numbers self_$mode.ht)" "4224 12 4"
+    n=$(passed_frees self_$mode.ht)
+    # 5 frees and a realloc of blocks made before; the churning thread may
+    # free a block its malloc made just before the slots changed
+    if [ "$mode" = st ]; then expect_eq "attachself st: frees of earlier blocks" "$n" 6
+    elif [ -n "$n" ] && [ "$n" -ge 6 ] && [ "$n" -le 8 ]; then echo "ok: attachself mt: $n frees of earlier blocks"
+    else fail "attachself mt: frees of earlier blocks: got '$n', want 6-8"; fi
+    expect_eq "attachself $mode: json attached" "$("$HT" report -f json self_$mode.ht | grep -o '"attached":[a-z]*')" '"attached":true'
+    expect_eq "attachself $mode: trace mode" "$(stat -c %a self_$mode.ht)" 600
+done
+# each site's live blocks, innermost named frame first
+m=$("$DUMP" self_st.ht --match site_a --snapshot 0)
+expect_eq "attachself: site_a live blocks" "$(field live_blocks "$m")" 7
+m=$("$DUMP" self_st.ht --match site_b --snapshot 0)
+expect_eq "attachself: site_b live blocks" "$(field live_blocks "$m")" 3
+# the trace cannot be made: the agent says so and idles
+"$P/attachself" "$LIB" "$T/no/such/dir/x.ht" 2>self_nodir.err; rc=$?
+expect_eq "attachself: uncreatable trace: exit status (ht__attach returned non-zero)" "$rc" 5
+grep -q 'ht__attach returned 4' self_nodir.err && echo "ok: uncreatable trace: 4" || fail "uncreatable trace: $(cat self_nodir.err)"
+# a traced program run normally is not taken for an attach: the preload
+# starts at once (a summary), and dlopen of the library does not restart it
+"$HT" run -o run.ht -- "$P/attachself" "$LIB" "$T/inner.ht" >run.out 2>run.err; rc=$?
+expect_eq "attachself under heaptrail run: ht__attach refused (already running): exit 5" "$rc" 5
+[ ! -e inner.ht ] && echo "ok: no second trace" || fail "a second trace was made"
+
+# heaptrail snapshot: a process that is gone, one that is not traced
+"$HT" snapshot 999999999 2>snapgone.err; rc=$?
+expect_eq "snapshot: no such process: exit status" "$rc" 1
+grep -q "^heaptrail: no process 999999999 (it has exited?)" snapgone.err && echo "ok: snapshot: no such process" ||
+    fail "snapshot, no such process: $(cat snapgone.err)"
+sleep 30 & SPID=$!
+"$HT" snapshot "$SPID" 2>snapnot.err; rc=$?
+kill "$SPID"
+expect_eq "snapshot: untraced process: exit status" "$rc" 1
+grep -q "is not traced by heaptrail (no control socket)" snapnot.err &&
+    echo "ok: snapshot: untraced process" || fail "snapshot, untraced process: $(cat snapnot.err)"
+done_
