@@ -204,6 +204,45 @@ $(ADIR)/stripped/symfix: $(BUILD)/tests/progs/symfix
 	objcopy --only-keep-debug $< $$d/$$(echo $$bid | cut -c3-).debug && \
 	strip --strip-all -o $@ $<
 
+# The injector of `heaptrail attach` (src/analyze/inject.c) alone, and the
+# programs and libraries tests/attach/inject.sh joins: inject_tool is built
+# with HT_INJECT_TESTING (the test forces the injector's fallbacks through
+# the environment); target without PIE too; libneedsgone.so needs a library
+# deleted once it is linked.
+AT := $(BUILD)/tests/attach
+ATTACH_BIN := $(AT)/inject_tool $(AT)/target $(AT)/target_nopie $(AT)/tracer $(AT)/idle_static $(AT)/idle_go \
+    $(AT)/libentry.so $(AT)/libunresolved.so $(AT)/libneedsgone.so
+$(AT)/inject_tool: tests/attach/inject_tool.c src/analyze/inject.c src/analyze/inject.h
+	@mkdir -p $(dir $@)
+	$(CC) $(TEST_CFLAGS) -DHT_INJECT_TESTING -o $@ $< src/analyze/inject.c
+$(AT)/target: tests/attach/target.c
+	@mkdir -p $(dir $@)
+	$(CC) -O1 -g -Wall -Werror -pthread -o $@ $<
+$(AT)/target_nopie: tests/attach/target.c
+	@mkdir -p $(dir $@)
+	$(CC) -O1 -g -Wall -Werror -fno-pie -no-pie -pthread -o $@ $<
+$(AT)/tracer: tests/attach/tracer.c
+	@mkdir -p $(dir $@)
+	$(CC) -O1 -g -Wall -Werror -o $@ $<
+$(AT)/idle_static: tests/attach/idle.c
+	@mkdir -p $(dir $@)
+	$(CC) -O1 -g -Wall -Werror -static -o $@ $<
+$(AT)/idle_go: tests/attach/idle.c
+	@mkdir -p $(dir $@)
+	$(CC) -O1 -g -Wall -Werror -DFAKE_GO -o $@ $<
+$(AT)/libentry.so: tests/attach/entry.c
+	@mkdir -p $(dir $@)
+	$(CC) -O1 -g -fPIC -shared -Wall -Werror -o $@ $<
+$(AT)/libunresolved.so: tests/attach/entry.c
+	@mkdir -p $(dir $@)
+	$(CC) -O1 -g -fPIC -shared -Wall -Werror -DUNRESOLVED -o $@ $<
+$(AT)/libneedsgone.so: tests/attach/entry.c tests/attach/gone.c
+	@mkdir -p $(AT)/gone
+	$(CC) -O1 -g -fPIC -shared -Wall -Werror -o $(AT)/gone/libattach_gone.so tests/attach/gone.c
+	$(CC) -O1 -g -fPIC -shared -Wall -Werror -DNEEDS_GONE -o $@ $< -L$(AT)/gone -Wl,--no-as-needed -lattach_gone
+	rm -r $(AT)/gone
+all-tests: $(ATTACH_BIN)
+
 TEST_BIN := $(UNIT_BIN) $(CAPTURE_BIN) $(ANALYZE_BIN)
 TEST_SCRIPTS := $(sort $(wildcard tests/*/*.sh))
 
