@@ -107,6 +107,13 @@ $(BUILD)/tests/progs/freeptr_nopie: tests/progs/freeptr.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) -O1 -g -Wall -Werror -fno-pie -no-pie -o $@ $<
 
+# attachee without PIE and with every slot bound at start and read-only
+# (full RELRO): heaptrail attach must write through the protection
+# (tests/agent/attach.sh)
+$(BUILD)/tests/progs/attachee_now: tests/progs/attachee.c
+	@mkdir -p $(dir $@)
+	$(CC) -O1 -g -Wall -Werror -fno-pie -no-pie -Wl,-z,relro,-z,now -pthread -o $@ $< -ldl
+
 # C++ test programs: tests/progs/X.cc -> build/tests/progs/X
 PROGXX_BIN := $(patsubst tests/progs/%.cc,$(BUILD)/tests/progs/%,$(wildcard tests/progs/*.cc))
 $(BUILD)/tests/progs/%: tests/progs/%.cc $(LIB)
@@ -365,7 +372,7 @@ soak: deps-test
 	@$(MAKE) --no-print-directory all
 	@SOAK_RUNS=$(SOAK_RUNS) SOAK_BUSY=$(SOAK_BUSY) sh bench/soak.sh
 
-all-tests: all $(TEST_BIN) $(BUILD)/tests/progs/freeptr_nopie $(BUILD)/bench/allocbench $(BUILD)/bench/stackrec.so $(BUILD)/bench/livesim $(BUILD)/bench/churn $(BUILD)/bench/threadstart $(BUILD)/bench/forkexit $(BUILD)/examples/leaky $(PROG_BIN) $(PROGXX_BIN) $(TESTLIB_BIN) $(TOOL_BIN) $(FUZZ_BIN) $(AGREE_LIB) \
+all-tests: all $(TEST_BIN) $(BUILD)/tests/progs/freeptr_nopie $(BUILD)/tests/progs/attachee_now $(BUILD)/bench/allocbench $(BUILD)/bench/stackrec.so $(BUILD)/bench/livesim $(BUILD)/bench/churn $(BUILD)/bench/threadstart $(BUILD)/bench/forkexit $(BUILD)/examples/leaky $(PROG_BIN) $(PROGXX_BIN) $(TESTLIB_BIN) $(TOOL_BIN) $(FUZZ_BIN) $(AGREE_LIB) \
 	    $(ANALYZE_DEPS) windows-tests
 
 # ---- demo ----------------------------------------------------------------

@@ -38,6 +38,7 @@ static inline __attribute__((always_inline)) void ht__guard_leave(void)
  * running process; hooks then find the real functions with RTLD_DEFAULT. */
 HT_INTERNAL extern int ht__attached;
 HT_INTERNAL int ht__attach_patch(void);
+HT_INTERNAL void *ht__attach_real(const char *name);
 HT_INTERNAL void ht__attach_poll(void);
 
 /* Process-wide state read on every hook. */

@@ -52,6 +52,7 @@ typedef struct {
     const char *name;
     uint32_t hash;
     uintptr_t ours, real;
+    uintptr_t canon;            /* a non-PIE program's canonical PLT entry, or 0 */
 } hook_t;
 
 static struct {
@@ -66,6 +67,8 @@ static struct {
 } P;
 
 #define RETRIES 50              /* polls: a second */
+
+static int is_loader_or_vdso(const char *name);
 
 static uint32_t name_hash(const char *s)
 {
@@ -112,6 +115,49 @@ static uint32_t gnu_hash_count(const uint32_t *h)
     return last + 1;
 }
 
+/* A library loaded at start-up (not the program, this library, the vdso
+ * or the loader), opened by name: dlsym on it finds what the program's
+ * libraries define, past a canonical PLT entry of the program's. */
+static int first_library(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    const char **name = arg;
+    if (info->dlpi_addr == 0 && (!info->dlpi_name || !info->dlpi_name[0]))
+        return 0;               /* the program (non-PIE) */
+    if (!info->dlpi_name || !info->dlpi_name[0] || is_loader_or_vdso(info->dlpi_name) ||
+        (info->dlpi_addr >= P.self_lo && info->dlpi_addr < P.self_hi))
+        return 0;
+    *name = info->dlpi_name;
+    return 1;
+}
+
+/* What `name` really is: what the program binds it to, unless that is a
+ * canonical PLT entry (a non-PIE program that takes the function's
+ * address: its calls jump through its own slot, which the patch makes a
+ * hook's); then the libraries' definition. *canon gets the entry. */
+static void *real_def(const char *name, void *lib, uintptr_t *canon)
+{
+    void *f = dlsym(RTLD_DEFAULT, name);
+    Dl_info di;
+    const ElfW(Sym) *sym = NULL;
+    *canon = 0;
+    if (f && dladdr1(f, &di, (void **)&sym, RTLD_DL_SYMENT) && sym && sym->st_shndx == SHN_UNDEF) {
+        *canon = (uintptr_t)f;
+        f = lib ? dlsym(lib, name) : NULL;
+    }
+    return f;
+}
+
+/* The real function behind a hook, for hooks.c once attached. */
+void *ht__attach_real(const char *name)
+{
+    const hook_t *k = find_hook(name);
+    if (k)
+        return (void *)k->real;
+    uintptr_t canon;
+    return real_def(name, NULL, &canon);
+}
+
 /* The names to patch: every function this library exports but the public
  * API (ht_*) and ht__attach itself, each with our definition and what the
  * program binds the name to. */
@@ -141,6 +187,9 @@ static int collect_hooks(void)
         dlclose(self);
         return -1;
     }
+    const char *libname = NULL;
+    dl_iterate_phdr(first_library, &libname);
+    void *lib = libname ? dlopen(libname, RTLD_LAZY | RTLD_NOLOAD) : NULL;
     uint32_t n = gnu_hash_count(gnu);
     for (uint32_t i = 1; i < n && P.nhooks < MAX_HOOKS; i++) {
         const ElfW(Sym) *s = &sym[i];
@@ -150,7 +199,8 @@ static int collect_hooks(void)
             !strcmp(name, "ht__attach"))
             continue;
         void *ours = dlsym(self, name);
-        void *real = dlsym(RTLD_DEFAULT, name);
+        uintptr_t canon;
+        void *real = real_def(name, lib, &canon);
         if (!ours || !real || ours == real || find_hook(name))
             continue;           /* the program has no such function */
         hook_t *k = &P.hooks[P.nhooks];
@@ -158,12 +208,15 @@ static int collect_hooks(void)
         k->hash = name_hash(name);
         k->ours = (uintptr_t)ours;
         k->real = (uintptr_t)real;
+        k->canon = canon;
         uint32_t j = k->hash & 255;
         while (P.table[j])
             j = (j + 1) & 255;
         P.table[j] = (uint8_t)(++P.nhooks);
     }
-    dlclose(self);              /* drops the reference RTLD_NOLOAD took */
+    if (lib)
+        dlclose(lib);
+    dlclose(self);              /* drops the references RTLD_NOLOAD took */
     return (int)P.nhooks;
 }
 
@@ -229,7 +282,9 @@ static void patch_relocs(module_pass_t *m, uintptr_t bias, const ElfW(Rela) *r, 
         if ((uintptr_t)slot < m->lo || (uintptr_t)slot + sizeof *slot > m->hi)
             continue;
         uintptr_t cur = __atomic_load_n(slot, __ATOMIC_RELAXED);
-        if (cur == k->ours)
+        /* a canonical PLT entry leads through the program's own slot;
+         * pointers to it must keep comparing equal */
+        if (cur == k->ours || (k->canon && cur == k->canon))
             continue;
         /* bound to what the program binds the name to, or (lazy binding)
          * still at the module's own PLT stub; else not relocated yet, or

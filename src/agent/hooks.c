@@ -41,7 +41,7 @@
 /* Where a hook's real function is: the next definition after this library
  * (preloaded), or what the program binds the name to (attached: this
  * library is outside the global scope, attach.c). */
-#define NEXT (ht_load_relaxed(&ht__attached) ? RTLD_DEFAULT : RTLD_NEXT)
+#define NEXT_DEF(name) (ht_load_relaxed(&ht__attached) ? ht__attach_real(name) : dlsym(RTLD_NEXT, name))
 
 HT_TLS int ht__guard;           /* 1: agent code running; 2: agent's own libc calls */
 static HT_TLS int t_resolving;
@@ -86,7 +86,7 @@ static HT_NOINLINE void resolve(void)
     ht__spin_lock(&g_resolve_lock);
     if (!real.free) {
         t_resolving = 1;
-#define R(f, name) real.f = (__typeof__(real.f))dlsym(NEXT, name)
+#define R(f, name) real.f = (__typeof__(real.f))NEXT_DEF(name)
         R(calloc, "calloc");
         R(malloc, "malloc");
         R(realloc, "realloc");
@@ -113,7 +113,7 @@ static HT_NOINLINE void resolve(void)
         R(syscall, "syscall");
         R(sigaction, "sigaction");
 #undef R
-        void (*f)(void *) = (void (*)(void *))dlsym(NEXT, "free");
+        void (*f)(void *) = (void (*)(void *))NEXT_DEF("free");
         ht_store_release(&real.free, f);
         t_resolving = 0;
     }
@@ -629,7 +629,7 @@ static void *next_sym(void **cache, const char *name)
 {
     void *f = ht_load_acquire(cache);
     if (!f) {
-        f = dlsym(NEXT, name);
+        f = NEXT_DEF(name);
         ht_store_release(cache, f);
     }
     return f;

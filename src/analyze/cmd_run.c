@@ -1247,7 +1247,8 @@ int ht_cmd_snapshot(int argc, char **argv)
             return 1;
         }
         if (tries == 20) {
-            fprintf(stderr, "heaptrail: process %ld is not traced by heaptrail (no control socket)\n", pid);
+            fprintf(stderr, "heaptrail: process %ld is not traced by heaptrail (no control socket; "
+                            "`heaptrail attach %ld` joins it)\n", pid, pid);
             return 1;
         }
         struct timespec nap = { 0, 50 * 1000 * 1000 };

@@ -208,7 +208,10 @@ static void print_trace_notes(const ht_report_t *r, FILE *f)
             fprintf(f, "note: heaptrail attached to this process while it ran: what it allocated before "
                        "is not counted (%llu frees of such blocks were passed through)\n",
                     (unsigned long long)d->unknown_frees);
-        if ((d->unknown_frees && !in->t->attached) || d->write_errors || d->other)
+        if (in->t->attached && (d->write_errors || d->other))
+            fprintf(f, "note: the tracker dropped %llu trace bytes to write errors, %llu other events\n",
+                    (unsigned long long)d->write_errors, (unsigned long long)d->other);
+        else if (!in->t->attached && (d->unknown_frees || d->write_errors || d->other))
             fprintf(f, "note: the tracker dropped %llu unknown frees, %llu trace bytes to write errors, %llu other events\n",
                     (unsigned long long)d->unknown_frees, (unsigned long long)d->write_errors,
                     (unsigned long long)d->other);

@@ -1,6 +1,6 @@
-# attach.sh -- the agent loaded into a running program (ht__attach, what
-# heaptrail attach will call). Its truths count only what the program
-# allocates after the attach (tests/progs/attachself.c states them).
+# attach.sh -- heaptrail attach: the agent loaded into a running program.
+# Its truths count only what the program allocates after the attach (the
+# programs' headers, tests/progs/attachself.c and attachee.c, state them).
 . tests/agent/common.inc
 cd "$T"
 LIB=$B/libheaptrail-preload.so
@@ -44,6 +44,63 @@ grep -q 'ht__attach returned 4' self_nodir.err && echo "ok: uncreatable trace: 4
 expect_eq "attachself under heaptrail run: ht__attach refused (already running): exit 5" "$rc" 5
 [ ! -e inner.ht ] && echo "ok: no second trace" || fail "a second trace was made"
 
+# ---- heaptrail attach PID ----
+# start_attachee NAME MODE: the program on a fifo; sets APID. MODE: st,
+# mt (a thread that never stops allocating), now (st, built without PIE,
+# every slot bound at start and read-only)
+start_attachee() {
+    rm -f "$1.in"
+    mkfifo "$1.in"
+    prog=$P/attachee arg=$2
+    [ "$2" = now ] && prog=$P/attachee_now arg=
+    timeout 60 "$prog" "$DLLEAK" $arg <"$1.in" >"$1.out" 2>"$1.err" &
+    APID=$!
+    exec 7>"$1.in"
+    for i in $(seq 100); do grep -q '^ready' "$1.out" && break; sleep 0.05; done
+    APID=$(pgrep -P "$APID" "$(basename "$prog")" || echo "$APID")
+}
+# wait_line FILE LINE: up to 10 s
+wait_line() { for i in $(seq 200); do grep -q "^$2\$" "$1" && return 0; sleep 0.05; done; return 1; }
+
+for mode in st mt now; do
+    start_attachee a_$mode $mode
+    "$HT" attach -o a_$mode.ht "$APID" >attach_$mode.out 2>attach_$mode.err; rc=$?
+    cat attach_$mode.err
+    expect_eq "attach $mode: exit status" "$rc" 0
+    grep -q "^heaptrail: attached to process $APID; trace: $T/a_$mode.ht\$" attach_$mode.err &&
+        echo "ok: attach $mode: says where the trace goes" || fail "attach $mode: message: $(cat attach_$mode.err)"
+    "$HT" attach "$APID" >again.out 2>again.err; rc=$?
+    expect_eq "attach $mode: a second attach fails" "$rc" 1
+    grep -q "already traced by heaptrail" again.err && echo "ok: second attach: already traced" ||
+        fail "second attach: $(cat again.err)"
+    echo work >&7
+    wait_line a_$mode.out worked || fail "attach $mode: no 'worked'"
+    echo lib >&7
+    wait_line a_$mode.out lib || fail "attach $mode: no 'lib'"
+    "$HT" snapshot "$APID" 2>snap_$mode.err; rc=$?
+    expect_eq "attach $mode: snapshot exit status" "$rc" 0
+    "$HT" snapshot --leaks "$APID" 2>leaks_$mode.err; rc=$?
+    expect_eq "attach $mode: snapshot --leaks refused" "$rc" 1
+    grep -q "no leak checks in a process heaptrail attached to" leaks_$mode.err && echo "ok: --leaks says why" ||
+        fail "attach $mode: --leaks: $(cat leaks_$mode.err)"
+    echo exit >&7
+    exec 7>&-
+    wait; rc=$?
+    expect_eq "attach $mode: the program's exit status (7: a read() failed, EINTR)" "$rc" 0
+    expect_eq "attach $mode: leaked after the attach (bytes blocks sites)" "$(report_numbers a_$mode.ht)" "4532 16 5"
+    m=$("$DUMP" a_$mode.ht --match dl_leak_site)
+    expect_eq "attach $mode: the library opened after the attach: its site's live blocks" "$(field live_blocks "$m")" 4
+    n=$(passed_frees a_$mode.ht)
+    if [ "$mode" != mt ]; then expect_eq "attach $mode: frees of earlier blocks" "$n" 6
+    elif [ -n "$n" ] && [ "$n" -ge 6 ] && [ "$n" -le 8 ]; then echo "ok: attach mt: $n frees of earlier blocks"
+    else fail "attach mt: frees of earlier blocks: got '$n', want 6-8"; fi
+    expect_eq "attach $mode: snapshots (request, exit)" "$("$DUMP" a_$mode.ht --header | sed -n 's/.* snaps=\([0-9]*\).*/\1/p')" 2
+done
+
+# a process that is not there, and one heaptrail cannot trace
+"$HT" attach 999999999 2>nopid.err; rc=$?
+expect_eq "attach: no such process: exit status" "$rc" 1
+grep -q "no process 999999999" nopid.err && echo "ok: no such process" || fail "no such process: $(cat nopid.err)"
 # heaptrail snapshot: a process that is gone, one that is not traced
 "$HT" snapshot 999999999 2>snapgone.err; rc=$?
 expect_eq "snapshot: no such process: exit status" "$rc" 1
@@ -53,6 +110,6 @@ sleep 30 & SPID=$!
 "$HT" snapshot "$SPID" 2>snapnot.err; rc=$?
 kill "$SPID"
 expect_eq "snapshot: untraced process: exit status" "$rc" 1
-grep -q "is not traced by heaptrail (no control socket)" snapnot.err &&
+grep -q "is not traced by heaptrail (no control socket; \`heaptrail attach $SPID\` joins it)" snapnot.err &&
     echo "ok: snapshot: untraced process" || fail "snapshot, untraced process: $(cat snapnot.err)"
 done_

@@ -1,8 +1,8 @@
 /* entry.c -- the library tests/attach/inject.sh makes running targets load
  * (build/tests/attach/libentry.so).
  *
- * ht_test_entry(ARG), ARG "OUT[ sleep=MS][ anything]": sleeps MS (the test
- * sends signals meanwhile), writes "arg=ARG tid=TID" to the file OUT (by a
+ * ht_test_entry(ARG), ARG "OUT[ sleep=MS][ anything]": creates OUT.started
+ * (the call is under way), sleeps MS (the test sends signals meanwhile), writes "arg=ARG tid=TID" to the file OUT (by a
  * rename: whoever sees OUT sees all of it), returns 42. On the way out it
  * clears the vector registers and resets MXCSR and the x87 control word,
  * as a function may (the ABI lets it clobber the first; a careless one
@@ -27,6 +27,11 @@ int ht_test_entry(const char *arg)
         return -1;
     char *sp = strstr(copy, " sleep=");
     if (sp) {
+        char started[4200];
+        snprintf(started, sizeof started, "%.*s.started", (int)strcspn(copy, " "), copy);
+        FILE *s = fopen(started, "w");
+        if (s)
+            fclose(s);
         long ms = atol(sp + 7);
         struct timespec ts = { ms / 1000, ms % 1000 * 1000000 };
         while (nanosleep(&ts, &ts) < 0 && errno == EINTR)

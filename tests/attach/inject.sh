@@ -81,13 +81,13 @@ expect_eq "a 3000-byte argument: result" "$("$TOOL" "$pid" "$(lib 7)" ht_test_en
 # in the read; both handlers run after the call (the record exists)
 send "watch $T/o8" watching
 "$TOOL" "$pid" "$(lib 8)" ht_test_entry "$T/o8 sleep=400" >sig1.res &
-sleep 0.15
+for i in $(seq 1000); do [ -e "$T/o8.started" ] && break; sleep 0.01; done
 kill -USR1 "$pid"
 wait $!
 expect_eq "SIGUSR1 during the call: result" "$(cat sig1.res)" "ret=42"
 send "watch $T/o9" watching
 "$TOOL" "$pid" "$(lib 9)" ht_test_entry "$T/o9 sleep=400" >sig2.res &
-sleep 0.15
+for i in $(seq 1000); do [ -e "$T/o9.started" ] && break; sleep 0.01; done
 kill -USR2 "$pid"
 wait $!
 expect_eq "SIGUSR2 during the call: result" "$(cat sig2.res)" "ret=42"
@@ -131,7 +131,9 @@ expect_eq "epoll: the target's account" "$summary" "epoll: eintr=0 exit=0"
 start ppoll "$A/target" ppoll -
 send "watch $T/o13" watching
 "$TOOL" "$pid" "$(lib 13)" ht_test_entry "$T/o13 sleep=400" >ppoll.res &
-sleep 0.15
+# the signal goes in while the call runs (a fixed delay lost the race on a
+# loaded machine: the signal came before the call, after=0)
+for i in $(seq 1000); do [ -e "$T/o13.started" ] && break; sleep 0.01; done
 kill -USR2 "$pid"
 wait $!
 expect_eq "ppoll thread: result" "$(cat ppoll.res)" "ret=42"
@@ -159,6 +161,8 @@ done
 # --- refusals -----------------------------------------------------------------
 start stopped "$A/target" main -
 kill -STOP "$pid"
+# the stop takes effect when the kernel next schedules the target: wait for it
+for i in $(seq 500); do [ "$(sed -n 's/^State:[[:space:]]*\([A-Za-z]\).*/\1/p' /proc/$pid/status)" = T ] && break; sleep 0.01; done
 expect_eq "stopped process" "$("$TOOL" "$pid" "$(lib 15)" ht_test_entry "$T/o15")" \
     "error: process $pid is stopped (SIGSTOP or job control): continue it first (kill -CONT $pid)"
 kill -CONT "$pid"

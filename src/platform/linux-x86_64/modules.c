@@ -224,6 +224,7 @@ HT_INTERNAL void ht__dlclose_event(int after) __attribute__((weak));
 
 /* The agent's (src/agent/attach.c); libheaptrail.so has none. */
 HT_INTERNAL extern int ht__attached __attribute__((weak));
+HT_INTERNAL void *ht__attach_real(const char *name) __attribute__((weak));
 
 /* The definition a wrapper passes its call on to: the next after this
  * library; in the agent loaded late by heaptrail attach (outside the
@@ -234,8 +235,8 @@ HT_INTERNAL extern int ht__attached __attribute__((weak));
 void *ht__next_def(const char *name)
 {
     void *f = dlsym(RTLD_NEXT, name);
-    if (!f && &ht__attached && ht_load_relaxed(&ht__attached))
-        f = dlsym(RTLD_DEFAULT, name);
+    if (!f && &ht__attached && ht_load_relaxed(&ht__attached) && ht__attach_real)
+        f = ht__attach_real(name);
     return f;
 }
 

@@ -1,0 +1,124 @@
+/* attachee.c -- a program that `heaptrail attach` joins while it runs
+ * (tests/agent/attach.sh).
+ *
+ *   attachee LIB [mt]      (commands on standard input, one per line)
+ *
+ * At start: 10 blocks of 100 bytes kept for good and 16 of 200, some
+ * freed or realloc'd later: all made before any attach. Prints "ready"
+ * and reads commands, blocked in read() (where the attach takes its
+ * thread):
+ *   work   frees 5 of the 200-byte blocks, reallocs one to 555, keeps 7 x
+ *          333 (malloc) and 3 x 444 (calloc), a strdup inside libc (6),
+ *          makes and frees 20 more; prints "worked"
+ *   lib    opens LIB (after the attach: the agent must find the new
+ *          module), waits 200 ms, keeps 4 blocks of 77 from its
+ *          dl_leak_site; prints "lib"
+ *   exit   exit(0)
+ * Leaked after an attach before "work" and "lib": 4,532 bytes in 16
+ * blocks from 5 sites. With "mt", a thread allocates and frees without a
+ * pause, never in a system call, from start until "exit" stops it. A read() that fails
+ * (EINTR: the attach's ptrace stop leaking into the program) exits 7. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
+#include <unistd.h>
+
+static void *volatile keep[64];
+static volatile int n7 = 7, n3 = 3, n4 = 4;
+static volatile unsigned long spins;
+static volatile int stop;
+
+__attribute__((noinline)) static void *site_a(void) { return malloc(333); }
+__attribute__((noinline)) static void *site_b(void) { return calloc(1, 444); }
+
+static void *churn(void *arg)
+{
+    (void)arg;
+    while (!stop) {
+        void *p = malloc(64);
+        *(volatile char *)p = 1;
+        free(p);
+        spins++;
+    }
+    return NULL;
+}
+
+static int read_line(char *buf, size_t cap)
+{
+    size_t n = 0;
+    while (n < cap - 1) {
+        ssize_t k = read(0, buf + n, 1);
+        if (k < 0)
+            exit(7);
+        if (k == 0)
+            break;
+        if (buf[n] == '\n')
+            break;
+        n++;
+    }
+    buf[n] = 0;
+    return (int)n;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2)
+        return 1;
+    prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
+    pthread_t t;
+    int mt = argc > 2 && !strcmp(argv[2], "mt");
+    if (mt && pthread_create(&t, NULL, churn, NULL) != 0)
+        return 2;
+    void *before[16];
+    for (int i = 0; i < 10; i++)
+        keep[i] = malloc(100);
+    for (int i = 0; i < 16; i++)
+        before[i] = malloc(200);
+    printf("ready\n");
+    fflush(stdout);
+    char cmd[64];
+    for (;;) {
+        if (read_line(cmd, sizeof cmd) == 0 && !cmd[0])
+            return 3;           /* end of input without "exit" */
+        if (!strcmp(cmd, "work")) {
+            for (int i = 0; i < 5; i++)
+                free(before[i]);
+            keep[10] = realloc(before[5], 555);
+            for (int i = 0; i < n7; i++)
+                keep[11 + i] = site_a();
+            for (int i = 0; i < n3; i++)
+                keep[18 + i] = site_b();
+            keep[21] = strdup("hello");
+            for (int i = 0; i < 20; i++)
+                free(malloc(50 + i));
+            printf("worked\n");
+        } else if (!strcmp(cmd, "lib")) {
+            void *h = dlopen(argv[1], RTLD_NOW);
+            if (!h)
+                return 4;
+            void *(*leak)(size_t) = (void *(*)(size_t))dlsym(h, "dl_leak_site");
+            if (!leak)
+                return 5;
+            struct timespec ts = { 0, 200 * 1000 * 1000 };
+            nanosleep(&ts, NULL);
+            for (int i = 0; i < n4; i++)
+                keep[30 + i] = leak(77);
+            printf("lib\n");
+        } else if (!strcmp(cmd, "exit")) {
+            if (mt) {           /* its last block freed before the count */
+                stop = 1;
+                pthread_join(t, NULL);
+            }
+            fflush(stdout);
+            exit(0);
+        } else {
+            return 6;
+        }
+        fflush(stdout);
+    }
+}
