@@ -1184,7 +1184,8 @@ __attribute__((constructor(101))) static void agent_start(void)
  * HEAPTRAIL_NAME=value lines (the environment is the program's). Returns
  * 0; 1 the agent already runs here; 2 the options do not fit; 3 no call
  * of the program could be sent to the hooks; 4 the process cannot create
- * the trace file (the agent then idles: no call reaches it). The CLI
+ * the trace file (nothing started when the directory says so at once;
+ * else the agent idles: no call reaches it). The CLI
  * words each (src/analyze/cmd_attach.c). */
 HT_API int ht__attach(const char *opts)
 {
@@ -1206,6 +1207,25 @@ HT_API int ht__attach(const char *opts)
             env[i] = 0;
     }
     ht__env_extra = vars;
+    /* a trace it cannot create: nothing starts, so that the CLI can try
+     * again with another -o (faccessat2 asks as the process, with its
+     * effective ids) */
+    const char *out = ht__env("HEAPTRAIL_OUTPUT");
+    if (out && out[0] == '/') {
+        char dir[4096];
+        size_t k = ht__strlen(out);
+        while (k > 1 && out[k - 1] != '/')
+            k--;
+        if (k > 1)
+            k--;                /* the slash, unless the directory is / */
+        memcpy(dir, out, k);
+        dir[k] = 0;
+        long e = ht__sys4(SYS_faccessat2, AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS);
+        if (e < 0 && e != -ENOSYS && e != -EPERM) {
+            ht__env_extra = NULL;
+            return 4;
+        }
+    }
     ht_store_release(&ht__attached, 1);
     start(1);
     if (ht__writer_start_file() != 0)

@@ -185,8 +185,8 @@ int ht_cmd_attach(int argc, char **argv)
                         "(the agent idles in it)\n", pid);
         return 1;
     case 4:
-        fprintf(stderr, "heaptrail attach: process %ld cannot create %s (the agent idles in it; "
-                        "choose a directory the process can write to with -o)\n", pid, trace);
+        fprintf(stderr, "heaptrail attach: process %ld cannot create %s (it writes its trace as its own "
+                        "user: choose a directory it can write to with -o)\n", pid, trace);
         return 1;
     default:
         fprintf(stderr, "heaptrail attach: process %ld: the agent refused to start (%d)\n", pid, ret);

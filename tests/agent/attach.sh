@@ -34,10 +34,14 @@ m=$("$DUMP" self_st.ht --match site_a --snapshot 0)
 expect_eq "attachself: site_a live blocks" "$(field live_blocks "$m")" 7
 m=$("$DUMP" self_st.ht --match site_b --snapshot 0)
 expect_eq "attachself: site_b live blocks" "$(field live_blocks "$m")" 3
-# the trace cannot be made: the agent says so and idles
+# the trace cannot be made: the agent says so and starts nothing, so that
+# a second try with another path works
 "$P/attachself" "$LIB" "$T/no/such/dir/x.ht" 2>self_nodir.err; rc=$?
 expect_eq "attachself: uncreatable trace: exit status (ht__attach returned non-zero)" "$rc" 5
 grep -q 'ht__attach returned 4' self_nodir.err && echo "ok: uncreatable trace: 4" || fail "uncreatable trace: $(cat self_nodir.err)"
+"$P/attachself" "$LIB" "$T/no/such/dir/x.ht" retry "$T/self_retry.ht" 2>self_retry.err; rc=$?
+expect_eq "attachself: a second attach after an uncreatable trace: exit status" "$rc" 0
+expect_eq "attachself: retry: leaked after the attach (bytes blocks sites)" "$(report_numbers self_retry.ht)" "4224 12 4"
 # a traced program run normally is not taken for an attach: the preload
 # starts at once (a summary), and dlopen of the library does not restart it
 "$HT" run -o run.ht -- "$P/attachself" "$LIB" "$T/inner.ht" >run.out 2>run.err; rc=$?

@@ -2,7 +2,7 @@
  * into a running process, then ht__attach), without ptrace: the agent's
  * side of attaching, with exact truths (tests/agent/attach.sh).
  *
- *   attachself LIB TRACE [mt]
+ *   attachself LIB TRACE [mt|retry TRACE2]
  *
  * Before the attach: 10 blocks of 100 bytes kept (never freed: not to be
  * reported), 5 more that are freed after it (frees of blocks the agent
@@ -11,7 +11,9 @@
  * all kept; 20 blocks made and freed. Leaked after the attach: 4,224
  * bytes in 12 blocks from 4 sites. With "mt", a second thread allocates
  * and frees without a pause from before the attach to the end (no block
- * of its own left). Exit status 0, or the step that failed. */
+ * of its own left). With "retry", TRACE cannot be created: the attach
+ * must fail (4) with nothing started, and a second one to TRACE2 work.
+ * Exit status 0, or the step that failed. */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -63,6 +65,10 @@ int main(int argc, char **argv)
     if (!attach)
         return 4;
     int r = attach(opts);
+    if (r == 4 && argc > 4 && !strcmp(argv[3], "retry")) {
+        snprintf(opts, sizeof opts, "HEAPTRAIL_OUTPUT=%s\nHEAPTRAIL_OUTPUT_PID=%d\n", argv[4], (int)getpid());
+        r = attach(opts);
+    }
     if (r != 0) {
         fprintf(stderr, "attachself: ht__attach returned %d\n", r);
         return 5;
