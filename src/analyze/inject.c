@@ -611,8 +611,8 @@ static int check_status(struct inj *in)
     return 0;
 }
 
-/* The library: the same file at the same path inside the process, and not
- * loaded there yet. Needs in->maps. */
+/* The library: the same file at the same path inside the process; and
+ * nothing mapped at address 0. Needs in->maps. */
 static int check_library(struct inj *in)
 {
     struct stat here, there;
@@ -625,14 +625,11 @@ static int check_library(struct inj *in)
         return refused(in, 0);
     if (st < 0 || there.st_dev != here.st_dev || there.st_ino != here.st_ino)
         return fail(in, "the process sees another filesystem (a container?) where %s is not the same file", in->lib);
-    size_t ll = strlen(in->lib);
+    /* a library loaded already (an earlier attach whose agent refused to
+     * start: its trace could not be made) is no refusal: dlopen gives the
+     * same handle, and the entry knows whether it runs */
     struct mapping m;
     for (const char *p = in->maps; next_mapping(&p, &m);) {
-        /* maps gives an overlay file's underlying device: the path too */
-        int same = (m.ino == here.st_ino && m.maj == major(here.st_dev) && m.mnr == minor(here.st_dev)) ||
-                   (m.pathlen == ll && memcmp(m.path, in->lib, ll) == 0 && !m.deleted);
-        if (same)
-            return fail(in, "%s is already loaded in %d", in->lib, in->pid);
         /* our calls return to address 0, which must fault */
         if (m.start == 0)
             return fail(in, "process %d maps address 0, where attach's calls return", in->pid);

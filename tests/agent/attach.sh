@@ -68,6 +68,14 @@ wait_line() { for i in $(seq 200); do grep -q "^$2\$" "$1" && return 0; sleep 0.
 
 for mode in st mt now; do
     start_attachee a_$mode $mode
+    if [ "$mode" = st ]; then
+        # a trace the process cannot create: refused, nothing started, and
+        # the attach below (the same library, loaded already) works
+        "$HT" attach -o "$T/no/such/dir/a.ht" "$APID" 2>nodir.err; rc=$?
+        expect_eq "attach: uncreatable trace: exit status" "$rc" 1
+        grep -q "^heaptrail attach: process $APID cannot create $T/no/such/dir/a.ht" nodir.err &&
+            echo "ok: attach: uncreatable trace: said" || fail "attach, uncreatable trace: $(cat nodir.err)"
+    fi
     "$HT" attach -o a_$mode.ht "$APID" >attach_$mode.out 2>attach_$mode.err; rc=$?
     cat attach_$mode.err
     expect_eq "attach $mode: exit status" "$rc" 0
