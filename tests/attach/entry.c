@@ -1,8 +1,8 @@
 /* entry.c -- the library tests/attach/inject.sh makes running targets load
  * (build/tests/attach/libentry.so).
  *
- * ht_test_entry(ARG), ARG "OUT[ sleep=MS][ anything]": creates OUT.started
- * (the call is under way), sleeps MS (the test sends signals meanwhile), writes "arg=ARG tid=TID" to the file OUT (by a
+ * ht_test_entry(ARG), ARG "OUT[ sleep=MS][ anything]": sleeps MS (the test
+ * sends signals meanwhile, once OUT.started exists), writes "arg=ARG tid=TID" to the file OUT (by a
  * rename: whoever sees OUT sees all of it), returns 42. On the way out it
  * clears the vector registers and resets MXCSR and the x87 control word,
  * as a function may (the ABI lets it clobber the first; a careless one
@@ -26,19 +26,16 @@ int ht_test_entry(const char *arg)
     if (!copy)
         return -1;
     char *sp = strstr(copy, " sleep=");
+    copy[strcspn(copy, " ")] = 0;
+    char tmp[4200];
     if (sp) {
-        char started[4200];
-        snprintf(started, sizeof started, "%.*s.started", (int)strcspn(copy, " "), copy);
-        FILE *s = fopen(started, "w");
-        if (s)
-            fclose(s);
         long ms = atol(sp + 7);
+        snprintf(tmp, sizeof tmp, "%s.started", copy);
+        close(open(tmp, O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
         struct timespec ts = { ms / 1000, ms % 1000 * 1000000 };
         while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
             ;
     }
-    copy[strcspn(copy, " ")] = 0;
-    char tmp[4200];
     snprintf(tmp, sizeof tmp, "%s.tmp", copy);
     FILE *f = fopen(tmp, "w");
     if (!f)

@@ -34,6 +34,15 @@ wait_line() {
         sleep 0.01
     done
 }
+# wait_file PATH: until it exists (10 s at most)
+wait_file() {
+    i=0
+    while [ ! -e "$1" ]; do
+        i=$((i + 1))
+        [ $i -gt 1000 ] && return 1
+        sleep 0.01
+    done
+}
 # send LINE [REPLY]: a command to the target, then its reply awaited
 send() {
     echo "$1" >&3
@@ -81,13 +90,13 @@ expect_eq "a 3000-byte argument: result" "$("$TOOL" "$pid" "$(lib 7)" ht_test_en
 # in the read; both handlers run after the call (the record exists)
 send "watch $T/o8" watching
 "$TOOL" "$pid" "$(lib 8)" ht_test_entry "$T/o8 sleep=400" >sig1.res &
-for i in $(seq 1000); do [ -e "$T/o8.started" ] && break; sleep 0.01; done
+wait_file "$T/o8.started" || fail "SIGUSR1: the call did not start"
 kill -USR1 "$pid"
 wait $!
 expect_eq "SIGUSR1 during the call: result" "$(cat sig1.res)" "ret=42"
 send "watch $T/o9" watching
 "$TOOL" "$pid" "$(lib 9)" ht_test_entry "$T/o9 sleep=400" >sig2.res &
-for i in $(seq 1000); do [ -e "$T/o9.started" ] && break; sleep 0.01; done
+wait_file "$T/o9.started" || fail "SIGUSR2: the call did not start"
 kill -USR2 "$pid"
 wait $!
 expect_eq "SIGUSR2 during the call: result" "$(cat sig2.res)" "ret=42"
@@ -131,9 +140,7 @@ expect_eq "epoll: the target's account" "$summary" "epoll: eintr=0 exit=0"
 start ppoll "$A/target" ppoll -
 send "watch $T/o13" watching
 "$TOOL" "$pid" "$(lib 13)" ht_test_entry "$T/o13 sleep=400" >ppoll.res &
-# the signal goes in while the call runs (a fixed delay lost the race on a
-# loaded machine: the signal came before the call, after=0)
-for i in $(seq 1000); do [ -e "$T/o13.started" ] && break; sleep 0.01; done
+wait_file "$T/o13.started" || fail "ppoll: the call did not start"
 kill -USR2 "$pid"
 wait $!
 expect_eq "ppoll thread: result" "$(cat ppoll.res)" "ret=42"
@@ -160,6 +167,13 @@ done
 
 # --- refusals -----------------------------------------------------------------
 start stopped "$A/target" main -
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+    expect_eq "another user's process" \
+        "$(setpriv --reuid=65534 --regid=65534 --clear-groups "$TOOL" "$pid" "$LIB" ht_test_entry "$T/x")" \
+        "error: ptrace of $pid refused: needs CAP_SYS_PTRACE or the same user (and a program that is not set-user-ID)"
+else
+    echo "skipped: another user's process (needs root and setpriv)"
+fi
 kill -STOP "$pid"
 # the stop takes effect when the kernel next schedules the target: wait for it
 for i in $(seq 500); do [ "$(sed -n 's/^State:[[:space:]]*\([A-Za-z]\).*/\1/p' /proc/$pid/status)" = T ] && break; sleep 0.01; done
