@@ -1070,10 +1070,7 @@ static void drop_preload(void)
     if (_dl_find_object((void *)drop_preload, &fo) != 0 || !fo.dlfo_link_map)
         return;
     const char *me = fo.dlfo_link_map->l_name;
-    const char *base = me;
-    for (const char *q = me; *q; q++)
-        if (*q == '/')
-            base = q + 1;
+    const char *base = ht__path_base(me);
     for (char **e = environ; e && *e; e++) {
         if (strncmp(*e, "LD_PRELOAD=", 11) != 0)
             continue;
@@ -1213,11 +1210,7 @@ HT_API int ht__attach(const char *opts)
     const char *out = ht__env("HEAPTRAIL_OUTPUT");
     if (out && out[0] == '/') {
         char dir[4096];
-        size_t k = ht__strlen(out);
-        while (k > 1 && out[k - 1] != '/')
-            k--;
-        if (k > 1)
-            k--;                /* the slash, unless the directory is / */
+        size_t k = ht__path_dir_len(out);   /* "/a/b/": the slash kept */
         memcpy(dir, out, k);
         dir[k] = 0;
         long e = ht__sys4(SYS_faccessat2, AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS);

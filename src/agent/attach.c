@@ -98,6 +98,34 @@ static uintptr_t dyn_ptr(uintptr_t v, uintptr_t bias)
     return v < bias ? v + bias : v;
 }
 
+/* What the patch reads from a module's dynamic section. */
+typedef struct {
+    const ElfW(Sym) *sym;
+    const char *str;
+    const uint32_t *gnu_hash;
+    const ElfW(Rela) *rela, *jmprel;
+    size_t relasz, pltsz;
+    int pltrel;
+} dyn_t;
+
+static dyn_t read_dynamic(const ElfW(Dyn) *d, uintptr_t bias)
+{
+    dyn_t t = { .pltrel = DT_RELA };
+    for (; d->d_tag != DT_NULL; d++) {
+        switch (d->d_tag) {
+        case DT_SYMTAB: t.sym = (const ElfW(Sym) *)dyn_ptr(d->d_un.d_ptr, bias); break;
+        case DT_STRTAB: t.str = (const char *)dyn_ptr(d->d_un.d_ptr, bias); break;
+        case DT_GNU_HASH: t.gnu_hash = (const uint32_t *)dyn_ptr(d->d_un.d_ptr, bias); break;
+        case DT_RELA: t.rela = (const ElfW(Rela) *)dyn_ptr(d->d_un.d_ptr, bias); break;
+        case DT_RELASZ: t.relasz = d->d_un.d_val; break;
+        case DT_JMPREL: t.jmprel = (const ElfW(Rela) *)dyn_ptr(d->d_un.d_ptr, bias); break;
+        case DT_PLTRELSZ: t.pltsz = d->d_un.d_val; break;
+        case DT_PLTREL: t.pltrel = (int)d->d_un.d_val; break;
+        }
+    }
+    return t;
+}
+
 /* Symbols in a GNU hash table's symbol table: one past the last chain's end. */
 static uint32_t gnu_hash_count(const uint32_t *h)
 {
@@ -172,25 +200,17 @@ static int collect_hooks(void)
     void *self = dlopen(me->l_name, RTLD_NOW | RTLD_NOLOAD);
     if (!self)
         return -1;
-    const ElfW(Sym) *sym = NULL;
-    const char *str = NULL;
-    const uint32_t *gnu = NULL;
-    for (const ElfW(Dyn) *d = me->l_ld; d->d_tag != DT_NULL; d++) {
-        if (d->d_tag == DT_SYMTAB)
-            sym = (const ElfW(Sym) *)dyn_ptr(d->d_un.d_ptr, me->l_addr);
-        else if (d->d_tag == DT_STRTAB)
-            str = (const char *)dyn_ptr(d->d_un.d_ptr, me->l_addr);
-        else if (d->d_tag == DT_GNU_HASH)
-            gnu = (const uint32_t *)dyn_ptr(d->d_un.d_ptr, me->l_addr);
-    }
-    if (!sym || !str || !gnu) {
+    dyn_t t = read_dynamic(me->l_ld, me->l_addr);
+    const ElfW(Sym) *sym = t.sym;
+    const char *str = t.str;
+    if (!sym || !str || !t.gnu_hash) {
         dlclose(self);
         return -1;
     }
     const char *libname = NULL;
     dl_iterate_phdr(first_library, &libname);
     void *lib = libname ? dlopen(libname, RTLD_LAZY | RTLD_NOLOAD) : NULL;
-    uint32_t n = gnu_hash_count(gnu);
+    uint32_t n = gnu_hash_count(t.gnu_hash);
     for (uint32_t i = 1; i < n && P.nhooks < MAX_HOOKS; i++) {
         const ElfW(Sym) *s = &sym[i];
         const char *name = str + s->st_name;
@@ -299,10 +319,7 @@ static void patch_relocs(module_pass_t *m, uintptr_t bias, const ElfW(Rela) *r, 
 
 static int is_loader_or_vdso(const char *name)
 {
-    const char *base = name;
-    for (const char *p = name; *p; p++)
-        if (*p == '/')
-            base = p + 1;
+    const char *base = ht__path_base(name);
     return !strncmp(base, "ld-linux", 8) || !strncmp(base, "linux-vdso", 10) ||
            !strncmp(base, "ld64.so", 7);
 }
@@ -340,28 +357,13 @@ static int patch_module(struct dl_phdr_info *info, size_t size, void *arg)
     if (!dyn || m.hi <= m.lo || (m.lo < P.self_hi && m.hi > P.self_lo))
         return 0;               /* no dynamic section, or this library */
     uintptr_t bias = info->dlpi_addr;
-    const ElfW(Sym) *sym = NULL;
-    const char *str = NULL;
-    const ElfW(Rela) *rela = NULL, *jmprel = NULL;
-    size_t relasz = 0, pltsz = 0;
-    int pltrel = DT_RELA;
-    for (const ElfW(Dyn) *d = dyn; d->d_tag != DT_NULL; d++) {
-        switch (d->d_tag) {
-        case DT_SYMTAB: sym = (const ElfW(Sym) *)dyn_ptr(d->d_un.d_ptr, bias); break;
-        case DT_STRTAB: str = (const char *)dyn_ptr(d->d_un.d_ptr, bias); break;
-        case DT_RELA: rela = (const ElfW(Rela) *)dyn_ptr(d->d_un.d_ptr, bias); break;
-        case DT_RELASZ: relasz = d->d_un.d_val; break;
-        case DT_JMPREL: jmprel = (const ElfW(Rela) *)dyn_ptr(d->d_un.d_ptr, bias); break;
-        case DT_PLTRELSZ: pltsz = d->d_un.d_val; break;
-        case DT_PLTREL: pltrel = (int)d->d_un.d_val; break;
-        }
-    }
-    if (!sym || !str)
+    dyn_t t = read_dynamic(dyn, bias);
+    if (!t.sym || !t.str)
         return 0;
-    if (rela)
-        patch_relocs(&m, bias, rela, relasz, sym, str);
-    if (jmprel && pltrel == DT_RELA)
-        patch_relocs(&m, bias, jmprel, pltsz, sym, str);
+    if (t.rela)
+        patch_relocs(&m, bias, t.rela, t.relasz, t.sym, t.str);
+    if (t.jmprel && t.pltrel == DT_RELA)
+        patch_relocs(&m, bias, t.jmprel, t.pltsz, t.sym, t.str);
     if (m.relro_open)
         ht__sys3(SYS_mprotect, m.relro_lo, m.relro_hi - m.relro_lo, PROT_READ);
     P.slots += m.written;

@@ -38,11 +38,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-/* Where a hook's real function is: the next definition after this library
- * (preloaded), or what the program binds the name to (attached: this
- * library is outside the global scope, attach.c). */
-#define NEXT_DEF(name) (ht_load_relaxed(&ht__attached) ? ht__attach_real(name) : dlsym(RTLD_NEXT, name))
-
 HT_TLS int ht__guard;           /* 1: agent code running; 2: agent's own libc calls */
 static HT_TLS int t_resolving;
 
@@ -86,7 +81,7 @@ static HT_NOINLINE void resolve(void)
     ht__spin_lock(&g_resolve_lock);
     if (!real.free) {
         t_resolving = 1;
-#define R(f, name) real.f = (__typeof__(real.f))NEXT_DEF(name)
+#define R(f, name) real.f = (__typeof__(real.f))ht__next_def(name)
         R(calloc, "calloc");
         R(malloc, "malloc");
         R(realloc, "realloc");
@@ -113,7 +108,7 @@ static HT_NOINLINE void resolve(void)
         R(syscall, "syscall");
         R(sigaction, "sigaction");
 #undef R
-        void (*f)(void *) = (void (*)(void *))NEXT_DEF("free");
+        void (*f)(void *) = (void (*)(void *))ht__next_def("free");
         ht_store_release(&real.free, f);
         t_resolving = 0;
     }
@@ -144,10 +139,7 @@ static HT_NOINLINE void resolve(void)
  * exactly at the address that is not undefined. */
 static int from_std_library(const char *path)
 {
-    const char *base = path;
-    for (const char *p = path; *p; p++)
-        if (*p == '/')
-            base = p + 1;
+    const char *base = ht__path_base(path);
     return !strncmp(base, "libc.so", 7) || !strncmp(base, "libstdc++.so", 12);
 }
 
@@ -629,7 +621,7 @@ static void *next_sym(void **cache, const char *name)
 {
     void *f = ht_load_acquire(cache);
     if (!f) {
-        f = NEXT_DEF(name);
+        f = ht__next_def(name);
         ht_store_release(cache, f);
     }
     return f;

@@ -742,10 +742,8 @@ static int try_create(const char *path)
     ht__sys1(SYS_close, fd);
     if (!ok)
         return -EIO;
-    size_t len = ht__strlen(path);
-    __builtin_memcpy(W.path, path, len + 1);
-    while (len > 0 && path[len - 1] != '/')
-        len--;
+    __builtin_memcpy(W.path, path, ht__strlen(path) + 1);
+    size_t len = ht__path_dir_len(path);
     if (len > 0 && path[0] == '/') {
         __builtin_memcpy(W.dir, path, len);
         W.dir[len] = 0;

@@ -34,29 +34,24 @@ static int usage(FILE *f)
     return f == stdout ? 0 : 2;
 }
 
-/* The process's name for a file name: its comm, with anything but
- * [A-Za-z0-9._-] made '_'. */
+/* The process's name for a file name: its comm, sanitized as run does. */
 static void proc_name(long pid, char *out, size_t cap)
 {
-    char path[64];
+    char path[64], comm[64];
     snprintf(path, sizeof path, "/proc/%ld/comm", pid);
     FILE *f = fopen(path, "r");
     size_t n = 0;
     if (f) {
-        n = fread(out, 1, cap - 1, f);
+        n = fread(comm, 1, sizeof comm - 1, f);
         fclose(f);
     }
-    while (n > 0 && (out[n - 1] == '\n' || out[n - 1] == ' '))
+    while (n > 0 && (comm[n - 1] == '\n' || comm[n - 1] == ' '))
         n--;
-    out[n] = 0;
-    for (size_t i = 0; i < n; i++) {
-        char c = out[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-              c == '_' || c == '-'))
-            out[i] = '_';
-    }
-    if (!n || out[0] == '.')
+    comm[n] = 0;
+    if (!n || comm[0] == '.')
         snprintf(out, cap, "process");
+    else
+        ht__sanitize_name(out, cap, comm);
 }
 
 /* The agent's answer to "trace": where it writes, into path. */

@@ -107,7 +107,7 @@ int ht__find_preload(char *out, size_t cap)
     return -1;
 }
 
-static void sanitize(char *dst, size_t cap, const char *s)
+void ht__sanitize_name(char *dst, size_t cap, const char *s)
 {
     size_t n = 0;
     for (; *s && n + 1 < cap; s++) {
@@ -959,7 +959,7 @@ int ht_cmd_run(int argc, char **argv)
         return 2;
     }
     char prog[80];
-    sanitize(prog, sizeof prog, base_name(argv[i]));
+    ht__sanitize_name(prog, sizeof prog, base_name(argv[i]));
     int ready[2];
     if (pipe2(ready, O_CLOEXEC) != 0) {
         perror("heaptrail: pipe");

@@ -19,6 +19,9 @@ int ht_cmd_attach(int argc, char **argv) HT_WEAK;    /* heaptrail attach [opts] 
 #include <stdio.h>
 /* Writes s with control characters shown as '?' (text from a process). */
 void ht__put_clean(FILE *f, const char *s);
+/* A program's name as a file name part: anything but [A-Za-z0-9._-]
+ * made '_' ("p" if empty). */
+void ht__sanitize_name(char *dst, size_t cap, const char *s);
 /* The agent library: $HEAPTRAIL_PRELOAD, else next to this binary; 0 or -1. */
 int ht__find_preload(char *out, size_t cap);
 /* A connection to process pid's agent (its control socket), or -1. */

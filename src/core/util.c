@@ -12,26 +12,23 @@ extern char **environ;
 
 const char *const *ht__env_extra;
 
-const char *ht__env(const char *name)
+/* NAME's value in a NULL-ended list of NAME=value strings, or NULL. */
+static const char *env_find(const char *const *list, const char *name)
 {
-    for (const char *const *x = ht__env_extra; x && *x; x++) {
-        const char *s = *x, *n = name;
-        while (*n && *s == *n)
-            s++, n++;
-        if (*n == 0 && *s == '=')
-            return s + 1;
-    }
-    char **e = HT_ENVIRON;
-    if (!e)
-        return NULL;
-    for (; *e; e++) {
-        const char *s = *e, *n = name;
+    for (; list && *list; list++) {
+        const char *s = *list, *n = name;
         while (*n && *s == *n)
             s++, n++;
         if (*n == 0 && *s == '=')
             return s + 1;
     }
     return NULL;
+}
+
+const char *ht__env(const char *name)
+{
+    const char *v = env_find(ht__env_extra, name);
+    return v ? v : env_find((const char *const *)HT_ENVIRON, name);
 }
 
 uint64_t ht__parse_size(const char *s, uint64_t dflt)

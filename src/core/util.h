@@ -77,6 +77,20 @@ HT_INTERNAL void ht__unmap(void *p, size_t size);
 /* Value of environment variable `name` from the process environment (an
  * `environ` scan, no getenv: safe before libc is ready and in hooks). */
 HT_INTERNAL const char *ht__env(const char *name);
+/* The file name in a path: what follows its last '/'. */
+static inline const char *ht__path_base(const char *path)
+{
+    const char *base = path;
+    for (const char *p = path; *p; p++)
+        if (*p == '/')
+            base = p + 1;
+    return base;
+}
+/* The length of a path's directory part, its last '/' included (0: none). */
+static inline size_t ht__path_dir_len(const char *path)
+{
+    return (size_t)(ht__path_base(path) - path);
+}
 /* NAME=value strings ht__env looks at before the environment (NULL-ended;
  * heaptrail attach's options: the environment is the program's) */
 HT_INTERNAL extern const char *const *ht__env_extra;

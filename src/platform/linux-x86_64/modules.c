@@ -226,18 +226,18 @@ HT_INTERNAL void ht__dlclose_event(int after) __attribute__((weak));
 HT_INTERNAL extern int ht__attached __attribute__((weak));
 HT_INTERNAL void *ht__attach_real(const char *name) __attribute__((weak));
 
-/* The definition a wrapper passes its call on to: the next after this
- * library; in the agent loaded late by heaptrail attach (outside the
- * global scope, so libgcc's __register_frame is not after it), what the
- * program binds the name to. Never the global definition otherwise: that
- * may be this wrapper, or another copy of it (libheaptrail.so under the
- * preloaded agent) whose next is this one. */
+/* The definition a wrapper (an allocator hook, dlclose, __register_frame)
+ * passes its call on to: the next after this library; in the agent loaded
+ * late by heaptrail attach (outside the global scope: libgcc's
+ * __register_frame is not after it, and the program may bind a name to a
+ * definition of its own), what the program binds the name to. Never the
+ * global definition otherwise: that may be this wrapper, or another copy of
+ * it (libheaptrail.so under the preloaded agent) whose next is this one. */
 void *ht__next_def(const char *name)
 {
-    void *f = dlsym(RTLD_NEXT, name);
-    if (!f && &ht__attached && ht_load_relaxed(&ht__attached) && ht__attach_real)
-        f = ht__attach_real(name);
-    return f;
+    if (&ht__attached && ht_load_relaxed(&ht__attached) && ht__attach_real)
+        return ht__attach_real(name);
+    return dlsym(RTLD_NEXT, name);
 }
 
 HT_API int dlclose(void *handle)

@@ -56,8 +56,8 @@ HT_INTERNAL int ht__stack_range_slow(uintptr_t sp, uintptr_t *lo, uintptr_t *hi)
  * if there is none or no /proc. Async-signal-safe. */
 HT_INTERNAL int ht__maps_query(uintptr_t addr, uintptr_t *lo, uintptr_t *hi);
 HT_INTERNAL int ht__maps_stream(uintptr_t addr, uintptr_t *lo, uintptr_t *hi);
-/* The definition a wrapper of ours (dlclose, __register_frame) passes
- * its call on to (modules.c). */
+/* The definition a wrapper of ours (the agent's hooks, dlclose,
+ * __register_frame) passes its call on to (modules.c). */
 HT_INTERNAL void *ht__next_def(const char *name);
 /* One line of /proc/self/maps: "lo-hi perms offset dev inode   path". */
 typedef struct ht_maps_line_s {
