@@ -750,10 +750,7 @@ static void serve(int fd)
     if (strcmp(req, "snapshot leaks\n") == 0) {
         /* a leak check: reachability now, the program running on */
         int seq = -1;
-        if (ht_load_relaxed(&ht__attached))
-            err = "error no leak checks in a process heaptrail attached to: the blocks it made before hold "
-                  "pointers the check cannot see";
-        else if (ht__agent.on != HT_ON_FULL || !A.reach)
+        if (ht__agent.on != HT_ON_FULL || !A.reach)
             err = "error leak checks are turned off (HEAPTRAIL_REACH=0)";
         else if (ht_load_acquire(&A.exit_done) || ht__reach_trylock() != 0)
             err = "error the program is exiting, or a leak check is already under way";
@@ -1144,9 +1141,7 @@ static void start(int attach)
     s = ht__env("HEAPTRAIL_CONTROL");
     A.control = !(s && s[0] == '0');
     s = ht__env("HEAPTRAIL_REACH");
-    /* attached: blocks made before hold pointers the check cannot see as
-     * roots, so it would call reachable blocks lost */
-    A.reach = !(s && s[0] == '0') && !attach;
+    A.reach = !(s && s[0] == '0');
     s = ht__env("HEAPTRAIL_FOLLOW_EXEC");
     A.follow_exec = s && s[0] == '1';
     ht__agent.foreign = ht__foreign_allocator(&ht__agent.foreign_module);
@@ -1226,6 +1221,7 @@ HT_API int ht__attach(const char *opts)
     ht__guard = 2;              /* the hooks pass through while slots change */
     int r = ht__attach_patch();
     ht__guard = 0;
+    ht__reach_learn_heap();     /* through the real functions: untracked */
     return r == 0 ? 0 : 3;
 }
 

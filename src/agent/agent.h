@@ -265,6 +265,7 @@ HT_INTERNAL size_t ht__live_copy(ht_live_block_t *out, size_t max);
 enum { HT_SCAN_EXIT, HT_SCAN_EXIT_INSIDE, HT_SCAN_NOW, HT_SCAN_EXIT_YOUNG_CHILD };
 HT_INTERNAL void ht__reach_compute(int how);
 HT_INTERNAL long ht__reach_compute_call(uintptr_t lo, const uintptr_t *regs);
+HT_INTERNAL void ht__reach_learn_heap(void);  /* attached, once */
 HT_INTERNAL int ht__reach_trylock(void);    /* 0, or -1: a scan is under way */
 HT_INTERNAL int ht__reach_lock(void);       /* waits (bounded); 0 or -1 */
 HT_INTERNAL void ht__reach_unlock(void);

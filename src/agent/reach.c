@@ -13,8 +13,10 @@
  *  - roots: the program's writable memory, from /proc/self/maps: module
  *    data and bss, its anonymous mappings, TLS, stacks. Not roots: the
  *    heap itself ([heap] and glibc's per-thread arena heaps, recognized by
- *    their heap_info header; their blocks are scanned only once reached,
- *    and free chunks never), the ranges of live blocks inside other
+ *    their heap_info header, also inside a larger mapping; their blocks
+ *    are scanned only once reached, and free chunks never; attached, the
+ *    chunks in use that are no live block are roots: scan_heap_roots),
+ *    the ranges of live blocks inside other
  *    mappings (glibc's mmap'd chunks, which the kernel may merge with a
  *    neighbouring mapping), shared file mappings, and heaptrail's own
  *    memory (sys.c notes every mapping it makes; the live table holds
@@ -88,7 +90,7 @@ enum {
 
 typedef struct {
     uintptr_t start, end;
-    uint8_t r, w, x, shared, skip, anon;
+    uint8_t r, w, x, shared, skip, anon, brk;    /* brk: [heap] */
 } map_t;
 
 static ht_reach_t R;
@@ -1300,15 +1302,18 @@ static int has_prefix(const char *s, const char *end, const char *pre)
 /* glibc's arena heaps (threads' arenas): a HEAP_MAX-aligned mapping that
  * starts with a heap_info {ar_ptr, prev, size, mprotect_size, ...} whose
  * arena lies at the start of a HEAP_MAX-aligned heap. */
+static int heap_info_like(const uint64_t *h, uintptr_t room)
+{
+    return (h[0] & (HEAP_MAX - 1)) < 256 && (h[1] & (HEAP_MAX - 1)) == 0 && h[2] != 0 &&
+           h[2] <= room && h[3] >= h[2] && h[3] <= HEAP_MAX;
+}
+
 static int is_arena_heap(const map_t *m)
 {
     if ((m->start & (HEAP_MAX - 1)) || m->end - m->start > HEAP_MAX || !m->r)
         return 0;
     uint64_t h[4];
-    if (read_mem(h, m->start, sizeof h) != sizeof h)
-        return 0;
-    return (h[0] & (HEAP_MAX - 1)) < 256 && (h[1] & (HEAP_MAX - 1)) == 0 && h[2] != 0 &&
-           h[2] <= m->end - m->start && h[3] >= h[2];
+    return read_mem(h, m->start, sizeof h) == sizeof h && heap_info_like(h, m->end - m->start);
 }
 
 /* A thread's stack as glibc lays it out holds its TCB (struct pthread) at
@@ -1376,7 +1381,7 @@ static int parse_maps(char *text, size_t len)
     const char *p = text, *end = text + len;
     ht_maps_line_t l;
     while (ht__maps_next(&p, end, &l)) {
-        map_t m = { 0, 0, 0, 0, 0, 0, 0, 0 };
+        map_t m = { 0, 0, 0, 0, 0, 0, 0, 0, 0 };
         m.start = l.lo;
         m.end = l.hi;
         m.r = l.read;
@@ -1386,7 +1391,8 @@ static int parse_maps(char *text, size_t len)
         m.anon = l.path == NULL;
         if (!m.anon) {
             const char *path = l.path, *pe = path + l.path_len;
-            if (has_prefix(path, pe, "[heap]") || has_prefix(path, pe, "[vvar]") ||
+            m.brk = has_prefix(path, pe, "[heap]");
+            if (m.brk || has_prefix(path, pe, "[vvar]") ||
                 has_prefix(path, pe, "[vsyscall]") || has_prefix(path, pe, "[vdso]"))
                 m.skip = 1;
             if (m.shared && !has_prefix(path, pe, "/dev/zero") && !has_prefix(path, pe, "/SYSV"))
@@ -1395,6 +1401,201 @@ static int parse_maps(char *text, size_t len)
         S.maps[S.nmaps++] = m;
     }
     return 0;
+}
+
+/* ---- attached: the heap the program made before --------------------------
+ *
+ * In a process heaptrail attached to, the blocks made before the attach
+ * are in no table, and what they point to is as much the program's as
+ * what a global points to: they are roots. glibc's heaps are walked by
+ * their boundary tags (each chunk's size word; the next one's low bit
+ * says whether it is in use), and the chunks in use that the live table
+ * does not hold are scanned as roots: free chunks (in a bin, the top, a
+ * tcache entry, known by the key glibc writes into its second word) are
+ * skipped, for what they still hold is stale (a freed struct still
+ * pointing at the child it leaked). A fastbin chunk looks in use and is
+ * scanned: it can hide a leak, never invent one. Where the walk does not
+ * add up (a size that runs past the heap, an allocator that is not
+ * glibc's), the rest of the heap is scanned whole, less the live blocks:
+ * leaks may hide, reachable blocks are never called lost. */
+
+static uintptr_t g_tcache_key;  /* glibc's tcache key (2.34 on), or 0 */
+
+/* Called once at the attach, before the hooks are in: frees three blocks
+ * of sizes whose tcache bins are seldom full and reads the word glibc put
+ * after the free-list link. Two equal values that lie in no module are
+ * the key (a bin full would have sent the chunk to another list, whose
+ * second word points into the arena, in libc or in a heap). */
+void ht__reach_learn_heap(void)
+{
+    if (ht__agent.foreign)
+        return;
+    void *(*m)(size_t) = (void *(*)(size_t))ht__next_def("malloc");
+    void (*f)(void *) = (void (*)(void *))ht__next_def("free");
+    if (!m || !f)
+        return;
+    static const size_t sizes[3] = { 40, 232, 1000 };
+    uintptr_t k[3];
+    for (int i = 0; i < 3; i++) {
+        volatile uintptr_t *p = m(sizes[i]);
+        if (!p)
+            return;
+        f((void *)p);
+        __asm__ volatile("" ::: "memory");
+        k[i] = p[1];
+    }
+    uintptr_t key = k[0] == k[1] || k[0] == k[2] ? k[0] : k[1] == k[2] ? k[1] : 0;
+    struct dl_find_object fo;
+    if (key && key > (1u << 20) && _dl_find_object((void *)key, &fo) != 0)
+        g_tcache_key = key;
+}
+
+static uint64_t s_hwin[8192];   /* the heap as the walk reads it */
+static uintptr_t s_hwin_lo, s_hwin_hi;
+
+/* The heap word at a (below end, where the heap's reading ends). */
+static int heap_word(uintptr_t a, uintptr_t end, uint64_t *v)
+{
+    if (a < s_hwin_lo || a + 8 > s_hwin_hi) {
+        if (a + 8 > end)
+            return -1;
+        size_t len = end - a < sizeof s_hwin ? (end - a) & ~(size_t)7 : sizeof s_hwin;
+        long k = read_mem(s_hwin, a, len);
+        s_hwin_lo = s_hwin_hi = 0;
+        if (k < 8)
+            return -1;
+        s_hwin_lo = a;
+        s_hwin_hi = a + ((size_t)k & ~(size_t)7);
+    }
+    *v = s_hwin[(a - s_hwin_lo) / 8];
+    return 0;
+}
+
+static int tracked_at(uintptr_t a)
+{
+    if (!S.n || a - S.lo >= S.span)
+        return 0;
+    long k = find_block(a);
+    return k >= 0 && S.b[k].addr == a;
+}
+
+/* Walks the chunks from c to end; returns where the walk stopped adding
+ * up (end if it never did). With `steps`, it only checks that many
+ * chunks (counting *steps down); without, the chunks in use that no live
+ * block is are scanned as roots (adjacent ones in one range). */
+static uintptr_t walk_chunks(uintptr_t c, uintptr_t end, int *steps)
+{
+    int scan = steps == NULL;
+    uintptr_t rlo = 0, rhi = 0;
+    uint64_t hdr, nhdr, w;
+    if (heap_word(c + 8, end, &hdr) != 0)
+        return c;
+    while (c < end && !(steps && *steps == 0)) {
+        uint64_t size = hdr & ~(uint64_t)7;
+        if (size < 32 || (size & 15) || (hdr & 2) || size > end - c)
+            break;
+        uintptr_t next = c + size;
+        if (next == end) {      /* the top chunk: free */
+            c = end;
+            break;
+        }
+        if (heap_word(next + 8, end, &nhdr) != 0)
+            break;
+        if (scan && (nhdr & 1) && !tracked_at(c + 16) &&
+            !(g_tcache_key && heap_word(c + 24, end, &w) == 0 && w == g_tcache_key)) {
+            if (rhi && c + 16 == rhi + 8) {
+                rhi = next + 8;
+            } else {
+                if (rhi)
+                    scan_root_pages(rlo, rhi);
+                rlo = c + 16;
+                rhi = next + 8;
+            }
+        }
+        c = next;
+        hdr = nhdr;
+        if (steps)
+            --*steps;
+    }
+    if (rhi)
+        scan_root_pages(rlo, rhi);
+    return c;
+}
+
+/* A glibc heap ([heap], or a thread arena's heap) as roots, less its free
+ * chunks and the live blocks. Its first chunk: where glibc puts it for
+ * the main arena (the start of the brk area), after the heap_info header
+ * (32 bytes before glibc 2.35, 48 since) or, in an arena's first heap,
+ * after the arena itself (2,200 bytes since 2.27); the first candidate
+ * whose first 64 chunks add up. */
+static void scan_heap_roots(uintptr_t start, uintptr_t mend, int brk)
+{
+    uintptr_t end = mend, cand[3];
+    int nc = 0;
+    s_hwin_lo = s_hwin_hi = 0;
+    if (ht__agent.foreign) {
+        scan_root_not_ours(start, mend);
+        return;
+    }
+    if (brk) {
+        cand[nc++] = (start + 15) & ~(uintptr_t)15;
+    } else {
+        uint64_t h[3];
+        if (read_mem(h, start, sizeof h) != sizeof h) {
+            scan_root_not_ours(start, mend);
+            return;
+        }
+        if (h[2] < end - start)
+            end = start + h[2];     /* heap_info.size: the rest is not in use */
+        if (h[0] - start < PAGE) {
+            uintptr_t a = h[0] + 2200;
+            cand[nc++] = ((a + 16 + 15) & ~(uintptr_t)15) - 16;
+        } else {
+            cand[nc++] = start + 48;
+            cand[nc++] = start + 32;
+        }
+    }
+    for (int i = 0; i < nc; i++) {
+        int steps = 64;
+        uintptr_t stop = walk_chunks(cand[i], end, &steps);
+        if (stop != end && steps != 0)
+            continue;           /* fewer than 64 chunks that add up: not here */
+        s_hwin_lo = s_hwin_hi = 0;
+        stop = walk_chunks(cand[i], end, NULL);
+        if (stop < end)
+            scan_root(stop, mend);
+        return;
+    }
+    scan_root(start, mend);
+}
+
+static int is_ours(uintptr_t a)
+{
+    for (int i = 0; i < S.nown; i++)
+        if (a >= s_own[i][0] && a < s_own[i][1])
+            return 1;
+    return 0;
+}
+
+/* An anonymous root range less heaptrail's own mappings and less glibc's
+ * arena heaps in it: the kernel merges an arena heap with a neighbouring
+ * anonymous mapping of the same protection (one of heaptrail's, seen
+ * here), and is_arena_heap() no longer knows the mapping. Such a heap is
+ * no root; attached, it is walked (scan_heap_roots). */
+static void scan_root_outside_heaps(uintptr_t lo, uintptr_t hi, int attached)
+{
+    for (uintptr_t a = (lo + HEAP_MAX - 1) & ~(HEAP_MAX - 1); a >= lo && a < hi; a += HEAP_MAX) {
+        uint64_t h[4];
+        if (is_ours(a) || read_mem(h, a, sizeof h) != sizeof h || !heap_info_like(h, hi - a))
+            continue;
+        uintptr_t e = a + h[3];     /* the part glibc made read-write */
+        scan_root_not_ours(lo, a);
+        if (attached)
+            scan_heap_roots(a, e, 0);
+        lo = e;
+    }
+    if (lo < hi)
+        scan_root_not_ours(lo, hi);
 }
 
 /* MemAvailable of /proc/meminfo in bytes, or 0 if unknown. */
@@ -1751,11 +1952,16 @@ static HT_NOINLINE int scan(uintptr_t sp)
     const uintptr_t *me;        /* this thread's TCB */
     __asm__("mov %%fs:0, %0" : "=r"(me));
     S.tid_off = find_tid_off(me);
+    int attached = ht_load_relaxed(&ht__attached);
     for (size_t i = 0; i < S.nmaps; i++) {
         const map_t *m = &S.maps[i];
         /* writable, or anonymous and read-only: a table the program
          * sealed with mprotect after filling it (memcheck does not count
          * those; code, a JIT's too, is no root) */
+        if (attached && m->r && m->w && (m->brk || is_arena_heap(m))) {
+            scan_heap_roots(m->start, m->end, m->brk);
+            continue;
+        }
         if (!m->r || (!m->w && (!m->anon || m->x)) || m->skip || is_arena_heap(m))
             continue;
         uintptr_t lo = m->start, tcb, psp;
@@ -1765,7 +1971,10 @@ static HT_NOINLINE int scan(uintptr_t sp)
             lo = psp - 128 > m->start ? psp - 128 : m->start;   /* a parked thread's, red zone too */
         else if (m->anon && (tcb = other_thread_tcb(m, me)) != 0)
             lo = tcb;
-        scan_root_not_ours(lo, m->end);
+        if (m->anon)
+            scan_root_outside_heaps(lo, m->end, attached);
+        else
+            scan_root_not_ours(lo, m->end);
     }
     for (int i = 0; i < g_nt; i++) {
         if (T[i].state == T_PARKED || T[i].state == T_BLOCKED)

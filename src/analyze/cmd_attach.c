@@ -30,7 +30,7 @@ static int usage(FILE *f)
                "  --interval S     also write a snapshot every S seconds\n"
                "  -h, --help       this help\n"
                "blocks allocated before the attach are not counted (their frees pass\n"
-               "through); no leak checks (`snapshot --leaks`). Needs ptrace rights on PID.\n");
+               "through; leak checks take them for roots). Needs ptrace rights on PID.\n");
     return f == stdout ? 0 : 2;
 }
 

@@ -651,8 +651,9 @@ static int summary(const char *path, int when, int64_t seq, ht_supp_t *supp, int
                      "(with --follow-exec the new program writes its own trace)\n");
     if (t.drops.overflow_allocs || t.drops.unknown_frees || t.drops.write_errors || t.drops.other)
         fprintf(out, "heaptrail: not recorded: %llu allocations without stack (database full), "
-                     "%llu frees of unknown pointers, %llu trace bytes lost, %llu other\n",
+                     "%llu frees of %s, %llu trace bytes lost, %llu other\n",
                 (unsigned long long)t.drops.overflow_allocs, (unsigned long long)t.drops.unknown_frees,
+                t.attached ? "blocks made before the attach" : "unknown pointers",
                 (unsigned long long)t.drops.write_errors, (unsigned long long)t.drops.other);
     if (t.drops.table_full)
         fprintf(out, "heaptrail: %llu allocations were not recorded at all: the tracker could not grow its "

@@ -13,14 +13,25 @@
  *   lib    opens LIB (after the attach: the agent must find the new
  *          module), waits 200 ms, keeps 4 blocks of 77 from its
  *          dl_leak_site; prints "lib"
+ *   leak   after the attach, for its leak checks: a block of 1000 that
+ *          nothing points to (site_lost), holding the only pointer to
+ *          one of 300 (site_inner: indirectly lost); one of 600
+ *          (site_chain) whose only pointer is in a block made before
+ *          the attach (with "mt", by the thread, in its arena's heap;
+ *          reachable: those blocks are roots); one of 700
+ *          (site_stale) whose only pointer is in a 48-byte block freed
+ *          since (lost: a free chunk is no root); prints "leaked"
  *   exit   exit(0)
  * Leaked after an attach before "work" and "lib": 4,532 bytes in 16
- * blocks from 5 sites. With "mt", a thread allocates and frees without a
+ * blocks from 5 sites; with "leak" too, 7,132 bytes in 20 blocks from
+ * 9 sites, of which lost at exit 1,700 bytes in 2 blocks (site_lost,
+ * site_stale), indirectly 300 in 1 (site_inner). With "mt", a thread allocates and frees without a
  * pause, never in a system call, from start until "exit" stops it. A read() that fails
  * (EINTR: the attach's ptrace stop leaking into the program) exits 7. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,13 +43,38 @@ static void *volatile keep[64];
 static volatile int n7 = 7, n3 = 3, n4 = 4;
 static volatile unsigned long spins;
 static volatile int stop;
+static void *volatile tblock;   /* made by the thread ("mt"): in its arena */
 
 __attribute__((noinline)) static void *site_a(void) { return malloc(333); }
 __attribute__((noinline)) static void *site_b(void) { return calloc(1, 444); }
+__attribute__((noinline)) static void *site_inner(void) { return malloc(300); }
+__attribute__((noinline)) static void *site_chain(void) { return malloc(600); }
+__attribute__((noinline)) static void *site_stale(void) { return malloc(700); }
+__attribute__((noinline)) static void site_lost(void)
+{
+    void **p = malloc(1000);
+    memset(p, 0, 1000);
+    p[0] = site_inner();
+    __asm__ volatile("" : : "r"(p) : "memory");
+}
+
+/* The three kinds of "leak" above; `old` a block made before the attach. */
+__attribute__((noinline)) static void leaks(void **old)
+{
+    site_lost();
+    old[1] = site_chain();
+    void **node = malloc(48);
+    memset(node, 0, 48);
+    node[2] = site_stale();     /* past the two words free() writes over */
+    __asm__ volatile("" : : "r"(node) : "memory");  /* not a dead store */
+    free(node);
+}
 
 static void *churn(void *arg)
 {
     (void)arg;
+    tblock = malloc(256);
+    memset(tblock, 0, 256);
     while (!stop) {
         void *p = malloc(64);
         *(volatile char *)p = 1;
@@ -74,6 +110,8 @@ int main(int argc, char **argv)
     int mt = argc > 2 && !strcmp(argv[2], "mt");
     if (mt && pthread_create(&t, NULL, churn, NULL) != 0)
         return 2;
+    while (mt && !tblock)
+        sched_yield();
     void *before[16];
     for (int i = 0; i < 10; i++)
         keep[i] = malloc(100);
@@ -109,6 +147,9 @@ int main(int argc, char **argv)
             for (int i = 0; i < n4; i++)
                 keep[30 + i] = leak(77);
             printf("lib\n");
+        } else if (!strcmp(cmd, "leak")) {
+            leaks(mt ? tblock : before[15]);
+            printf("leaked\n");
         } else if (!strcmp(cmd, "exit")) {
             if (mt) {           /* its last block freed before the count */
                 stop = 1;
