@@ -1499,10 +1499,12 @@ static uintptr_t walk_chunks(uintptr_t c, uintptr_t end, int *steps)
             c = end;
             break;
         }
+        /* the tcache's mark read first: the next header may lie past the
+         * window, and the walk reads forward only */
+        int tcached = scan && g_tcache_key && heap_word(c + 24, end, &w) == 0 && w == g_tcache_key;
         if (heap_word(next + 8, end, &nhdr) != 0)
             break;
-        if (scan && (nhdr & 1) && !tracked_at(c + 16) &&
-            !(g_tcache_key && heap_word(c + 24, end, &w) == 0 && w == g_tcache_key)) {
+        if (scan && (nhdr & 1) && !tcached && !tracked_at(c + 16)) {
             if (rhi && c + 16 == rhi + 8) {
                 rhi = next + 8;
             } else {
