@@ -395,7 +395,7 @@ demo: deps
 # ---- benchmarks ----------------------------------------------------------
 .PHONY: bench-capture bench-stackdb bench-agent bench-analyzer
 bench: deps-bench
-	@$(MAKE) --no-print-directory bench-capture bench-stackdb bench-agent bench-analyzer bench-windows
+	@$(MAKE) --no-print-directory bench-capture bench-stackdb bench-agent bench-analyzer bench-windows bench-attach
 
 CAPTURE_BENCH := $(BUILD)/bench/capture_bench_nofp $(BUILD)/bench/capture_bench_fp
 $(BUILD)/bench/capture_bench_%: bench/capture_bench.c tests/capture/varied.inc $(LIB)
@@ -415,6 +415,15 @@ $(JIT_BENCH): bench/jit_bench.c $(LIB)
 .PHONY: bench-jit
 bench-jit: all $(JIT_BENCH)
 	@$(JIT_BENCH) $${ROUNDS:-9}
+
+# A leak check in an attached process vs the same program under run
+# (bench/attach-leaks.sh; docs/BENCHMARKS.md "Leak checks after heaptrail attach").
+$(BUILD)/bench/attachleaks: bench/attachleaks.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -Wall -Werror -o $@ $<
+.PHONY: bench-attach
+bench-attach: all $(BUILD)/bench/attachleaks
+	@bench/attach-leaks.sh
 
 # Stack database vs a flat table, on synthetic stacks and on stacks recorded
 # from the workloads (bench/record-stacks.sh); results in docs/BENCHMARKS.md.
