@@ -1299,21 +1299,14 @@ static int has_prefix(const char *s, const char *end, const char *pre)
     return 1;
 }
 
-/* glibc's arena heaps (threads' arenas): a HEAP_MAX-aligned mapping that
- * starts with a heap_info {ar_ptr, prev, size, mprotect_size, ...} whose
- * arena lies at the start of a HEAP_MAX-aligned heap. */
+/* glibc's arena heaps (threads' arenas) are HEAP_MAX-aligned and start
+ * with a heap_info {ar_ptr, prev, size, mprotect_size, ...} whose arena
+ * lies at the start of a HEAP_MAX-aligned heap; `room`: the bytes mapped
+ * from there on. */
 static int heap_info_like(const uint64_t *h, uintptr_t room)
 {
     return (h[0] & (HEAP_MAX - 1)) < 256 && (h[1] & (HEAP_MAX - 1)) == 0 && h[2] != 0 &&
            h[2] <= room && h[3] >= h[2] && h[3] <= HEAP_MAX;
-}
-
-static int is_arena_heap(const map_t *m)
-{
-    if ((m->start & (HEAP_MAX - 1)) || m->end - m->start > HEAP_MAX || !m->r)
-        return 0;
-    uint64_t h[4];
-    return read_mem(h, m->start, sizeof h) == sizeof h && heap_info_like(h, m->end - m->start);
 }
 
 /* A thread's stack as glibc lays it out holds its TCB (struct pthread) at
@@ -1488,6 +1481,7 @@ static uintptr_t walk_chunks(uintptr_t c, uintptr_t end, int *steps)
     int scan = steps == NULL;
     uintptr_t rlo = 0, rhi = 0;
     uint64_t hdr, nhdr, w;
+    s_hwin_lo = s_hwin_hi = 0;
     if (heap_word(c + 8, end, &hdr) != 0)
         return c;
     while (c < end && !(steps && *steps == 0)) {
@@ -1524,29 +1518,23 @@ static uintptr_t walk_chunks(uintptr_t c, uintptr_t end, int *steps)
     return c;
 }
 
-/* A glibc heap ([heap], or a thread arena's heap) as roots, less its free
- * chunks and the live blocks. Its first chunk: where glibc puts it for
+/* A glibc heap ([heap]; or a thread arena's heap, h its heap_info) as
+ * roots, less its free chunks and the live blocks. Its first chunk: where glibc puts it for
  * the main arena (the start of the brk area), after the heap_info header
  * (32 bytes before glibc 2.35, 48 since) or, in an arena's first heap,
  * after the arena itself (2,200 bytes since 2.27); the first candidate
  * whose first 64 chunks add up. */
-static void scan_heap_roots(uintptr_t start, uintptr_t mend, int brk)
+static void scan_heap_roots(uintptr_t start, uintptr_t mend, const uint64_t *h)
 {
     uintptr_t end = mend, cand[3];
     int nc = 0;
-    s_hwin_lo = s_hwin_hi = 0;
     if (ht__agent.foreign) {
         scan_root_not_ours(start, mend);
         return;
     }
-    if (brk) {
+    if (!h) {
         cand[nc++] = (start + 15) & ~(uintptr_t)15;
     } else {
-        uint64_t h[3];
-        if (read_mem(h, start, sizeof h) != sizeof h) {
-            scan_root_not_ours(start, mend);
-            return;
-        }
         if (h[2] < end - start)
             end = start + h[2];     /* heap_info.size: the rest is not in use */
         if (h[0] - start < PAGE) {
@@ -1562,7 +1550,6 @@ static void scan_heap_roots(uintptr_t start, uintptr_t mend, int brk)
         uintptr_t stop = walk_chunks(cand[i], end, &steps);
         if (stop != end && steps != 0)
             continue;           /* fewer than 64 chunks that add up: not here */
-        s_hwin_lo = s_hwin_hi = 0;
         stop = walk_chunks(cand[i], end, NULL);
         if (stop < end)
             scan_root(stop, mend);
@@ -1580,10 +1567,10 @@ static int is_ours(uintptr_t a)
 }
 
 /* An anonymous root range less heaptrail's own mappings and less glibc's
- * arena heaps in it: the kernel merges an arena heap with a neighbouring
- * anonymous mapping of the same protection (one of heaptrail's, seen
- * here), and is_arena_heap() no longer knows the mapping. Such a heap is
- * no root; attached, it is walked (scan_heap_roots). */
+ * arena heaps in it: a heap's own mapping, or one the kernel merged with
+ * a neighbouring anonymous mapping of the same protection (one of
+ * heaptrail's, seen here). Such a heap is no root; attached, it is
+ * walked (scan_heap_roots). */
 static void scan_root_outside_heaps(uintptr_t lo, uintptr_t hi, int attached)
 {
     for (uintptr_t a = (lo + HEAP_MAX - 1) & ~(HEAP_MAX - 1); a >= lo && a < hi; a += HEAP_MAX) {
@@ -1593,7 +1580,7 @@ static void scan_root_outside_heaps(uintptr_t lo, uintptr_t hi, int attached)
         uintptr_t e = a + h[3];     /* the part glibc made read-write */
         scan_root_not_ours(lo, a);
         if (attached)
-            scan_heap_roots(a, e, 0);
+            scan_heap_roots(a, e, h);
         lo = e;
     }
     if (lo < hi)
@@ -1957,14 +1944,15 @@ static HT_NOINLINE int scan(uintptr_t sp)
     int attached = ht_load_relaxed(&ht__attached);
     for (size_t i = 0; i < S.nmaps; i++) {
         const map_t *m = &S.maps[i];
+        if (m->brk) {           /* a root only attached; arena heaps: below */
+            if (attached && m->r && m->w)
+                scan_heap_roots(m->start, m->end, NULL);
+            continue;
+        }
         /* writable, or anonymous and read-only: a table the program
          * sealed with mprotect after filling it (memcheck does not count
          * those; code, a JIT's too, is no root) */
-        if (attached && m->r && m->w && (m->brk || is_arena_heap(m))) {
-            scan_heap_roots(m->start, m->end, m->brk);
-            continue;
-        }
-        if (!m->r || (!m->w && (!m->anon || m->x)) || m->skip || is_arena_heap(m))
+        if (!m->r || (!m->w && (!m->anon || m->x)) || m->skip)
             continue;
         uintptr_t lo = m->start, tcb, psp;
         if (sp >= m->start && sp < m->end)
