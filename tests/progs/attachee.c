@@ -20,12 +20,14 @@
  *          the attach (with "mt", by the thread, in its arena's heap;
  *          reachable: those blocks are roots); one of 700
  *          (site_stale) whose only pointer is in a 48-byte block freed
- *          since (lost: a free chunk is no root); prints "leaked"
+ *          since, into the tcache (lost: a free chunk is no root); one
+ *          of 800 (site_fast) whose only pointer is in an 88-byte block
+ *          freed into a fastbin (lost too); prints "leaked"
  *   exit   exit(0)
  * Leaked after an attach before "work" and "lib": 4,532 bytes in 16
- * blocks from 5 sites; with "leak" too, 7,132 bytes in 20 blocks from
- * 9 sites, of which lost at exit 1,700 bytes in 2 blocks (site_lost,
- * site_stale), indirectly 300 in 1 (site_inner). With "mt", a thread allocates and frees without a
+ * blocks from 5 sites; with "leak" too, 7,932 bytes in 21 blocks from
+ * 10 sites, of which lost at exit 2,500 bytes in 3 blocks (site_lost,
+ * site_stale, site_fast), indirectly 300 in 1 (site_inner). With "mt", a thread allocates and frees without a
  * pause, never in a system call, from start until "exit" stops it. A read() that fails
  * (EINTR: the attach's ptrace stop leaking into the program) exits 7. */
 #include <dlfcn.h>
@@ -50,6 +52,7 @@ __attribute__((noinline)) static void *site_b(void) { return calloc(1, 444); }
 __attribute__((noinline)) static void *site_inner(void) { return malloc(300); }
 __attribute__((noinline)) static void *site_chain(void) { return malloc(600); }
 __attribute__((noinline)) static void *site_stale(void) { return malloc(700); }
+__attribute__((noinline)) static void *site_fast(void) { return malloc(800); }
 __attribute__((noinline)) static void site_lost(void)
 {
     void **p = malloc(1000);
@@ -58,7 +61,7 @@ __attribute__((noinline)) static void site_lost(void)
     __asm__ volatile("" : : "r"(p) : "memory");
 }
 
-/* The three kinds of "leak" above; `old` a block made before the attach. */
+/* The four kinds of "leak" above; `old` a block made before the attach. */
 __attribute__((noinline)) static void leaks(void **old)
 {
     site_lost();
@@ -67,6 +70,18 @@ __attribute__((noinline)) static void leaks(void **old)
     memset(node, 0, 48);
     node[2] = site_stale();     /* past the two words free() writes over */
     __asm__ volatile("" : : "r"(node) : "memory");  /* not a dead store */
+    free(node);                 /* to the tcache */
+    /* seven chunks of its size fill its tcache bin: the node freed after
+     * them goes to a fastbin, which writes over its first word only */
+    void *fill[7];
+    for (int i = 0; i < 7; i++)
+        fill[i] = malloc(88);
+    node = malloc(88);
+    memset(node, 0, 88);
+    node[1] = site_fast();
+    __asm__ volatile("" : : "r"(node), "r"(fill) : "memory");
+    for (int i = 0; i < 7; i++)
+        free(fill[i]);
     free(node);
 }
 
