@@ -22,12 +22,13 @@
  *          (site_stale) whose only pointer is in a 48-byte block freed
  *          since, into the tcache (lost: a free chunk is no root); one
  *          of 800 (site_fast) whose only pointer is in an 88-byte block
- *          freed into a fastbin (lost too); prints "leaked"
+ *          freed into a fastbin (lost too), and one of 900 (site_tfast)
+ *          the same in a thread's arena; prints "leaked"
  *   exit   exit(0)
  * Leaked after an attach before "work" and "lib": 4,532 bytes in 16
- * blocks from 5 sites; with "leak" too, 7,932 bytes in 21 blocks from
- * 10 sites, of which lost at exit 2,500 bytes in 3 blocks (site_lost,
- * site_stale, site_fast), indirectly 300 in 1 (site_inner). With "mt", a thread allocates and frees without a
+ * blocks from 5 sites; with "leak" too, 8,832 bytes in 22 blocks from
+ * 11 sites, of which lost at exit 3,400 bytes in 4 blocks (site_lost,
+ * site_stale, site_fast, site_tfast), indirectly 300 in 1 (site_inner). With "mt", a thread allocates and frees without a
  * pause, never in a system call, from start until "exit" stops it. A read() that fails
  * (EINTR: the attach's ptrace stop leaking into the program) exits 7. */
 #include <dlfcn.h>
@@ -53,6 +54,32 @@ __attribute__((noinline)) static void *site_inner(void) { return malloc(300); }
 __attribute__((noinline)) static void *site_chain(void) { return malloc(600); }
 __attribute__((noinline)) static void *site_stale(void) { return malloc(700); }
 __attribute__((noinline)) static void *site_fast(void) { return malloc(800); }
+__attribute__((noinline)) static void *site_tfast(void) { return malloc(900); }
+
+/* A block whose only pointer is in `node`, freed into a fastbin: seven
+ * chunks of its size freed first fill its tcache bin. */
+__attribute__((noinline)) static void fast_leak(void *(*site)(void))
+{
+    void *fill[7];
+    for (int i = 0; i < 7; i++)
+        fill[i] = malloc(88);
+    void **node = malloc(88);
+    memset(node, 0, 88);
+    node[1] = site();           /* a fastbin's free writes over node[0] only */
+    __asm__ volatile("" : : "r"(node), "r"(fill) : "memory");
+    for (int i = 0; i < 7; i++)
+        free(fill[i]);
+    free(node);
+}
+
+/* The same in a thread of its own, so in another arena (glibc gives a
+ * new thread one of its own while there are few) */
+static void *fast_thread(void *arg)
+{
+    (void)arg;
+    fast_leak(site_tfast);
+    return NULL;
+}
 __attribute__((noinline)) static void site_lost(void)
 {
     void **p = malloc(1000);
@@ -61,7 +88,7 @@ __attribute__((noinline)) static void site_lost(void)
     __asm__ volatile("" : : "r"(p) : "memory");
 }
 
-/* The four kinds of "leak" above; `old` a block made before the attach. */
+/* The five kinds of "leak" above; `old` a block made before the attach. */
 __attribute__((noinline)) static void leaks(void **old)
 {
     site_lost();
@@ -71,18 +98,10 @@ __attribute__((noinline)) static void leaks(void **old)
     node[2] = site_stale();     /* past the two words free() writes over */
     __asm__ volatile("" : : "r"(node) : "memory");  /* not a dead store */
     free(node);                 /* to the tcache */
-    /* seven chunks of its size fill its tcache bin: the node freed after
-     * them goes to a fastbin, which writes over its first word only */
-    void *fill[7];
-    for (int i = 0; i < 7; i++)
-        fill[i] = malloc(88);
-    node = malloc(88);
-    memset(node, 0, 88);
-    node[1] = site_fast();
-    __asm__ volatile("" : : "r"(node), "r"(fill) : "memory");
-    for (int i = 0; i < 7; i++)
-        free(fill[i]);
-    free(node);
+    fast_leak(site_fast);
+    pthread_t t;
+    if (pthread_create(&t, NULL, fast_thread, NULL) == 0)
+        pthread_join(t, NULL);
 }
 
 static void *churn(void *arg)
