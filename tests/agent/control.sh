@@ -95,10 +95,12 @@ expect_eq "threads: leaks" "$(field live_bytes "$m") $(field live_blocks "$m")" 
 # snapshots every millisecond while nearly every allocation has a new
 # stack: a site made after a snapshot wrote its nodes waits for the next
 # one (written at once, it named nodes the file did not hold yet, and the
-# reader called the trace damaged: every run, within a few snapshots)
+# reader called the trace damaged: every run, within a few snapshots;
+# more than 10 asked of the ~1,000 the interval would give, for a loaded
+# machine gives the control thread less: over 50 failed once)
 "$HT" run -o ns.ht --interval 0.001 "$P/newstacks" 1 >ns.out 2>ns.err
 expect_eq "new stacks: exit status" "$?" 0
 h=$("$DUMP" ns.ht --header)
 expect_eq "new stacks: trace whole" "$(field complete "$h") $(field truncated "$h")" "1 0"
-expect_eq "new stacks: many snapshots" "$(field snaps "$h" | awk '{print ($1 > 50)}')" 1
+expect_eq "new stacks: many snapshots" "$(field snaps "$h" | awk '{print ($1 > 10)}')" 1
 done_
