@@ -1545,10 +1545,10 @@ static void collect_fastbins(void)
         return;
     for (int k = 0; k < AR_MAX; k++) {
         for (int i = 0; i < AR_NFAST; i++) {
-            uint64_t c, hdr, e;
+            uint64_t c = 0, hdr, e;
             size_t from = s_nfast;
             if (!read_word(ar + AR_FASTBINS + 8 * (uintptr_t)i, &c))
-                return;
+                break;
             while (c) {
                 if ((c & 15) || s_nfast == FAST_CAP || !read_word(c + 8, &hdr) ||
                     (hdr & ~(uint64_t)7) != (uint64_t)(i + 2) * 16 || !read_word(c + 16, &e)) {
