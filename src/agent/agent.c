@@ -460,9 +460,7 @@ static long run_filter(const struct sock_filter *f, unsigned n, int nr)
     return -1;                      /* ran off the end: the kernel rejects it */
 }
 
-/* Copies n bytes of the program's memory at src, never faulting (through
- * a pipe: a bad address is EFAULT). */
-static int copy_in(void *dst, const void *src, size_t n)
+int ht__copy_in(void *dst, const void *src, size_t n)
 {
     int fd[2];
     if (ht__sys2(SYS_pipe2, fd, O_CLOEXEC | O_NONBLOCK) != 0)
@@ -485,8 +483,8 @@ static int filter_spares_agent(const void *prog)
 {
     struct sock_fprog fp;
     static struct sock_filter f[BPF_MAXINSNS];
-    if (!copy_in(&fp, prog, sizeof fp) || !fp.len || fp.len > BPF_MAXINSNS ||
-        !copy_in(f, fp.filter, fp.len * sizeof *f))
+    if (!ht__copy_in(&fp, prog, sizeof fp) || !fp.len || fp.len > BPF_MAXINSNS ||
+        !ht__copy_in(f, fp.filter, fp.len * sizeof *f))
         return 0;
     for (size_t i = 0; i < HT_ARRAY_SIZE(agent_calls); i++) {
         long act = run_filter(f, fp.len, agent_calls[i]);

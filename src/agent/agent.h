@@ -98,6 +98,11 @@ HT_INTERNAL int ht__seccomp_filtered(void);
  * pipe (rd, wr), empty on entry: a bad address fails the write (EFAULT)
  * instead of faulting. Returns 1 if all of it was copied (gdbjit.c). */
 HT_INTERNAL int ht__pipe_copy(int rd, int wr, void *dst, uintptr_t src, size_t n);
+/* Copies n bytes of this process's memory at src into dst through a
+ * pipe of its own, never faulting (a bad address is EFAULT), and without
+ * process_vm_readv, which a seccomp filter may punish. Returns 1 if all
+ * of it was copied (agent.c). */
+HT_INTERNAL int ht__copy_in(void *dst, const void *src, size_t n);
 /* A forked child forgets its parent's files. */
 HT_INTERNAL void ht__jitmaps_forget(void);
 /* gdbjit.c: registers JIT code announced through the GDB JIT interface

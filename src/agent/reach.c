@@ -1431,14 +1431,6 @@ static uintptr_t g_tcache_key;  /* glibc's tcache key (2.34 on), or 0 */
 
 static uintptr_t g_arena;       /* an arena found at the attach, or 0 */
 
-/* n words at a of this process, or -1 (an address not mapped). */
-static int self_read(uint64_t *dst, uintptr_t a, size_t n)
-{
-    struct iovec l = { dst, n * 8 }, r = { (void *)a, n * 8 };
-    long pid = ht__sys0(SYS_getpid);
-    return ht__syscall6(SYS_process_vm_readv, pid, (long)&l, 1, (long)&r, 1, 0) == (long)(n * 8) ? 0 : -1;
-}
-
 /* An arena, through the real malloc and free: a chunk too large for the
  * tcache and the fastbins, freed between two chunks in use, goes to its
  * arena's unsorted bin, at the head: its bk is then the bin's head,
@@ -1458,9 +1450,9 @@ static void learn_arena(void *(*m)(size_t), void (*f)(void *))
         uintptr_t u = p[1], ar = u - AR_UNSORTED, at = ar;
         uint64_t w;
         b = NULL;
-        if (u && !(u & 7) && self_read(&w, u + 16, 1) == 0 && w == (uintptr_t)p - 16) {
+        if (u && !(u & 7) && ht__copy_in(&w, (const void *)(u + 16), 8) && w == (uintptr_t)p - 16) {
             for (int i = 0; i < AR_MAX; i++) {
-                if (self_read(&w, at + AR_NEXT, 1) != 0 || (w & 7))
+                if (!ht__copy_in(&w, (const void *)(at + AR_NEXT), 8) || (w & 7))
                     break;
                 at = w;
                 if (at == ar) {
@@ -1531,6 +1523,7 @@ static int heap_word(uintptr_t a, uintptr_t end, uint64_t *v)
 /* The chunks in the arenas' fastbins, sorted (collect_fastbins). */
 static uintptr_t *s_fast;
 static size_t s_nfast;
+static size_t s_fast_at;        /* in_fastbin's last answer */
 
 /* Notes the chunks of every fastbin of every arena. A list that does not
  * add up (a chunk misaligned, of another size, unreadable; more than
@@ -1540,7 +1533,7 @@ static size_t s_nfast;
 static void collect_fastbins(void)
 {
     uintptr_t ar = g_arena;
-    s_nfast = 0;
+    s_nfast = s_fast_at = 0;
     if (!ar || !(s_fast = ht__map(2 * FAST_CAP * sizeof *s_fast)))
         return;
     for (int k = 0; k < AR_MAX; k++) {
@@ -1592,12 +1585,10 @@ static void collect_fastbins(void)
  * (heaps in address order, each walked upwards): the search goes on from
  * the last answer (s_fast_at), or starts over, binary, when c lies below
  * it. */
-static size_t s_fast_at;
-
 static int in_fastbin(uintptr_t c)
 {
     size_t k = s_fast_at;
-    if (k > s_nfast || (k > 0 && s_fast[k - 1] >= c)) {
+    if (k > 0 && s_fast[k - 1] >= c) {
         size_t lo = 0, hi = s_nfast;
         while (lo < hi) {
             size_t mid = (lo + hi) / 2;

@@ -66,7 +66,7 @@ start_attachee() {
 # wait_line FILE LINE: up to 10 s
 wait_line() { for i in $(seq 200); do grep -q "^$2\$" "$1" && return 0; sleep 0.05; done; return 1; }
 
-for mode in st mt now; do
+for mode in st mt now sb; do
     start_attachee a_$mode $mode
     if [ "$mode" = st ]; then
         # a trace the process cannot create: refused, nothing started, and

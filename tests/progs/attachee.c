@@ -1,7 +1,9 @@
 /* attachee.c -- a program that `heaptrail attach` joins while it runs
  * (tests/agent/attach.sh).
  *
- *   attachee LIB [mt]      (commands on standard input, one per line)
+ *   attachee LIB [mt|sb]   (commands on standard input, one per line;
+ *                          sb: under a seccomp filter that kills the
+ *                          process on process_vm_readv, tests/noreadv.h)
  *
  * At start: 10 blocks of 100 bytes kept for good and 16 of 200, some
  * freed or realloc'd later: all made before any attach. Prints "ready"
@@ -41,6 +43,7 @@
 #include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
+#include "../noreadv.h"
 
 static void *volatile keep[64];
 static volatile int n7 = 7, n3 = 3, n4 = 4;
@@ -142,6 +145,8 @@ int main(int argc, char **argv)
     prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
     pthread_t t;
     int mt = argc > 2 && !strcmp(argv[2], "mt");
+    if (argc > 2 && !strcmp(argv[2], "sb"))
+        forbid_process_vm_readv("attachee");   /* the attach must not call it */
     if (mt && pthread_create(&t, NULL, churn, NULL) != 0)
         return 2;
     while (mt && !tblock)
