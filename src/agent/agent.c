@@ -64,6 +64,7 @@ static struct {
     int reach;                  /* compute reachability at exit */
     int forked;                 /* this process is a fork child */
     int ctl_quit, ctl_gone;     /* the control thread asked to end; it has */
+    int detaching, detached;    /* heaptrail detach: under way; done (for good) */
     void *ctl_stack;            /* the control thread's stack (CTL_STACK bytes) */
     ht_spinlock_t pause_lock;
     int pauses;                 /* set-id calls under way (the thread is paused) */
@@ -153,8 +154,15 @@ static void final_snapshot(int reason)
         return;                 /* its system calls may kill the program now */
     if ((int)ht__sys0(SYS_getpid) != A.pid)
         return;                 /* a vfork child sharing our memory */
-    if (__atomic_exchange_n(&A.exit_done, 1, __ATOMIC_ACQ_REL))
+    if (__atomic_exchange_n(&A.exit_done, 1, __ATOMIC_ACQ_REL)) {
+        /* a detach writing its last snapshot (milliseconds; its leak
+         * check is done before it takes exit_done): the process waits for
+         * it rather than end with its trace cut short */
+        struct timespec nap = { 0, 1000000 };
+        for (int i = 0; i < 5000 && ht_load_acquire(&A.detaching); i++)
+            ht__sys2(SYS_nanosleep, &nap, NULL);
         return;
+    }
     ht_store_release(&g_exit_writer, ht__gettid());
     final_snapshot_write(reason);
     ht_store_release(&g_exit_writer, 0);
@@ -242,7 +250,7 @@ void ht__agent_before_exec(void)
 
 void ht__agent_exec_failed(void)
 {
-    if (!A.started || ht_load_relaxed(&ht__sandboxed) || ht__guard != 0 ||
+    if (!A.started || ht_load_relaxed(&ht__sandboxed) || ht__guard != 0 || ht_load_acquire(&A.detached) ||
         (int)ht__sys0(SYS_getpid) != A.pid || !__atomic_load_n(&A.exit_done, __ATOMIC_ACQUIRE))
         return;
     ht__writer_reopen();
@@ -293,7 +301,7 @@ static int same_caps(int tid)
  * capget calls, not a thread. */
 int ht__agent_before_confine(int kind)
 {
-    if (!A.started || ht_load_relaxed(&ht__sandboxed) || ht__guard != 0 ||
+    if (!A.started || ht_load_relaxed(&ht__sandboxed) || ht__guard != 0 || ht_load_acquire(&A.detached) ||
         (int)ht__sys0(SYS_getpid) != A.pid)
         return 0;
     ht__guard = 2;
@@ -316,7 +324,7 @@ int ht__agent_before_confine(int kind)
 
 void ht__agent_after_confine(int kind)
 {
-    if (kind == HT_CONFINE_ROOT || !A.started || ht__guard != 0 ||
+    if (kind == HT_CONFINE_ROOT || !A.started || ht__guard != 0 || ht_load_acquire(&A.detached) ||
         (int)ht__sys0(SYS_getpid) != A.pid)
         return;
     ht__guard = 2;
@@ -499,6 +507,20 @@ static int filter_spares_agent(const void *prog)
     return 1;
 }
 
+/* The crash signals get the handlers they had before the agent's, unless
+ * the program put its own there since (a sandbox; a detach). */
+static void give_back_crash_handlers(void)
+{
+    for (size_t i = 0; i < HT_ARRAY_SIZE(crash_signals); i++) {
+        int sig = crash_signals[i];
+        struct sigaction cur;
+        /* unless the program put its own there since */
+        if (A.hooked[sig] && sigaction(sig, NULL, &cur) == 0 && is_crash_handler(&cur))
+            sigaction(sig, &A.old[sig], NULL);
+        A.hooked[sig] = 0;
+    }
+}
+
 /* The program is about to install a seccomp filter (hooks.c's prctl and
  * syscall; `strict`: SECCOMP_MODE_STRICT, else `prog` is the filter).
  * A filter that fails or allows every call the agent may make changes
@@ -529,14 +551,7 @@ void ht__agent_sandbox(int strict, const void *prog)
     }
     stop_control(0);
     ht__solo_stop();
-    for (size_t i = 0; i < HT_ARRAY_SIZE(crash_signals); i++) {
-        int sig = crash_signals[i];
-        struct sigaction cur;
-        /* unless the program put its own there since */
-        if (A.hooked[sig] && sigaction(sig, NULL, &cur) == 0 && is_crash_handler(&cur))
-            sigaction(sig, &A.old[sig], NULL);
-        A.hooked[sig] = 0;
-    }
+    give_back_crash_handlers();
     ht__guard = g;
     /* a forked child that wrote nothing yet writes nothing: no file */
     if (ht__writer_path())
@@ -723,6 +738,50 @@ static size_t ok_reply(char *reply, int seq)
     return r + pl;
 }
 
+/* heaptrail detach (the control thread, at the CLI's request): the agent
+ * leaves a process it was attached to. A last leak check while the hooks
+ * still track, then every slot attach.c rewrote leads to libc again, the
+ * hooks pass calls through (a thread inside one, or a function pointer
+ * taken while attached, still reaches them), a last snapshot and END, and
+ * the control thread ends. The agent's memory stays (a thread may still be
+ * inside a hook, reading it) and so does the library (it can never be
+ * unloaded safely); nothing it does writes again: exit, exec, fork, a crash
+ * and ht_snapshot() find the trace ended. Not for a program `heaptrail
+ * run` started: LD_PRELOAD cannot be undone. Returns NULL, *seq the
+ * snapshot's number, or the error line. */
+static const char *detach(int *seq)
+{
+    if (!ht_load_relaxed(&ht__attached))
+        return "error heaptrail run started this program: its hooks come from LD_PRELOAD and cannot be "
+               "taken out (only a process heaptrail attach joined can be detached from)";
+    if (ht_load_relaxed(&ht__sandboxed) || ht_load_acquire(&A.exit_done))
+        return "error the program is exiting, or its trace has ended";
+    int locked = ht__agent.on == HT_ON_FULL && A.reach;
+    if (locked && ht__reach_trylock() != 0)
+        return "error a leak check is under way: try again";
+    if (locked)
+        ht__reach_compute(HT_SCAN_NOW);
+    ht_store_release(&A.detaching, 1);
+    if (__atomic_exchange_n(&A.exit_done, 1, __ATOMIC_ACQ_REL)) {
+        /* an exit began during the check: it writes the last snapshot */
+        ht_store_release(&A.detaching, 0);
+        if (locked)
+            ht__reach_unlock();
+        return "error the program is exiting";
+    }
+    ht__attach_unpatch();
+    give_back_crash_handlers();
+    ht_store_release(&A.detached, 1);
+    ht_store_release(&ht__agent.on, HT_ON_OFF);
+    *seq = ht__snapshot_write(HT_SNAP_DETACH, HT_WCTX_NORMAL, locked ? ht__reach_result() : NULL);
+    ht__trace_finish();
+    if (locked)
+        ht__reach_unlock();
+    ht_store_release(&A.detaching, 0);
+    ht_store_release(&A.ctl_quit, 1);     /* the thread ends after its answer */
+    return NULL;
+}
+
 static void serve(int fd)
 {
     struct ucred cr;
@@ -763,6 +822,10 @@ static void serve(int fd)
         r = err ? 0 : ok_reply(reply, seq);
     } else if (strncmp(req, "snapshot", 8) == 0) {
         r = ok_reply(reply, ht__snapshot_write(HT_SNAP_REQUEST, HT_WCTX_NORMAL, NULL));
+    } else if (strcmp(req, "detach\n") == 0) {
+        int seq = -1;
+        err = detach(&seq);
+        r = err ? 0 : ok_reply(reply, seq);
     } else if (strcmp(req, "trace\n") == 0) {
         r = ok_reply(reply, 0);     /* where the trace goes (heaptrail attach) */
     } else {
@@ -1029,6 +1092,8 @@ static void fork_child(void)
     ht__jitmaps_forget();
     ht__gdbjit_forget();
     ht__hooks_fork_child();
+    if (ht_load_relaxed(&A.detached))
+        return;                 /* the parent's trace ended at the detach: the child has none */
     if (ht_load_relaxed(&ht__sandboxed))
         return;                 /* under the parent's filter: no system calls of ours */
     A.filtered = ht__seccomp_filtered();
@@ -1175,12 +1240,15 @@ __attribute__((constructor(101))) static void agent_start(void)
  * 0; 1 the agent already runs here; 2 the options do not fit; 3 no call
  * of the program could be sent to the hooks; 4 the process cannot create
  * the trace file (nothing started when the directory says so at once;
- * else the agent idles: no call reaches it). The CLI
+ * else the agent idles: no call reaches it); 5 heaptrail detached from
+ * this process earlier (its state is stale: no second start). The CLI
  * words each (src/analyze/cmd_attach.c). */
 HT_API int ht__attach(const char *opts)
 {
     static char env[4096];
     static const char *vars[32];
+    if (ht_load_acquire(&A.detached))
+        return 5;
     if (A.started)
         return 1;
     size_t n = opts ? ht__strlen(opts) : 0, nv = 0;
@@ -1238,7 +1306,7 @@ int ht__control_tid(void)
 
 HT_API int ht_snapshot(void)
 {
-    if (!A.started || ht_load_relaxed(&ht__sandboxed))
+    if (!A.started || ht_load_relaxed(&ht__sandboxed) || ht_load_acquire(&A.detached))
         return -1;
     int g = ht__guard;
     ht__guard = 2;

@@ -34,6 +34,9 @@
  * address to pick the search path (RUNPATH, $ORIGIN): a wrapper would load
  * plugins from the wrong place.
  *
+ * heaptrail detach runs the passes in reverse (P.undo): a slot that holds a
+ * hook gets the real function back, and nothing patches again.
+ *
  * Not async-signal-safe: runs in the thread the CLI borrowed and in the
  * control thread, never in a hook. */
 #include "agent.h"
@@ -64,6 +67,7 @@ static struct {
     ht_spinlock_t lock;
     uint64_t slots;             /* slots written, in all */
     unsigned retries;           /* passes still to make without a new load */
+    int undo;                   /* heaptrail detach: passes put the slots back, for good */
 } P;
 
 #define RETRIES 50              /* polls: a second */
@@ -302,6 +306,14 @@ static void patch_relocs(module_pass_t *m, uintptr_t bias, const ElfW(Rela) *r, 
         if ((uintptr_t)slot < m->lo || (uintptr_t)slot + sizeof *slot > m->hi)
             continue;
         uintptr_t cur = __atomic_load_n(slot, __ATOMIC_RELAXED);
+        if (P.undo) {
+            /* what the slot held, or what its lazy binding would have
+             * written (a non-PIE program's canonical entry leads through
+             * its own slot, which gets back the real function) */
+            if (cur == k->ours)
+                slot_write(m, slot, k->real);
+            continue;
+        }
         /* a canonical PLT entry leads through the program's own slot;
          * pointers to it must keep comparing equal */
         if (cur == k->ours || (k->canon && cur == k->canon))
@@ -395,6 +407,10 @@ void ht__attach_poll(void)
 {
     if (!ht__spin_trylock(&P.lock))
         return;
+    if (P.undo) {
+        ht__spin_unlock(&P.lock);
+        return;
+    }
     unsigned long long adds = 0;
     dl_iterate_phdr(count_adds, &adds);
     if (adds != P.adds)
@@ -419,4 +435,26 @@ int ht__attach_patch(void)
     }
     ht__spin_unlock(&P.lock);
     return r;
+}
+
+/* heaptrail detach (agent.c): every slot that leads to a hook gets the
+ * real function back, in every module, and no pass patches again. Passes
+ * repeat while one still finds a slot to restore (at most 4: a module a
+ * pass found busy being loaded was never patched). Returns the slots
+ * restored. Modules dlclose'd since keep nothing to restore. */
+uint64_t ht__attach_unpatch(void)
+{
+    ht__spin_lock(&P.lock);
+    P.undo = 1;
+    P.retries = 0;
+    uint64_t restored = 0;
+    for (int i = 0; i < 4; i++) {
+        pass_t pass = { 0, 0 };
+        dl_iterate_phdr(patch_module, &pass);
+        restored += pass.written;
+        if (!pass.written)
+            break;
+    }
+    ht__spin_unlock(&P.lock);
+    return restored;
 }

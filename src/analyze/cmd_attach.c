@@ -6,7 +6,7 @@
  * allocator calls to its hooks (src/agent/attach.c) and writes its trace as
  * under `heaptrail run`: a snapshot at exit, on `heaptrail snapshot PID`,
  * every --interval. The command returns once the agent runs; it does not
- * wait for the program. */
+ * wait for the program. `heaptrail detach PID` (cmd_run.c) ends it. */
 #include "commands.h"
 #include "inject.h"
 #include <errno.h>
@@ -30,7 +30,8 @@ static int usage(FILE *f)
                "  --interval S     also write a snapshot every S seconds\n"
                "  -h, --help       this help\n"
                "blocks allocated before the attach are not counted (their frees pass\n"
-               "through; leak checks take them for roots). Needs ptrace rights on PID.\n");
+               "through; leak checks take them for roots). Needs ptrace rights on PID.\n"
+               "`heaptrail detach PID` ends the tracking (a last snapshot); the program runs on.\n");
     return f == stdout ? 0 : 2;
 }
 
@@ -178,6 +179,10 @@ int ht_cmd_attach(int argc, char **argv)
     case 3:
         fprintf(stderr, "heaptrail attach: process %ld: no allocator call could be sent to heaptrail's hooks "
                         "(the agent idles in it)\n", pid);
+        return 1;
+    case 5:
+        fprintf(stderr, "heaptrail attach: heaptrail detached from process %ld earlier; it cannot join it "
+                        "again (its agent's state is stale): restart the program to attach again\n", pid);
         return 1;
     case 4:
         fprintf(stderr, "heaptrail attach: process %ld cannot create %s (it writes its trace as its own "

@@ -1313,3 +1313,61 @@ int ht_cmd_snapshot(int argc, char **argv)
     fputc('\n', stderr);
     return ht__run_summary(path, HT_SUMMARY_NOW, (int64_t)(seq > INT64_MAX ? INT64_MAX : seq), &supp, NULL, stderr) ? 1 : 0;
 }
+
+/* `heaptrail detach PID`: the agent heaptrail attach put into PID leaves
+ * it (src/agent/agent.c, detach()): a last leak check and snapshot, then
+ * the program's calls go to libc again. Prints that snapshot's summary. */
+int ht_cmd_detach(int argc, char **argv)
+{
+    if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+        printf("usage: heaptrail detach PID\n"
+               "  stop tracking a process `heaptrail attach` joined: a last leak check and\n"
+               "  snapshot end its trace, and its allocator calls go straight to libc again\n");
+        return 0;
+    }
+    char *end;
+    long pid = argc == 2 ? strtol(argv[1], &end, 10) : 0;
+    if (argc != 2 || *end || pid <= 0 || pid > INT_MAX) {
+        fprintf(stderr, "usage: heaptrail detach PID\n");
+        return 2;
+    }
+    int fd = ht__connect_agent(pid);
+    if (fd < 0) {
+        if (kill((pid_t)pid, 0) != 0 && errno == ESRCH)
+            fprintf(stderr, "heaptrail: no process %ld (it has exited?)\n", pid);
+        else
+            fprintf(stderr, "heaptrail: process %ld is not traced by heaptrail (no control socket)\n", pid);
+        return 1;
+    }
+    if (!peer_trusted(fd)) {
+        fprintf(stderr, "heaptrail: process %ld: the control socket belongs to another user\n", pid);
+        close(fd);
+        return 1;
+    }
+    if (send(fd, "detach\n", 7, MSG_NOSIGNAL) != 7) {
+        fprintf(stderr, "heaptrail: process %ld: %s\n", pid, strerror(errno));
+        close(fd);
+        return 1;
+    }
+    char reply[4300];
+    int timed_out;
+    size_t got = ht__read_reply(fd, reply, sizeof reply, 60000, &timed_out);
+    close(fd);
+    uint64_t seq;
+    char *path;
+    if (parse_ok(reply, &seq, &path) != 0) {
+        fprintf(stderr, "heaptrail: process %ld: ", pid);
+        if (!got)
+            fputs(timed_out ? "no answer within 60 s" : "no answer (an agent older than `detach`?)", stderr);
+        else
+            ht__put_clean(stderr, !strncmp(reply, "error ", 6) ? reply + 6 : reply);
+        fputc('\n', stderr);
+        return 1;
+    }
+    fprintf(stderr, "heaptrail: detached from process %ld; its trace ends with snapshot %llu: ", pid,
+            (unsigned long long)seq);
+    ht__put_clean(stderr, path);
+    fputc('\n', stderr);
+    static ht_supp_t none;
+    return ht__run_summary(path, HT_SUMMARY_NOW, (int64_t)(seq > INT64_MAX ? INT64_MAX : seq), &none, NULL, stderr) ? 1 : 0;
+}

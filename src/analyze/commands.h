@@ -13,6 +13,7 @@ int ht_cmd_report(int argc, char **argv) HT_WEAK;    /* heaptrail report TRACE *
 int ht_cmd_diff(int argc, char **argv) HT_WEAK;      /* heaptrail diff A B */
 int ht_cmd_growth(int argc, char **argv) HT_WEAK;    /* heaptrail growth TRACE */
 int ht_cmd_attach(int argc, char **argv) HT_WEAK;    /* heaptrail attach [opts] PID */
+int ht_cmd_detach(int argc, char **argv) HT_WEAK;    /* heaptrail detach PID */
 
 /* Shared by run, snapshot and attach (cmd_run.c). */
 #include <stddef.h>

@@ -10,6 +10,7 @@ static const struct {
 } commands[] = {
     { "run", ht_cmd_run, "run [OPTIONS] -- PROG ARGS...     track a program (run -h: its options)" },
     { "attach", ht_cmd_attach, "attach [OPTIONS] PID              track a running program from now on (attach -h)" },
+    { "detach", ht_cmd_detach, "detach PID                        stop tracking a process attach joined (a last snapshot)" },
     { "snapshot", ht_cmd_snapshot, "snapshot [--leaks] PID          ask a traced process for a snapshot (--leaks: and a leak check)" },
     { "report", ht_cmd_report, "report TRACE [options]          leaks or in-use memory by stack" },
     { "diff", ht_cmd_diff, "diff TRACE:N TRACE:M             what grew between two snapshots" },

@@ -304,6 +304,7 @@ const char *ht__snap_reason(int reason)
     case HT_SNAP_EXEC: return "exec";
     case HT_SNAP_SANDBOX: return "sandbox";
     case HT_SNAP_SIGNAL: return "signal";
+    case HT_SNAP_DETACH: return "detach";
     }
     return "unknown";
 }

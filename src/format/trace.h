@@ -87,6 +87,8 @@ enum {
                                    the agent writes nothing after this one */
     HT_SNAP_SIGNAL,             /* ended by a signal left at its default (SIGTERM, SIGINT,
                                    SIGHUP, SIGQUIT, SIGPIPE), written by the handler */
+    HT_SNAP_DETACH,             /* heaptrail detach: the agent left the running program,
+                                   which it no longer tracks; an END follows */
 };
 
 typedef struct ht_tsnapshot_s {

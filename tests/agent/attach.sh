@@ -4,7 +4,6 @@
 . tests/agent/common.inc
 cd "$T"
 LIB=$B/libheaptrail-preload.so
-DLLEAK=$B/tests/libs/libdlleak.so
 
 # report_numbers TRACE -> "bytes blocks sites" of the text report's first line
 report_numbers() {
@@ -49,23 +48,6 @@ expect_eq "attachself under heaptrail run: ht__attach refused (already running):
 [ ! -e inner.ht ] && echo "ok: no second trace" || fail "a second trace was made"
 
 # ---- heaptrail attach PID ----
-# start_attachee NAME MODE: the program on a fifo; sets APID. MODE: st,
-# mt (a thread that never stops allocating), now (st, built without PIE,
-# every slot bound at start and read-only)
-start_attachee() {
-    rm -f "$1.in"
-    mkfifo "$1.in"
-    prog=$P/attachee arg=$2
-    [ "$2" = now ] && prog=$P/attachee_now arg=
-    timeout 60 "$prog" "$DLLEAK" $arg <"$1.in" >"$1.out" 2>"$1.err" &
-    APID=$!
-    exec 7>"$1.in"
-    for i in $(seq 100); do grep -q '^ready' "$1.out" && break; sleep 0.05; done
-    APID=$(pgrep -P "$APID" "$(basename "$prog")" || echo "$APID")
-}
-# wait_line FILE LINE: up to 10 s
-wait_line() { for i in $(seq 200); do grep -q "^$2\$" "$1" && return 0; sleep 0.05; done; return 1; }
-
 for mode in st mt now sb; do
     start_attachee a_$mode $mode
     if [ "$mode" = st ]; then

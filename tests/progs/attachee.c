@@ -26,6 +26,14 @@
  *          of 800 (site_fast) whose only pointer is in an 88-byte block
  *          freed into a fastbin (lost too), and one of 900 (site_tfast)
  *          the same in a thread's arena; prints "leaked"
+ *   where  prints "where M": the module malloc's address (as the program
+ *          takes it, through its global offset table) is in; keeps that
+ *          address and free's for "after" (tests/agent/detach.sh). In
+ *          the non-PIE build, "where ?"
+ *   after  after a detach: keeps 10 blocks of 123, frees 3 of site_a's,
+ *          reallocs another to 999, allocates and frees through the
+ *          addresses "where" kept, forks a child that allocates and
+ *          exits; prints "after"
  *   exit   exit(0)
  * Leaked after an attach before "work" and "lib": 4,532 bytes in 16
  * blocks from 5 sites; with "leak" too, 8,832 bytes in 22 blocks from
@@ -33,7 +41,9 @@
  * site_stale, site_fast, site_tfast), indirectly 300 in 1 (site_inner). With "mt", a thread allocates and frees without a
  * pause, never in a system call, from start until "exit" stops it. A read() that fails
  * (EINTR: the attach's ptrace stop leaking into the program) exits 7. */
+#define _GNU_SOURCE
 #include <dlfcn.h>
+#include <sys/wait.h>
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -138,6 +148,9 @@ static int read_line(char *buf, size_t cap)
     return (int)n;
 }
 
+static void *(*volatile kept_malloc)(size_t);
+static void (*volatile kept_free)(void *);
+
 int main(int argc, char **argv)
 {
     if (argc < 2)
@@ -189,6 +202,39 @@ int main(int argc, char **argv)
         } else if (!strcmp(cmd, "leak")) {
             leaks(mt ? tblock : before[15]);
             printf("leaked\n");
+        } else if (!strcmp(cmd, "where")) {
+#ifdef __PIE__
+            /* (not in the non-PIE build: malloc's address taken there would
+             * make a canonical PLT entry, which changes what it binds) */
+            kept_malloc = malloc;
+            kept_free = free;
+            Dl_info di;
+            const char *m = dladdr((void *)kept_malloc, &di) && di.dli_fname ? di.dli_fname : "?";
+            printf("where %s\n", strrchr(m, '/') ? strrchr(m, '/') + 1 : m);
+#else
+            printf("where ?\n");
+#endif
+        } else if (!strcmp(cmd, "after")) {
+            for (int i = 0; i < 10; i++)
+                keep[40 + i] = malloc(123);
+            for (int i = 0; i < 3; i++) {
+                free(keep[11 + i]);
+                keep[11 + i] = NULL;
+            }
+            keep[14] = realloc(keep[14], 999);
+            if (kept_malloc)
+                kept_free(kept_malloc(50));
+            pid_t c = fork();
+            if (c == 0) {
+                for (int i = 0; i < 100; i++)
+                    free(malloc(64 + i));
+                keep[50] = malloc(10);
+                _exit(0);
+            }
+            int st = -1;
+            if (c < 0 || waitpid(c, &st, 0) != c || st != 0)
+                return 8;
+            printf("after\n");
         } else if (!strcmp(cmd, "exit")) {
             if (mt) {           /* its last block freed before the count */
                 stop = 1;
