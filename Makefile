@@ -417,13 +417,18 @@ bench-jit: all $(JIT_BENCH)
 	@$(JIT_BENCH) $${ROUNDS:-9}
 
 # A leak check in an attached process vs the same program under run
-# (bench/attach-leaks.sh; docs/BENCHMARKS.md "Leak checks after heaptrail attach").
+# (bench/attach-leaks.sh), and the speed a detach gives back
+# (bench/detach-rate.sh); docs/BENCHMARKS.md "Leak checks after heaptrail attach".
 $(BUILD)/bench/attachleaks: bench/attachleaks.c
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g -Wall -Werror -o $@ $<
+$(BUILD)/bench/detachrate: bench/detachrate.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -Wall -Werror -pthread -o $@ $<
 .PHONY: bench-attach
-bench-attach: all $(BUILD)/bench/attachleaks
+bench-attach: all $(BUILD)/bench/attachleaks $(BUILD)/bench/detachrate
 	@bench/attach-leaks.sh
+	@bench/detach-rate.sh
 
 # Stack database vs a flat table, on synthetic stacks and on stacks recorded
 # from the workloads (bench/record-stacks.sh); results in docs/BENCHMARKS.md.
