@@ -40,7 +40,7 @@ HT_INTERNAL extern int ht__attached;
 HT_INTERNAL int ht__attach_patch(void);
 HT_INTERNAL void *ht__attach_real(const char *name);
 HT_INTERNAL void ht__attach_poll(void);
-HT_INTERNAL uint64_t ht__attach_unpatch(void);
+HT_INTERNAL void ht__attach_unpatch(void);
 
 /* Process-wide state read on every hook. */
 enum {

@@ -440,21 +440,18 @@ int ht__attach_patch(void)
 /* heaptrail detach (agent.c): every slot that leads to a hook gets the
  * real function back, in every module, and no pass patches again. Passes
  * repeat while one still finds a slot to restore (at most 4: a module a
- * pass found busy being loaded was never patched). Returns the slots
- * restored. Modules dlclose'd since keep nothing to restore. */
-uint64_t ht__attach_unpatch(void)
+ * pass found busy being loaded was never patched). Modules dlclose'd
+ * since keep nothing to restore. */
+void ht__attach_unpatch(void)
 {
     ht__spin_lock(&P.lock);
     P.undo = 1;
     P.retries = 0;
-    uint64_t restored = 0;
     for (int i = 0; i < 4; i++) {
         pass_t pass = { 0, 0 };
         dl_iterate_phdr(patch_module, &pass);
-        restored += pass.written;
         if (!pass.written)
             break;
     }
     ht__spin_unlock(&P.lock);
-    return restored;
 }

@@ -1190,6 +1190,54 @@ static int parse_ok(char *reply, uint64_t *seq, char **path)
     return 0;
 }
 
+/* A connection to the agent of process *pid, or (*pid being `heaptrail
+ * run` itself) of its only child, whose pid *pid then becomes; -1 after
+ * saying why not. Nobody listening is tried again for a second while the
+ * process lives: the agent's control thread closes its socket while it is
+ * paused (the program changing its rights, or counting its threads: a
+ * Python fork) and a new thread opens it again. */
+static int connect_traced(long *pid)
+{
+    for (int tries = 0;; tries++) {
+        int fd = ht__connect_agent(*pid);
+        if (fd >= 0)
+            return fd;
+        long child = only_child(*pid);
+        if (child > 0 && (fd = ht__connect_agent(child)) >= 0) {
+            *pid = child;
+            return fd;
+        }
+        if (kill((pid_t)*pid, 0) != 0 && errno == ESRCH) {
+            fprintf(stderr, "heaptrail: no process %ld (it has exited?)\n", *pid);
+            return -1;
+        }
+        if (tries == 20) {
+            fprintf(stderr, "heaptrail: process %ld is not traced by heaptrail (no control socket; "
+                            "`heaptrail attach %ld` joins it)\n", *pid, *pid);
+            return -1;
+        }
+        struct timespec nap = { 0, 50 * 1000 * 1000 };
+        nanosleep(&nap, NULL);
+    }
+}
+
+/* Says why the agent's reply (got bytes) is not "ok SEQ PATH". */
+static void say_bad_reply(long pid, const char *reply, size_t got, int timed_out, int timeout_ms)
+{
+    fprintf(stderr, "heaptrail: process %ld: ", pid);
+    if (!got && timed_out) {
+        fprintf(stderr, "no answer within %d s", timeout_ms / 1000);
+    } else if (!got) {
+        fputs("no answer", stderr);
+    } else if (!strncmp(reply, "error ", 6)) {
+        ht__put_clean(stderr, reply + 6);
+    } else {
+        fputs("unexpected answer: ", stderr);
+        ht__put_clean(stderr, reply);
+    }
+    fputc('\n', stderr);
+}
+
 int ht_cmd_snapshot(int argc, char **argv)
 {
     int leaks = 0;
@@ -1228,33 +1276,9 @@ int ht_cmd_snapshot(int argc, char **argv)
         fprintf(stderr, "heaptrail: snapshot: '%s' is not a process id\n", pid_arg);
         return 2;
     }
-    /* the process, or (the pid of `heaptrail run` itself) its only child;
-     * nobody listening is tried again for a second while the process
-     * lives: the agent's control thread closes its socket while it is
-     * paused (the program changing its rights, or counting its threads: a
-     * Python fork) and a new thread opens it again */
-    int fd = -1;
-    for (int tries = 0; fd < 0; tries++) {
-        fd = ht__connect_agent(pid);
-        if (fd >= 0)
-            break;
-        long child = only_child(pid);
-        if (child > 0 && (fd = ht__connect_agent(child)) >= 0) {
-            pid = child;
-            break;
-        }
-        if (kill((pid_t)pid, 0) != 0 && errno == ESRCH) {
-            fprintf(stderr, "heaptrail: no process %ld (it has exited?)\n", pid);
-            return 1;
-        }
-        if (tries == 20) {
-            fprintf(stderr, "heaptrail: process %ld is not traced by heaptrail (no control socket; "
-                            "`heaptrail attach %ld` joins it)\n", pid, pid);
-            return 1;
-        }
-        struct timespec nap = { 0, 50 * 1000 * 1000 };
-        nanosleep(&nap, NULL);
-    }
+    int fd = connect_traced(&pid);
+    if (fd < 0)
+        return 1;
     if (leaks && !peer_trusted(fd)) {
         fprintf(stderr, "heaptrail: process %ld: the control socket belongs to another user\n", pid);
         close(fd);
@@ -1294,18 +1318,7 @@ int ht_cmd_snapshot(int argc, char **argv)
     uint64_t seq;
     char *path;
     if (parse_ok(reply, &seq, &path) != 0) {
-        fprintf(stderr, "heaptrail: process %ld: ", pid);
-        if (!got && timed_out) {
-            fprintf(stderr, "no answer within %d s", timeout_ms / 1000);
-        } else if (!got) {
-            fputs("no answer", stderr);
-        } else if (!strncmp(reply, "error ", 6)) {
-            ht__put_clean(stderr, reply + 6);
-        } else {
-            fputs("unexpected answer: ", stderr);
-            ht__put_clean(stderr, reply);
-        }
-        fputc('\n', stderr);
+        say_bad_reply(pid, reply, got, timed_out, timeout_ms);
         return 1;
     }
     fprintf(stderr, "heaptrail: snapshot %llu of process %ld written to ", (unsigned long long)seq, pid);
@@ -1331,14 +1344,9 @@ int ht_cmd_detach(int argc, char **argv)
         fprintf(stderr, "usage: heaptrail detach PID\n");
         return 2;
     }
-    int fd = ht__connect_agent(pid);
-    if (fd < 0) {
-        if (kill((pid_t)pid, 0) != 0 && errno == ESRCH)
-            fprintf(stderr, "heaptrail: no process %ld (it has exited?)\n", pid);
-        else
-            fprintf(stderr, "heaptrail: process %ld is not traced by heaptrail (no control socket)\n", pid);
+    int fd = connect_traced(&pid);
+    if (fd < 0)
         return 1;
-    }
     if (!peer_trusted(fd)) {
         fprintf(stderr, "heaptrail: process %ld: the control socket belongs to another user\n", pid);
         close(fd);
@@ -1349,19 +1357,16 @@ int ht_cmd_detach(int argc, char **argv)
         close(fd);
         return 1;
     }
+    /* its leak check scans the heap first: seconds on the biggest */
+    const int timeout_ms = 60000;
     char reply[4300];
     int timed_out;
-    size_t got = ht__read_reply(fd, reply, sizeof reply, 60000, &timed_out);
+    size_t got = ht__read_reply(fd, reply, sizeof reply, timeout_ms, &timed_out);
     close(fd);
     uint64_t seq;
     char *path;
     if (parse_ok(reply, &seq, &path) != 0) {
-        fprintf(stderr, "heaptrail: process %ld: ", pid);
-        if (!got)
-            fputs(timed_out ? "no answer within 60 s" : "no answer (an agent older than `detach`?)", stderr);
-        else
-            ht__put_clean(stderr, !strncmp(reply, "error ", 6) ? reply + 6 : reply);
-        fputc('\n', stderr);
+        say_bad_reply(pid, reply, got, timed_out, timeout_ms);
         return 1;
     }
     fprintf(stderr, "heaptrail: detached from process %ld; its trace ends with snapshot %llu: ", pid,
