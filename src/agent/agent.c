@@ -343,8 +343,9 @@ void ht__agent_exit_now(void)
         final_snapshot(HT_SNAP_EXIT);
 }
 
-__attribute__((destructor)) static void agent_stop(void)
+static void agent_stop_late(void *arg)
 {
+    (void)arg;
     if (!A.started || ht_load_relaxed(&ht__sandboxed))
         return;
     /* JIT code announced since the control thread's last look, so frames
@@ -355,6 +356,31 @@ __attribute__((destructor)) static void agent_stop(void)
     ht__gdbjit_poll(1);
     ht__guard = g;
     final_snapshot(HT_SNAP_EXIT);
+}
+
+/* The loader runs libraries' destructors (fini_array) in _dl_fini, itself
+ * the first exit handler registered and so the last to run, each library
+ * before those it depends on. Nothing depends on the agent, so its
+ * destructor comes early among them, and what later destructors free
+ * (gnutls's and libtasn1's trees, a plugin's registry) would be counted
+ * as leaked: cmake --version showed 184,451 bytes in 697 blocks where
+ * memcheck, which looks after every destructor, sees 76,833 in 3. An
+ * exit handler registered now, while exit runs the handlers, is run
+ * after _dl_fini returns (glibc starts its list over when one is added):
+ * the last snapshot then sees the heap every destructor left, as
+ * memcheck does, and blocks only a destructor's cleared pointer held are
+ * unreachable. Registered with no library handle, so that no
+ * __cxa_finalize runs it early. Where it cannot be registered (exit's
+ * handlers are done: a destructor not run by exit), the snapshot is
+ * written now. */
+extern int __cxa_atexit(void (*fn)(void *), void *arg, void *dso);
+
+__attribute__((destructor)) static void agent_stop(void)
+{
+    if (!A.started || ht_load_relaxed(&ht__sandboxed))
+        return;
+    if (__cxa_atexit(agent_stop_late, NULL, NULL) != 0)
+        agent_stop_late(NULL);
 }
 
 /* ---- seccomp: would this filter spare the agent? ------------------------ */
