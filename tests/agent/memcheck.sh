@@ -1,0 +1,67 @@
+# memcheck.sh -- real programs' heaps at exit, against Valgrind's
+# memcheck as the oracle: in use, definitely lost, indirectly lost,
+# possibly lost and still reachable (bytes and blocks) must equal its
+# LEAK SUMMARY. memcheck looks after every destructor and without
+# glibc's freeres (--run-libc-freeres=no: a program run by heaptrail
+# does not free libc's buffers either). Both run with the same small
+# environment; the programs chosen never copy it (one that calls setenv
+# allocates an environ array sized by the count of variables, which
+# differs: memcheck adds six, heaptrail run three).
+. tests/agent/common.inc
+cd "$T"
+command -v valgrind >/dev/null || { fail "valgrind is not installed (scripts/install-deps.sh test)"; exit 1; }
+
+# numbers WHAT FILE: "bytes blocks" of one clause of heaptrail run's
+# summary lines ("0 0" where the clause is absent or says none)
+numbers() {
+    line=$(grep '^heaptrail: ' "$2" | head -n2 | tr '\n' ' ')
+    case $1 in
+    inuse) pat='heaptrail: \([0-9,]*\) bytes leaked in \([0-9,]*\) block' ;;
+    definite) pat='unreachable at exit: \([0-9,]*\) bytes in \([0-9,]*\) block' ;;
+    indirect) pat='plus \([0-9,]*\) bytes in \([0-9,]*\) blocks\{0,1\} reachable only through them' ;;
+    possible) pat='possibly lost: \([0-9,]*\) bytes in \([0-9,]*\) block' ;;
+    reachable) pat='still reachable: \([0-9,]*\) bytes in \([0-9,]*\) block' ;;
+    esac
+    n=$(echo "$line" | sed -n "s/.*$pat.*/\1 \2/p" | tr -d ,)
+    echo "${n:-0 0}"
+}
+# vg_numbers WHAT FILE: the same from memcheck's output
+vg_numbers() {
+    case $1 in
+    inuse) pat='in use at exit' ;;
+    definite) pat='definitely lost' ;;
+    indirect) pat='indirectly lost' ;;
+    possible) pat='possibly lost' ;;
+    reachable) pat='still reachable' ;;
+    esac
+    n=$(sed -n "s/^==[0-9]*== *$pat: \([0-9,]*\) bytes in \([0-9,]*\) blocks*.*/\1 \2/p" "$2" | head -n1 | tr -d ,)
+    echo "${n:-0 0}"
+}
+
+mkdir tree && cp -r "$ROOT/src" tree/
+i=0
+compare() {
+    i=$((i + 1))
+    env -i PATH=/usr/bin:/bin valgrind --run-libc-freeres=no --run-cxx-freeres=no --leak-check=full \
+        --show-leak-kinds=all "$@" >/dev/null 2>vg$i </dev/null
+    env -i PATH=/usr/bin:/bin "$HT" run -o t$i.ht -- "$@" >/dev/null 2>ht$i </dev/null
+    grep -q 'in use at exit' vg$i || { fail "$1: memcheck printed no summary"; return; }
+    for what in inuse definite indirect possible reachable; do
+        expect_eq "$1: $what (bytes blocks)" "$(numbers $what ht$i)" "$(vg_numbers $what vg$i)"
+    done
+}
+
+compare tar -cf "$T/a.tar" -C "$T/tree" src
+compare sort -u "$ROOT/docs/ARCHITECTURE.md"
+compare find "$T/tree" -name '*.c'
+compare readelf -a "$B/libheaptrail.so"
+compare objdump -d "$B/obj/src/core/hash.o"
+compare awk '{ n[$1]++ } END { print length(n) }' "$ROOT/docs/ARCHITECTURE.md"
+compare sqlite3 :memory: 'create table t(a, b); insert into t values (1, 2); select * from t;'
+# the categories are not all empty: sort loses a block, awk keeps some
+# only through pointers into their middle
+[ "$(numbers definite ht2 | cut -d' ' -f2)" -gt 0 ] && echo "ok: sort: blocks definitely lost" ||
+    fail "sort: no block definitely lost: the comparison proves less"
+[ "$(numbers possible ht6 | cut -d' ' -f2)" -gt 0 ] && echo "ok: awk: blocks possibly lost" ||
+    fail "awk: no block possibly lost: the comparison proves less"
+done_
