@@ -11,30 +11,28 @@
 cd "$T"
 command -v valgrind >/dev/null || { fail "valgrind is not installed (scripts/install-deps.sh test)"; exit 1; }
 
-# numbers WHAT FILE: "bytes blocks" of one clause of heaptrail run's
-# summary lines ("0 0" where the clause is absent or says none)
-numbers() {
-    line=$(grep '^heaptrail: ' "$2" | head -n2 | tr '\n' ' ')
+# patterns WHAT: sets ht (a clause of heaptrail run's summary lines) and
+# vg (a line of memcheck's LEAK SUMMARY) for one category
+patterns() {
     case $1 in
-    inuse) pat='heaptrail: \([0-9,]*\) bytes leaked in \([0-9,]*\) block' ;;
-    definite) pat='unreachable at exit: \([0-9,]*\) bytes in \([0-9,]*\) block' ;;
-    indirect) pat='plus \([0-9,]*\) bytes in \([0-9,]*\) blocks\{0,1\} reachable only through them' ;;
-    possible) pat='possibly lost: \([0-9,]*\) bytes in \([0-9,]*\) block' ;;
-    reachable) pat='still reachable: \([0-9,]*\) bytes in \([0-9,]*\) block' ;;
+    inuse) ht='heaptrail: \([0-9,]*\) bytes leaked in \([0-9,]*\) block' vg='in use at exit' ;;
+    definite) ht='unreachable at exit: \([0-9,]*\) bytes in \([0-9,]*\) block' vg='definitely lost' ;;
+    indirect) ht='plus \([0-9,]*\) bytes in \([0-9,]*\) blocks\{0,1\} reachable only through them' vg='indirectly lost' ;;
+    possible) ht='possibly lost: \([0-9,]*\) bytes in \([0-9,]*\) block' vg='possibly lost' ;;
+    reachable) ht='still reachable: \([0-9,]*\) bytes in \([0-9,]*\) block' vg='still reachable' ;;
     esac
-    n=$(echo "$line" | sed -n "s/.*$pat.*/\1 \2/p" | tr -d ,)
+}
+# numbers WHAT FILE: "bytes blocks" of one category in heaptrail run's
+# summary ("0 0" where the clause is absent or says none)
+numbers() {
+    patterns "$1"
+    n=$(grep '^heaptrail: ' "$2" | head -n2 | tr '\n' ' ' | sed -n "s/.*$ht.*/\1 \2/p" | tr -d ,)
     echo "${n:-0 0}"
 }
 # vg_numbers WHAT FILE: the same from memcheck's output
 vg_numbers() {
-    case $1 in
-    inuse) pat='in use at exit' ;;
-    definite) pat='definitely lost' ;;
-    indirect) pat='indirectly lost' ;;
-    possible) pat='possibly lost' ;;
-    reachable) pat='still reachable' ;;
-    esac
-    n=$(sed -n "s/^==[0-9]*== *$pat: \([0-9,]*\) bytes in \([0-9,]*\) blocks*.*/\1 \2/p" "$2" | head -n1 | tr -d ,)
+    patterns "$1"
+    n=$(sed -n "s/^==[0-9]*== *$vg: \([0-9,]*\) bytes in \([0-9,]*\) blocks*.*/\1 \2/p" "$2" | head -n1 | tr -d ,)
     echo "${n:-0 0}"
 }
 
