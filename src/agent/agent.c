@@ -370,9 +370,10 @@ static void agent_stop_late(void *arg)
  * the last snapshot then sees the heap every destructor left, as
  * memcheck does, and blocks only a destructor's cleared pointer held are
  * unreachable. Registered with no library handle, so that no
- * __cxa_finalize runs it early, and untracked. Where it cannot be registered (exit's
- * handlers are done: a destructor not run by exit), the snapshot is
- * written now. */
+ * __cxa_finalize runs it early, and with the guard up, so that a list
+ * block glibc might allocate is not the program's. Where it cannot be
+ * registered (exit's handlers are done: a destructor not run by exit),
+ * the snapshot is written now. */
 extern int __cxa_atexit(void (*fn)(void *), void *arg, void *dso);
 
 __attribute__((destructor)) static void agent_stop(void)
@@ -380,7 +381,7 @@ __attribute__((destructor)) static void agent_stop(void)
     if (!A.started || ht_load_relaxed(&ht__sandboxed))
         return;
     int g = ht__guard;
-    ht__guard = 2;              /* a list block glibc might allocate is ours */
+    ht__guard = 2;
     int r = __cxa_atexit(agent_stop_late, NULL, NULL);
     ht__guard = g;
     if (r != 0)

@@ -127,7 +127,8 @@ expect_eq "finifree: the library's blocks (live, lost, allocated)" \
 "$HT" run -o gnutls.ht /usr/lib/git-core/git-remote-https >/dev/null 2>&1
 "$HT" report --allocated gnutls.ht >gall 2>&1 || fail "report --allocated gnutls.ht"
 "$HT" report gnutls.ht >gleak 2>&1 || fail "report gnutls.ht"
-expect_eq "gnutls: its trees were allocated" "$(grep -c 'asn1_array2tree' gall | sed 's/^0$/none/; s/^[1-9][0-9]*$/some/')" some
+[ "$(grep -c 'asn1_array2tree' gall)" -gt 0 ] && echo "ok: gnutls: its trees were allocated" ||
+    fail "gnutls: no asn1_array2tree allocation seen: the check below proves nothing"
 expect_eq "gnutls: none of them is left at exit" "$(grep -c 'asn1_array2tree' gleak)" 0
 
 # stacks through registered JIT code, named after the code is gone

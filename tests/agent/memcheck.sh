@@ -6,7 +6,7 @@
 # does not free libc's buffers either). Both run with the same small
 # environment; the programs chosen never copy it (one that calls setenv
 # allocates an environ array sized by the count of variables, which
-# differs: memcheck adds six, heaptrail run three).
+# differs: memcheck adds five, heaptrail run three).
 . tests/agent/common.inc
 cd "$T"
 command -v valgrind >/dev/null || { fail "valgrind is not installed (scripts/install-deps.sh test)"; exit 1; }
