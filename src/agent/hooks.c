@@ -79,6 +79,11 @@ static HT_NOINLINE void resolve(void)
     if (t_resolving)
         return;
     ht__spin_lock(&g_resolve_lock);
+    /* dlsym's own blocks (its error records, freed before it returns) are
+     * the agent's: the first hook call may come from another preloaded
+     * library's constructor, before the agent's has raised the guard */
+    int g = ht__guard;
+    ht__guard = 2;
     if (!real.free) {
         t_resolving = 1;
 #define R(f, name) real.f = (__typeof__(real.f))ht__next_def(name)
@@ -112,6 +117,7 @@ static HT_NOINLINE void resolve(void)
         ht_store_release(&real.free, f);
         t_resolving = 0;
     }
+    ht__guard = g;
     ht__spin_unlock(&g_resolve_lock);
 }
 
