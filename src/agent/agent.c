@@ -539,13 +539,12 @@ static int filter_spares_agent(const void *prog)
 }
 
 /* The crash signals get the handlers they had before the agent's, unless
- * the program put its own there since (a sandbox; a detach). */
+ * the program put its own there since (at a sandbox, at a detach). */
 static void give_back_crash_handlers(void)
 {
     for (size_t i = 0; i < HT_ARRAY_SIZE(crash_signals); i++) {
         int sig = crash_signals[i];
         struct sigaction cur;
-        /* unless the program put its own there since */
         if (A.hooked[sig] && sigaction(sig, NULL, &cur) == 0 && is_crash_handler(&cur))
             sigaction(sig, &A.old[sig], NULL);
         A.hooked[sig] = 0;

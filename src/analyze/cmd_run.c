@@ -1238,6 +1238,33 @@ static void say_bad_reply(long pid, const char *reply, size_t got, int timed_out
     fputc('\n', stderr);
 }
 
+/* Sends req to the agent of process *pid (connect_traced: *pid may
+ * become its child's) and reads its answer into reply (cap bytes; *got
+ * read, *timed_out if the wait ran out). `trusted`: the socket must be
+ * ours or root's, where the answer names a file this command then reads.
+ * Returns 0, or 1 after saying why not. */
+static int ask_agent(long *pid, const char *req, int trusted, int timeout_ms, char *reply, size_t cap,
+                     size_t *got, int *timed_out)
+{
+    int fd = connect_traced(pid);
+    if (fd < 0)
+        return 1;
+    if (trusted && !peer_trusted(fd)) {
+        fprintf(stderr, "heaptrail: process %ld: the control socket belongs to another user\n", *pid);
+        close(fd);
+        return 1;
+    }
+    size_t rl = strlen(req);
+    if (send(fd, req, rl, MSG_NOSIGNAL) != (ssize_t)rl) {
+        fprintf(stderr, "heaptrail: process %ld: %s\n", *pid, strerror(errno));
+        close(fd);
+        return 1;
+    }
+    *got = ht__read_reply(fd, reply, cap, timeout_ms, timed_out);
+    close(fd);
+    return 0;
+}
+
 int ht_cmd_snapshot(int argc, char **argv)
 {
     int leaks = 0;
@@ -1276,30 +1303,17 @@ int ht_cmd_snapshot(int argc, char **argv)
         fprintf(stderr, "heaptrail: snapshot: '%s' is not a process id\n", pid_arg);
         return 2;
     }
-    int fd = connect_traced(&pid);
-    if (fd < 0)
-        return 1;
-    if (leaks && !peer_trusted(fd)) {
-        fprintf(stderr, "heaptrail: process %ld: the control socket belongs to another user\n", pid);
-        close(fd);
-        return 1;
-    }
     /* an agent that knows no leak checks takes "snapshot leaks" for
-     * "snapshot": its snapshot then has no REACH record (said below) */
+     * "snapshot": its snapshot then has no REACH record (said below). A
+     * leak check scans the heap before the agent answers: seconds on the
+     * biggest */
     const char *req = leaks ? "snapshot leaks\n" : "snapshot\n";
-    size_t rl = strlen(req);
-    if (send(fd, req, rl, MSG_NOSIGNAL) != (ssize_t)rl) {
-        fprintf(stderr, "heaptrail: process %ld: %s\n", pid, strerror(errno));
-        close(fd);
-        return 1;
-    }
-    /* a leak check scans the heap before the agent answers: seconds on
-     * the biggest */
     int timeout_ms = leaks ? 60000 : 30000;
     char reply[4300];
     int timed_out;
-    size_t got = ht__read_reply(fd, reply, sizeof reply, timeout_ms, &timed_out);
-    close(fd);
+    size_t got;
+    if (ask_agent(&pid, req, leaks, timeout_ms, reply, sizeof reply, &got, &timed_out) != 0)
+        return 1;
     if (!leaks) {
         if (strncmp(reply, "ok ", 3) != 0) {
             fprintf(stderr, "heaptrail: process %ld: ", pid);
@@ -1344,25 +1358,13 @@ int ht_cmd_detach(int argc, char **argv)
         fprintf(stderr, "usage: heaptrail detach PID\n");
         return 2;
     }
-    int fd = connect_traced(&pid);
-    if (fd < 0)
-        return 1;
-    if (!peer_trusted(fd)) {
-        fprintf(stderr, "heaptrail: process %ld: the control socket belongs to another user\n", pid);
-        close(fd);
-        return 1;
-    }
-    if (send(fd, "detach\n", 7, MSG_NOSIGNAL) != 7) {
-        fprintf(stderr, "heaptrail: process %ld: %s\n", pid, strerror(errno));
-        close(fd);
-        return 1;
-    }
     /* its leak check scans the heap first: seconds on the biggest */
     const int timeout_ms = 60000;
     char reply[4300];
     int timed_out;
-    size_t got = ht__read_reply(fd, reply, sizeof reply, timeout_ms, &timed_out);
-    close(fd);
+    size_t got;
+    if (ask_agent(&pid, "detach\n", 1, timeout_ms, reply, sizeof reply, &got, &timed_out) != 0)
+        return 1;
     uint64_t seq;
     char *path;
     if (parse_ok(reply, &seq, &path) != 0) {
