@@ -1270,15 +1270,16 @@ __attribute__((constructor(101))) static void agent_start(void)
  * 0; 1 the agent already runs here; 2 the options do not fit; 3 no call
  * of the program could be sent to the hooks; 4 the process cannot create
  * the trace file (nothing started when the directory says so at once;
- * else the agent idles: no call reaches it); 5 heaptrail detached from
- * this process earlier (its state is stale: no second start). The CLI
+ * else the agent idles: no call reaches it). After a heaptrail detach
+ * this instance cannot start again: a fresh copy of it does
+ * (ht__attach_again), or 5 none could be loaded, 6 none made. The CLI
  * words each (src/analyze/cmd_attach.c). */
 HT_API int ht__attach(const char *opts)
 {
     static char env[4096];
     static const char *vars[32];
     if (ht_load_acquire(&A.detached))
-        return 5;
+        return ht__attach_again(opts);
     if (A.started)
         return 1;
     size_t n = opts ? ht__strlen(opts) : 0, nv = 0;

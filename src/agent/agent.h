@@ -41,6 +41,11 @@ HT_INTERNAL int ht__attach_patch(void);
 HT_INTERNAL void *ht__attach_real(const char *name);
 HT_INTERNAL void ht__attach_poll(void);
 HT_INTERNAL void ht__attach_unpatch(void);
+/* heaptrail attach after a detach: a fresh copy of the agent (attach.c) */
+HT_INTERNAL int ht__attach_again(const char *opts);
+/* The mappings and modules of the agent's earlier instances, for the leak
+ * check to leave out; -1 if they do not fit in max. */
+HT_INTERNAL int ht__instances_own(uintptr_t (*out)[2], int max);
 
 /* Process-wide state read on every hook. */
 enum {

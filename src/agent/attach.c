@@ -44,9 +44,14 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <unistd.h>
 
 int ht__attached;
 
@@ -73,6 +78,7 @@ static struct {
 #define RETRIES 50              /* polls: a second */
 
 static int is_loader_or_vdso(const char *name);
+static int other_instance(uintptr_t a);
 
 static uint32_t name_hash(const char *s)
 {
@@ -157,7 +163,8 @@ static int first_library(struct dl_phdr_info *info, size_t size, void *arg)
     if (info->dlpi_addr == 0 && (!info->dlpi_name || !info->dlpi_name[0]))
         return 0;               /* the program (non-PIE) */
     if (!info->dlpi_name || !info->dlpi_name[0] || is_loader_or_vdso(info->dlpi_name) ||
-        (info->dlpi_addr >= P.self_lo && info->dlpi_addr < P.self_hi))
+        (info->dlpi_addr >= P.self_lo && info->dlpi_addr < P.self_hi) ||
+        other_instance(info->dlpi_addr))
         return 0;
     *name = info->dlpi_name;
     return 1;
@@ -366,8 +373,8 @@ static int patch_module(struct dl_phdr_info *info, size_t size, void *arg)
             m.relro_hi = hi & ~(uintptr_t)4095;
         }
     }
-    if (!dyn || m.hi <= m.lo || (m.lo < P.self_hi && m.hi > P.self_lo))
-        return 0;               /* no dynamic section, or this library */
+    if (!dyn || m.hi <= m.lo || (m.lo < P.self_hi && m.hi > P.self_lo) || other_instance(m.lo))
+        return 0;               /* no dynamic section, or this library (or a copy of it) */
     uintptr_t bias = info->dlpi_addr;
     dyn_t t = read_dynamic(dyn, bias);
     if (!t.sym || !t.str)
@@ -454,4 +461,166 @@ void ht__attach_unpatch(void)
             break;
     }
     ht__spin_unlock(&P.lock);
+}
+
+/* ---- joining again after a detach --------------------------------------
+ *
+ * A detached agent cannot start again: its tables describe the process as
+ * it was, threads may still be inside its hooks, and nothing tells when
+ * they have all left. So `heaptrail attach` after a `heaptrail detach`
+ * gets a new instance of the agent instead: ht__attach, called in the
+ * first instance (the CLI's dlopen of the library's path finds it), makes
+ * a copy of the library's file in a memfd and dlopens that. A different
+ * file is a different module to the loader, with its own data, all of it
+ * as a first start finds it; the copy patches the slots the detach gave
+ * back to libc. The first instance keeps the list of its copies: the next
+ * attach asks the newest (still running: 1, the CLI says so) and makes
+ * another when that one has detached too.
+ *
+ * What the earlier instances still hold (their live tables: every block
+ * they saw, some since freed and reused) must not make the new one's
+ * blocks reachable: each instance is told of the ones before it, and its
+ * leak check leaves out their modules and mappings (ht__instances_own),
+ * as it leaves out its own. Each copy takes its thread-local variables
+ * (about 200 bytes) from the little room glibc keeps for libraries opened
+ * late (rtld.optional_static_tls, 512 bytes by default): a few
+ * re-attaches, then dlopen refuses and the CLI says to restart.
+ *
+ * Calls through a hook's address a program copied while an earlier
+ * instance was attached (a function pointer taken from its slot) still
+ * reach that instance, which passes them to libc unseen. */
+#define MAX_INSTANCES 16
+
+typedef int (*spans_fn)(uintptr_t (*out)[2], int max);
+
+static struct {
+    spans_fn spans;
+    uintptr_t lo, hi;           /* its module's mapped span */
+} g_prior[MAX_INSTANCES];       /* in a copy: the instances before it */
+static int g_nprior;
+
+static struct {
+    int (*attach)(const char *opts);
+    spans_fn spans;
+} g_copies[MAX_INSTANCES];      /* in the first instance: its copies */
+static int g_ncopies;
+
+static int other_instance(uintptr_t a)
+{
+    for (int i = 0; i < g_nprior; i++)
+        if (a >= g_prior[i].lo && a < g_prior[i].hi)
+            return 1;
+    return 0;
+}
+
+/* This instance's module span, then the mappings it made: what another
+ * instance's leak check leaves out. Returns the count, -1 if they do not
+ * fit in max. */
+HT_API int ht__instance_spans(uintptr_t (*out)[2], int max)
+{
+    struct dl_find_object fo;
+    if (max < 1 || _dl_find_object((void *)ht__instance_spans, &fo) != 0)
+        return -1;
+    out[0][0] = (uintptr_t)fo.dlfo_map_start;
+    out[0][1] = (uintptr_t)fo.dlfo_map_end;
+    int n = ht__own_mappings(out + 1, max - 1);
+    return n < 0 ? -1 : n + 1;
+}
+
+/* Told by the first instance, before ht__attach: an instance loaded
+ * earlier, by its ht__instance_spans. */
+HT_API void ht__note_instance(spans_fn fn)
+{
+    struct dl_find_object fo;
+    if (g_nprior == MAX_INSTANCES || _dl_find_object((void *)fn, &fo) != 0)
+        return;
+    g_prior[g_nprior].spans = fn;
+    g_prior[g_nprior].lo = (uintptr_t)fo.dlfo_map_start;
+    g_prior[g_nprior].hi = (uintptr_t)fo.dlfo_map_end;
+    g_nprior++;
+}
+
+int ht__instances_own(uintptr_t (*out)[2], int max)
+{
+    int k = 0;
+    for (int i = 0; i < g_nprior; i++) {
+        int n = g_prior[i].spans(out + k, max - k);
+        if (n < 0)
+            return -1;
+        k += n;
+    }
+    return k;
+}
+
+/* A copy of this library's file in a memfd, opened by the loader under a
+ * name no earlier copy had ("/proc/self/fd/N" with `gen` "./" in it: the
+ * loader takes a name it knows for the module it loaded). Returns the
+ * handle, or NULL: *why 5 the loader refused it, 6 no copy was made. */
+static void *load_copy(int gen, int *why)
+{
+    struct dl_find_object fo;
+    *why = 6;
+    if (_dl_find_object((void *)load_copy, &fo) != 0 || !fo.dlfo_link_map)
+        return NULL;
+    /* a filter may kill the process on memfd_create: it never made one */
+    if (ht__seccomp_filtered())
+        return NULL;
+    int in = open(fo.dlfo_link_map->l_name, O_RDONLY | O_CLOEXEC);
+    if (in < 0)
+        return NULL;
+    struct stat st;
+    int fd = -1;
+    if (fstat(in, &st) == 0 && (fd = memfd_create("heaptrail-preload", MFD_CLOEXEC)) >= 0) {
+        off_t off = 0;
+        while (off < st.st_size && sendfile(fd, in, &off, (size_t)(st.st_size - off)) > 0)
+            ;
+        if (off != st.st_size) {
+            close(fd);
+            fd = -1;
+        }
+    }
+    close(in);
+    if (fd < 0)
+        return NULL;
+    char path[96];
+    snprintf(path, sizeof path, "/proc/self/fd/%.*s%d", 2 * gen,
+             "./././././././././././././././././././././././././././././././.", fd);
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    close(fd);                  /* the loader's mapping keeps the copy */
+    *why = 5;
+    return h;
+}
+
+/* ht__attach in a detached instance (agent.c): in the first, the newest
+ * copy's answer, or a new copy's; in a copy, 5 (detached). Returns what ht__attach returns; 5 no copy could be
+ * loaded (glibc's room for late libraries' thread-local variables used
+ * up, or MAX_INSTANCES reached), 6 none could be made (under a seccomp
+ * filter, no memfd). */
+int ht__attach_again(const char *opts)
+{
+    if (g_nprior)
+        return 5;               /* a copy: the first instance asks the next */
+    if (g_ncopies) {
+        int r = g_copies[g_ncopies - 1].attach(opts);
+        if (r != 5)
+            return r;           /* it runs (1), or it started now */
+    }
+    if (g_ncopies == MAX_INSTANCES - 1)
+        return 5;
+    int why;
+    void *h = load_copy(g_ncopies + 1, &why);
+    if (!h)
+        return why;
+    int (*attach)(const char *) = (int (*)(const char *))dlsym(h, "ht__attach");
+    void (*note)(spans_fn) = (void (*)(spans_fn))dlsym(h, "ht__note_instance");
+    spans_fn spans = (spans_fn)dlsym(h, "ht__instance_spans");
+    if (!attach || !note || !spans)
+        return 5;
+    note(ht__instance_spans);
+    for (int i = 0; i < g_ncopies; i++)
+        note(g_copies[i].spans);
+    g_copies[g_ncopies].attach = attach;
+    g_copies[g_ncopies].spans = spans;
+    g_ncopies++;
+    return attach(opts);
 }

@@ -2072,6 +2072,12 @@ static HT_NOINLINE int scan(uintptr_t sp)
         s_own[S.nown][1] = (uintptr_t)fo.dlfo_map_end;
         S.nown++;
     }
+    /* and the agent's earlier instances, after a detach (attach.c): their
+     * tables hold blocks they saw, some since freed and made again */
+    int k = ht__instances_own(s_own + S.nown, OWN_MAX - S.nown);
+    if (k < 0)
+        return HT_REACH_INCOMPLETE;
+    S.nown += k;
     own_cmp_sort();
     /* the dynamic loader, whose own blocks start_like() accepts */
     if (_dl_find_object((void *)&__libc_stack_end, &fo) == 0) {

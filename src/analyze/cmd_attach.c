@@ -181,8 +181,14 @@ int ht_cmd_attach(int argc, char **argv)
                         "(the agent idles in it)\n", pid);
         return 1;
     case 5:
-        fprintf(stderr, "heaptrail attach: heaptrail detached from process %ld earlier; it cannot join it "
-                        "again (its agent's state is stale): restart the program to attach again\n", pid);
+        fprintf(stderr, "heaptrail attach: heaptrail detached from process %ld earlier, and a fresh copy of its "
+                        "agent could not be loaded (each takes some of the little room the C library keeps for "
+                        "late libraries' thread-local variables): restart the program to attach again\n", pid);
+        return 1;
+    case 6:
+        fprintf(stderr, "heaptrail attach: heaptrail detached from process %ld earlier, and no fresh copy of its "
+                        "agent could be made (the process runs under a seccomp filter, or could not make a "
+                        "memfd): restart the program to attach again\n", pid);
         return 1;
     case 4:
         fprintf(stderr, "heaptrail attach: process %ld cannot create %s (it writes its trace as its own "

@@ -34,6 +34,10 @@
  *          reallocs another to 999, allocates and frees through the
  *          addresses "where" kept, forks a child that allocates and
  *          exits; prints "after"
+ *   lose   a block of 333 (site_lose) that nothing points to: prints
+ *          "lost reused" if it has the address of one of site_a's blocks
+ *          "after" freed (made while an agent that has since detached
+ *          tracked it: tests/agent/reattach.sh), else "lost fresh"
  *   exit   exit(0)
  * Leaked after an attach before "work" and "lib": 4,532 bytes in 16
  * blocks from 5 sites; with "leak" too, 8,832 bytes in 22 blocks from
@@ -47,6 +51,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,6 +73,22 @@ __attribute__((noinline)) static void *site_chain(void) { return malloc(600); }
 __attribute__((noinline)) static void *site_stale(void) { return malloc(700); }
 __attribute__((noinline)) static void *site_fast(void) { return malloc(800); }
 __attribute__((noinline)) static void *site_tfast(void) { return malloc(900); }
+__attribute__((noinline)) static void *site_lose(void) { return malloc(333); }
+
+/* site_a's blocks "after" frees (or reallocs), complemented: no root to
+ * the block "lose" makes at one of their addresses */
+static uintptr_t freed_a[4];
+
+/* A block of site_a's size, lost at once: 1 if it has the address of one
+ * "after" freed (the tcache gives the last freed first). */
+__attribute__((noinline)) static int lose(void)
+{
+    uintptr_t p = (uintptr_t)site_lose();
+    int reused = 0;
+    for (int i = 0; i < 4; i++)
+        reused |= ~p == freed_a[i];
+    return reused;
+}
 
 /* A block whose only pointer is in `node`, freed into a fastbin: seven
  * chunks of its size freed first fill its tcache bin. */
@@ -218,10 +239,14 @@ int main(int argc, char **argv)
             for (int i = 0; i < 10; i++)
                 keep[40 + i] = malloc(123);
             for (int i = 0; i < 3; i++) {
+                freed_a[i] = ~(uintptr_t)keep[11 + i];
                 free(keep[11 + i]);
                 keep[11 + i] = NULL;
             }
+            uintptr_t was = (uintptr_t)keep[14];
             keep[14] = realloc(keep[14], 999);
+            if ((uintptr_t)keep[14] != was)
+                freed_a[3] = ~was;       /* moved: the old one freed */
             if (kept_malloc)
                 kept_free(kept_malloc(50));
             pid_t c = fork();
@@ -235,6 +260,8 @@ int main(int argc, char **argv)
             if (c < 0 || waitpid(c, &st, 0) != c || st != 0)
                 return 8;
             printf("after\n");
+        } else if (!strcmp(cmd, "lose")) {
+            printf("lost %s\n", lose() ? "reused" : "fresh");
         } else if (!strcmp(cmd, "exit")) {
             if (mt) {           /* its last block freed before the count */
                 stop = 1;
