@@ -80,6 +80,16 @@ for mode in st mt now; do
     rm -f *.ht
 done
 
+# runs_on NAME LABEL: after a refusal the program still works and exits 0
+runs_on() {
+    echo leak >&7
+    wait_line $1.out leaked || fail "$2: no 'leaked' after the refusal"
+    echo exit >&7
+    exec 7>&-
+    wait
+    expect_eq "$2: the program's exit status after the refusal" "$?" 0
+}
+
 # attach and detach until glibc has no room left for another copy's
 # thread-local variables: a clear refusal, and the program runs on
 start_attachee r_lim st
@@ -93,12 +103,7 @@ done
     fail "reattach: $n attaches"
 grep -q "^heaptrail attach: heaptrail detached from process $APID earlier, and a fresh copy of its agent could not be loaded" lim.err &&
     echo "ok: reattach: the refusal says why" || fail "reattach: refusal: $(cat lim.err)"
-echo leak >&7
-wait_line r_lim.out leaked || fail "reattach: no 'leaked' after the refusal"
-echo exit >&7
-exec 7>&-
-wait; rc=$?
-expect_eq "reattach: the program's exit status after the refusal" "$rc" 0
+runs_on r_lim "reattach"
 
 # under a seccomp filter: no memfd, no copy
 start_attachee r_sb sb
@@ -110,10 +115,5 @@ expect_eq "reattach sb: detach" "$rc" 0
 expect_eq "reattach sb: attach again refused" "$rc" 1
 grep -q "no fresh copy of its agent could be made (the process runs under a seccomp filter" sb2.err &&
     echo "ok: reattach sb: the refusal says why" || fail "reattach sb: $(cat sb2.err)"
-echo leak >&7
-wait_line r_sb.out leaked || fail "reattach sb: no 'leaked' after the refusal"
-echo exit >&7
-exec 7>&-
-wait; rc=$?
-expect_eq "reattach sb: the program's exit status" "$rc" 0
+runs_on r_sb "reattach sb"
 done_
