@@ -31,7 +31,8 @@ static int usage(FILE *f)
                "  -h, --help       this help\n"
                "blocks allocated before the attach are not counted (their frees pass\n"
                "through; leak checks take them for roots). Needs ptrace rights on PID.\n"
-               "`heaptrail detach PID` ends the tracking (a last snapshot); the program runs on.\n");
+               "`heaptrail detach PID` ends the tracking (a last snapshot); the program runs on,\n"
+               "and a later attach starts a new trace with a fresh copy of the agent.\n");
     return f == stdout ? 0 : 2;
 }
 
