@@ -35,7 +35,8 @@
  * plugins from the wrong place.
  *
  * heaptrail detach runs the passes in reverse (P.undo): a slot that holds a
- * hook gets the real function back, and nothing patches again.
+ * hook gets the real function back, and nothing patches again. An attach
+ * after that loads a fresh copy of this library ("joining again", below).
  *
  * Not async-signal-safe: runs in the thread the CLI borrowed and in the
  * control thread, never in a hook. */
