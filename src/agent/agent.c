@@ -856,6 +856,13 @@ static void serve(int fd)
         int seq = -1;
         err = detach(&seq);
         r = err ? 0 : ok_reply(reply, seq);
+        /* the socket closes before the answer goes: an attach the moment
+         * the CLI has it finds no agent here (it found this one, under
+         * load, before the thread had ended) */
+        if (!err && A.listen_fd >= 0) {
+            close(A.listen_fd);
+            A.listen_fd = -1;
+        }
     } else if (strcmp(req, "trace\n") == 0) {
         r = ok_reply(reply, 0);     /* where the trace goes (heaptrail attach) */
     } else {
