@@ -773,7 +773,7 @@ static size_t ok_reply(char *reply, int seq)
  * still track, then every slot attach.c rewrote leads to libc again, the
  * hooks pass calls through (a thread inside one, or a function pointer
  * taken while attached, still reaches them), a last snapshot and END, and
- * the control thread ends. The agent's memory stays (a thread may still be
+ * the control socket closes and its thread ends. The agent's memory stays (a thread may still be
  * inside a hook, reading it) and so does the library (it can never be
  * unloaded safely); nothing it does writes again: exit, exec, fork, a crash
  * and ht_snapshot() find the trace ended. Not for a program `heaptrail
@@ -808,6 +808,11 @@ static const char *detach(int *seq)
     if (locked)
         ht__reach_unlock();
     ht_store_release(&A.detaching, 0);
+    /* the socket closes now, before the answer goes: an attach the moment
+     * the CLI has it must find no agent here (under load one found this
+     * socket before the thread had ended) */
+    close(A.listen_fd);
+    A.listen_fd = -1;
     ht_store_release(&A.ctl_quit, 1);     /* the thread ends after its answer */
     return NULL;
 }
@@ -856,13 +861,6 @@ static void serve(int fd)
         int seq = -1;
         err = detach(&seq);
         r = err ? 0 : ok_reply(reply, seq);
-        /* the socket closes before the answer goes: an attach the moment
-         * the CLI has it finds no agent here (it found this one, under
-         * load, before the thread had ended) */
-        if (!err && A.listen_fd >= 0) {
-            close(A.listen_fd);
-            A.listen_fd = -1;
-        }
     } else if (strcmp(req, "trace\n") == 0) {
         r = ok_reply(reply, 0);     /* where the trace goes (heaptrail attach) */
     } else {

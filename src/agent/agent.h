@@ -43,9 +43,10 @@ HT_INTERNAL void ht__attach_poll(void);
 HT_INTERNAL void ht__attach_unpatch(void);
 /* heaptrail attach after a detach: a fresh copy of the agent (attach.c) */
 HT_INTERNAL int ht__attach_again(const char *opts);
-/* The mappings and modules of the agent's earlier instances, for the leak
- * check to leave out; -1 if they do not fit in max. */
-HT_INTERNAL int ht__instances_own(uintptr_t (*out)[2], int max);
+/* The agent's memory, for the leak check to leave out: this instance's
+ * module and mappings, then those of its earlier instances (after a
+ * detach). Returns the count, -1 if they do not fit in max (attach.c). */
+HT_INTERNAL int ht__agent_memory(uintptr_t (*out)[2], int max);
 
 /* Process-wide state read on every hook. */
 enum {

@@ -481,8 +481,8 @@ void ht__attach_unpatch(void)
  * What the earlier instances still hold (their live tables: every block
  * they saw, some since freed and reused) must not make the new one's
  * blocks reachable: each instance is told of the ones before it, and its
- * leak check leaves out their modules and mappings (ht__instances_own),
- * as it leaves out its own. Each copy takes its thread-local variables
+ * leak check leaves out their modules and mappings with its own
+ * (ht__agent_memory). Each copy takes its thread-local variables
  * (about 200 bytes) from the little room glibc keeps for libraries opened
  * late (rtld.optional_static_tls, 512 bytes by default): a few
  * re-attaches, then dlopen refuses and the CLI says to restart.
@@ -541,14 +541,12 @@ HT_API void ht__note_instance(spans_fn fn)
     g_nprior++;
 }
 
-int ht__instances_own(uintptr_t (*out)[2], int max)
+int ht__agent_memory(uintptr_t (*out)[2], int max)
 {
-    int k = 0;
-    for (int i = 0; i < g_nprior; i++) {
+    int k = ht__instance_spans(out, max);
+    for (int i = 0; i < g_nprior && k >= 0; i++) {
         int n = g_prior[i].spans(out + k, max - k);
-        if (n < 0)
-            return -1;
-        k += n;
+        k = n < 0 ? -1 : k + n;
     }
     return k;
 }
@@ -593,10 +591,10 @@ static void *load_copy(int gen, int *why)
 }
 
 /* ht__attach in a detached instance (agent.c): in the first, the newest
- * copy's answer, or a new copy's; in a copy, 5 (detached). Returns what ht__attach returns; 5 no copy could be
- * loaded (glibc's room for late libraries' thread-local variables used
- * up, or MAX_INSTANCES reached), 6 none could be made (under a seccomp
- * filter, no memfd). */
+ * copy's answer, or a new copy's; in a copy, 5 (detached). Returns what
+ * ht__attach returns; 5 no copy could be loaded (glibc's room for late
+ * libraries' thread-local variables used up, or MAX_INSTANCES reached),
+ * 6 none could be made (under a seccomp filter, no memfd). */
 int ht__attach_again(const char *opts)
 {
     if (g_nprior)

@@ -2062,24 +2062,15 @@ static HT_NOINLINE int scan(uintptr_t sp)
     /* heaptrail's own memory: its mappings (noted after the scan's own
      * are made: one of them may reuse the range of a mapping the maps
      * text listed), and this library's data (the bootstrap arena in it
-     * holds program blocks: scanned apart) */
-    S.nown = ht__own_mappings(s_own, OWN_MAX - 1);
+     * holds program blocks: scanned apart); after a detach, the agent's
+     * earlier instances too (attach.c): their tables hold blocks they
+     * saw, some since freed and made again */
+    S.nown = ht__agent_memory(s_own, OWN_MAX);
     if (S.nown < 0)
         return HT_REACH_INCOMPLETE;
-    struct dl_find_object fo;
-    if (_dl_find_object((void *)scan, &fo) == 0) {
-        s_own[S.nown][0] = (uintptr_t)fo.dlfo_map_start;
-        s_own[S.nown][1] = (uintptr_t)fo.dlfo_map_end;
-        S.nown++;
-    }
-    /* and the agent's earlier instances, after a detach (attach.c): their
-     * tables hold blocks they saw, some since freed and made again */
-    int k = ht__instances_own(s_own + S.nown, OWN_MAX - S.nown);
-    if (k < 0)
-        return HT_REACH_INCOMPLETE;
-    S.nown += k;
     own_cmp_sort();
     /* the dynamic loader, whose own blocks start_like() accepts */
+    struct dl_find_object fo;
     if (_dl_find_object((void *)&__libc_stack_end, &fo) == 0) {
         S.ld_lo = (uintptr_t)fo.dlfo_map_start;
         S.ld_hi = (uintptr_t)fo.dlfo_map_end;
