@@ -65,6 +65,7 @@ static struct {
     int forked;                 /* this process is a fork child */
     int ctl_quit, ctl_gone;     /* the control thread asked to end; it has */
     int detaching, detached;    /* heaptrail detach: under way; done (for good) */
+    int released;               /* ... and the tables went back (give_back_tables) */
     void *ctl_stack;            /* the control thread's stack (CTL_STACK bytes) */
     ht_spinlock_t pause_lock;
     int pauses;                 /* set-id calls under way (the thread is paused) */
@@ -378,7 +379,7 @@ extern int __cxa_atexit(void (*fn)(void *), void *arg, void *dso);
 
 __attribute__((destructor)) static void agent_stop(void)
 {
-    if (!A.started || ht_load_relaxed(&ht__sandboxed))
+    if (!A.started || ht_load_relaxed(&ht__sandboxed) || ht_load_acquire(&A.detached))
         return;
     int g = ht__guard;
     ht__guard = 2;
@@ -565,7 +566,7 @@ static void give_back_crash_handlers(void)
 void ht__agent_sandbox(int strict, const void *prog)
 {
     static ht_spinlock_t lock;
-    if (!A.started || ht_load_relaxed(&ht__sandboxed))
+    if (!A.started || ht_load_relaxed(&ht__sandboxed) || ht_load_acquire(&A.detached))
         return;
     A.filtered = 1;             /* sparing the agent's calls, not wake_control's */
     int g = ht__guard;
@@ -749,8 +750,9 @@ static int still_ours(void)
 }
 
 /* "ok SEQ PATH" for a snapshot written (seq >= 0), else an error line;
- * returns its length (reply holds 4200 bytes). */
-static size_t ok_reply(char *reply, int seq)
+ * returns its length (reply holds 4200 bytes). A detach's answer has one
+ * more number before the path, *freed: "ok SEQ FREED PATH". */
+static size_t ok_reply_freed(char *reply, int seq, const int64_t *freed)
 {
     const char *path = ht__writer_path();
     if (seq < 0 || !path) {
@@ -761,11 +763,77 @@ static size_t ok_reply(char *reply, int seq)
     memcpy(reply, "ok ", 3);
     size_t r = 3 + ht__fmt_u64(reply + 3, (uint64_t)seq);
     reply[r++] = ' ';
+    if (freed) {
+        if (*freed < 0)
+            reply[r++] = '-';
+        r += ht__fmt_u64(reply + r, (uint64_t)(*freed < 0 ? -*freed : *freed));
+        reply[r++] = ' ';
+    }
     size_t pl = ht__strlen(path);
     if (pl > 4096)
         pl = 4096;
     memcpy(reply + r, path, pl);
     return r + pl;
+}
+
+static size_t ok_reply(char *reply, int seq) { return ok_reply_freed(reply, seq, NULL); }
+
+/* The resident bytes of the mappings heaptrail made (mincore). */
+static uint64_t own_resident(void)
+{
+    static uintptr_t own[4096][2];
+    static unsigned char vec[4096];
+    int n = ht__own_mappings(own, (int)HT_ARRAY_SIZE(own));
+    uint64_t bytes = 0;
+    for (int i = 0; i < n; i++)
+        for (uintptr_t a = own[i][0]; a < own[i][1]; a += sizeof vec * 4096) {
+            size_t len = own[i][1] - a < sizeof vec * 4096 ? own[i][1] - a : sizeof vec * 4096;
+            if (ht__sys3(SYS_mincore, a, len, vec) != 0)
+                break;
+            for (size_t k = 0; k < (len + 4095) / 4096; k++)
+                bytes += (vec[k] & 1) * 4096ull;
+        }
+    return bytes;
+}
+
+/* After a detach the tables (live blocks, sites, stacks, mapped regions:
+ * what grows with the program) and the writer's buffers go back to the system, once no thread of
+ * the program can be inside the agent any more (reach.c,
+ * ht__reach_quiesce; the hooks read `on` off from now). A thread found
+ * inside (an allocation under way, a thread parked in a hook) is waited
+ * for: tries 10 ms apart for up to 2 s (a thread that cannot be stopped
+ * costs each try the stop's 300 ms). Kept if none shows them all
+ * outside: then the memory stays, as it did before detaches gave it
+ * back; so do the pages of the threads' walk trails (their mappings
+ * stay: a thread's exit still returns its trail to the free list). The
+ * rest stays in any case: the capture's rule cache, the crash stack, the
+ * stack the control thread runs on now. Returns the resident
+ * bytes given back, or -1 (kept). */
+static int64_t give_back_tables(void)
+{
+    struct dl_find_object fo;
+    if (_dl_find_object((void *)give_back_tables, &fo) != 0)
+        return -1;
+    for (uint64_t until = ht__mono_ns() + 2000000000ull; ht__mono_ns() < until;) {
+        int n = ht__reach_quiesce((uintptr_t)fo.dlfo_map_start, (uintptr_t)fo.dlfo_map_end);
+        if (n < 0)
+            return -1;
+        if (n == 0) {
+            uint64_t before = own_resident();
+            ht_store_release(&A.released, 1);
+            ht__sites_release();
+            ht__live_release();
+            ht__mmaps_release();
+            ht__stackdb_release();
+            ht__writer_release();
+            ht__trails_release();
+            uint64_t after = own_resident();
+            return before > after ? (int64_t)(before - after) : 0;
+        }
+        struct timespec nap = { 0, 10 * 1000000 };
+        ht__sys2(SYS_nanosleep, &nap, NULL);
+    }
+    return -1;
 }
 
 /* heaptrail detach (the control thread, at the CLI's request): the agent
@@ -779,7 +847,7 @@ static size_t ok_reply(char *reply, int seq)
  * and ht_snapshot() find the trace ended. Not for a program `heaptrail
  * run` started: LD_PRELOAD cannot be undone. Returns NULL, *seq the
  * snapshot's number, or the error line. */
-static const char *detach(int *seq)
+static const char *detach(int *seq, int64_t *freed)
 {
     if (!ht_load_relaxed(&ht__attached))
         return "error heaptrail run started this program: its hooks come from LD_PRELOAD and cannot be "
@@ -805,9 +873,12 @@ static const char *detach(int *seq)
     ht_store_release(&ht__agent.on, HT_ON_OFF);
     *seq = ht__snapshot_write(HT_SNAP_DETACH, HT_WCTX_NORMAL, locked ? ht__reach_result() : NULL);
     ht__trace_finish();
+    if (!locked)
+        locked = ht__reach_lock() == 0;     /* the quiesce stops threads as a leak check does */
+    ht_store_release(&A.detaching, 0);
+    *freed = give_back_tables();
     if (locked)
         ht__reach_unlock();
-    ht_store_release(&A.detaching, 0);
     /* the socket closes now, before the answer goes: an attach the moment
      * the CLI has it must find no agent here (under load one found this
      * socket before the thread had ended) */
@@ -859,8 +930,9 @@ static void serve(int fd)
         r = ok_reply(reply, ht__snapshot_write(HT_SNAP_REQUEST, HT_WCTX_NORMAL, NULL));
     } else if (strcmp(req, "detach\n") == 0) {
         int seq = -1;
-        err = detach(&seq);
-        r = err ? 0 : ok_reply(reply, seq);
+        int64_t freed = -1;
+        err = detach(&seq, &freed);
+        r = err ? 0 : ok_reply_freed(reply, seq, &freed);
     } else if (strcmp(req, "trace\n") == 0) {
         r = ok_reply(reply, 0);     /* where the trace goes (heaptrail attach) */
     } else {
@@ -1084,6 +1156,10 @@ static HT_TLS int t_fork_locked;
 
 static void fork_prepare(void)
 {
+    if (ht_load_acquire(&A.released)) {
+        t_fork_locked = 0;      /* nothing of the agent's runs again */
+        return;
+    }
     ht__reach_fork_prepare();
     t_fork_locked = !ht__guard;     /* inside our own code (a signal handler): don't wait */
     if (!t_fork_locked)
@@ -1114,6 +1190,8 @@ static void fork_parent(void)
 
 static void fork_child(void)
 {
+    if (ht_load_acquire(&A.released))
+        return;                 /* the parent's trace ended at the detach: the child has none */
     if (t_fork_locked) {
         ht__jit_fork_release();
         ht__gdbjit_fork_release();   /* no poll was halfway: keep its state */
@@ -1382,7 +1460,7 @@ HT_API __attribute__((noinline)) long ht_leak_check(void)
  * is still there. */
 static void stage_now(void)
 {
-    if (!A.started)
+    if (!A.started || ht_load_acquire(&A.detached))
         return;
     int g = ht__guard;
     ht__guard = 2;

@@ -234,6 +234,13 @@ HT_INTERNAL uint64_t ht__site_at_peak(const ht_site_t *s, uint32_t epoch, uint64
 HT_INTERNAL void ht__totals(ht_totals_t *t);
 /* Start-up (not async-signal-safe): the thread-exit hook. */
 HT_INTERNAL void ht__sites_start(void);
+/* heaptrail detach, once ht__reach_quiesce has shown no thread inside the
+ * agent: the tables' memory goes back (nothing reads them afterwards) */
+HT_INTERNAL void ht__sites_release(void);
+HT_INTERNAL void ht__live_release(void);
+HT_INTERNAL void ht__mmaps_release(void);
+HT_INTERNAL void ht__writer_release(void);    /* after ht__trace_finish */
+HT_INTERNAL int ht__reach_quiesce(uintptr_t lo, uintptr_t hi);
 /* Fork child: resets site locks another thread may have held. */
 HT_INTERNAL void ht__sites_fork_child(void);
 

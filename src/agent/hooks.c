@@ -486,6 +486,8 @@ static HT_ALWAYS_INLINE void *do_realloc(void *old, size_t n)
         note_reentry();
         return real.realloc(old, n);
     }
+    if (ht_unlikely(!ht__agent.on))
+        return real.realloc(old, n);    /* not started, or detached: its tables may be gone */
     /* forget the old block first: once realloc returns, its address may be
      * handed to another thread. The guard stays up until the new block is
      * in the table: meanwhile the contents are in neither entry, and a
@@ -781,7 +783,7 @@ MMAP_HOOK(mmap64)
 HT_API int munmap(void *a, size_t n)
 {
     NEED(munmap);
-    if (ht_unlikely(ht__guard) || !real.munmap) {
+    if (ht_unlikely(ht__guard) || !ht__agent.on || !real.munmap) {
         if (real.munmap)
             return real.munmap(a, n);
         long r = ht__sys2(SYS_munmap, a, n);

@@ -164,6 +164,10 @@ static uint32_t g_pairs_cap;    /* 0: not reserved yet */
 static uint32_t g_npairs, g_pairs_committed;
 static int g_pairs_full;        /* refused one: no table turns narrow now (read unlocked) */
 static pair_index_t *g_pair_index;
+static size_t g_pairs_bytes;    /* reserved for g_pairs */
+/* outgrown indexes, kept mapped (see above) until a detach gives them back */
+static pair_index_t *g_pair_old[PAIR_BITS + 2];
+static unsigned g_npair_old;
 
 static HT_ALWAYS_INLINE uint64_t pair_hash(uint32_t site, uint64_t size)
 {
@@ -209,6 +213,7 @@ static HT_NOINLINE uint32_t pair_add(uint32_t site, uint64_t size, uint64_t h)
         size_t bytes = (size_t)ht__reserve_share(16, (PAIR_MAX + 1ull) * sizeof(pair_t));
         bytes &= ~(size_t)(PAIR_STEP * sizeof(pair_t) - 1);     /* whole steps */
         g_pairs = bytes >= 2 * PAIR_STEP * sizeof(pair_t) ? ht__reserve(bytes) : NULL;
+        g_pairs_bytes = bytes;
         g_pair_index = g_pairs ? pair_index_new(2 * PAIR_STEP) : NULL;
         if (g_pairs && g_pair_index)
             g_pairs_cap = (uint32_t)(bytes / sizeof(pair_t)) - 1;
@@ -234,6 +239,8 @@ static HT_NOINLINE uint32_t pair_add(uint32_t site, uint64_t size, uint64_t h)
         for (uint32_t k = 1; k <= g_npairs; k++)
             pair_index_put(y, pair_hash(g_pairs[k].site, g_pairs[k].size), k);
         ht_store_release(&g_pair_index, y);
+        if (g_npair_old < HT_ARRAY_SIZE(g_pair_old))
+            g_pair_old[g_npair_old++] = x;
         x = y;
     }
     id = ++g_npairs;
@@ -489,6 +496,40 @@ int ht__live_remove(uintptr_t addr, uint64_t *size, uint32_t *site)
     }
     ht__unlock(&s->lock);
     return rc;
+}
+
+static void pair_index_free(pair_index_t *x)
+{
+    ht__unmap(x, sizeof *x + (x->mask + 1) * sizeof x->slot[0]);
+}
+
+/* heaptrail detach, once no thread can be inside the agent (agent.c):
+ * every table goes back. Nothing reads them afterwards. */
+void ht__live_release(void)
+{
+    for (unsigned i = 0; i < NSHARDS; i++) {
+        shard_t *s = &g_shards[i];
+        if (s->tab)
+            table_free(s->tab, (s->mask + 1) * slot_bytes(s->narrow));
+        s->tab = NULL;
+        s->mask = s->used = 0;
+    }
+    if (g_arena)
+        ht__unmap(g_arena, g_arena_size);
+    g_arena = NULL;
+    g_arena_used = 0;
+    if (g_pairs)
+        ht__unmap(g_pairs, g_pairs_bytes);
+    g_pairs = NULL;
+    if (g_pair_index)
+        pair_index_free(g_pair_index);
+    g_pair_index = NULL;
+    for (unsigned i = 0; i < g_npair_old; i++)
+        pair_index_free(g_pair_old[i]);
+    g_npair_old = 0;
+    g_pairs_cap = g_npairs = g_pairs_committed = 0;
+    ht_store_relaxed(&g_pairs_full, 1);
+    g_mapped = 0;
 }
 
 /* The pair lock is taken last, as inside a shard lock. */

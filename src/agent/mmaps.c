@@ -229,6 +229,15 @@ void ht__mmap_protect(uintptr_t addr, uint64_t len, int prot)
         join_pieces(first ? first - 1 : 0, last);
 }
 
+/* heaptrail detach, once no thread can be inside the agent (agent.c) */
+void ht__mmaps_release(void)
+{
+    if (g_reg)
+        ht__unmap(g_reg, g_cap * sizeof(region_t));
+    g_reg = NULL;
+    g_n = g_cap = 0;
+}
+
 void ht__mmaps_fork_prepare(void) { ht__spin_lock(&g_lock); }
 void ht__mmaps_fork_parent(void) { ht__spin_unlock(&g_lock); }
 void ht__mmaps_fork_child(void) { ht__spin_unlock(&g_lock); }

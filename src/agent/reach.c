@@ -283,6 +283,8 @@ typedef struct {
     uintptr_t regs[16];         /* T_BLOCKED: its system call's six arguments */
     uintptr_t fp, fp_len;       /* T_PARKED: its vector registers' save area */
     long nr;                    /* T_BLOCKED: the system call it sleeps in */
+    uintptr_t pc;               /* T_BLOCKED: where it made that call */
+    int inside;                 /* T_PARKED, in a quiesce: a frame in the agent */
     uint64_t switches;          /* ... and its context switches then */
 } stopped_t;
 
@@ -291,6 +293,7 @@ static int g_nt;
 static int g_release;           /* bumped: threads parked before go on */
 static int g_stopping;          /* a stop is under way (the handler parks) */
 static int g_stop_sig;
+static uintptr_t g_q_lo, g_q_hi;    /* a quiesce's agent code (0, 0: a leak check) */
 
 static long futex(int *addr, int op, int val, const struct timespec *ts)
 {
@@ -355,6 +358,16 @@ static void stop_handler(int sig, siginfo_t *si, void *ucv)
             len = sw[1];
         t->fp = (uintptr_t)uc->uc_mcontext.fpregs;
         t->fp_len = len & ~(size_t)7;
+    }
+    /* a quiesce (ht__reach_quiesce): any frame of the agent's, through
+     * signal frames to the code a handler of the program's interrupted */
+    t->inside = 0;
+    uintptr_t qhi = ht_load_acquire(&g_q_hi);
+    if (qhi) {
+        void *f[64];
+        int k = ht_capture_context(ucv, 64, f, NULL);
+        for (int j = 0; j < k; j++)
+            t->inside |= (uintptr_t)f[j] >= g_q_lo && (uintptr_t)f[j] < qhi;
     }
     park_wait(t, gen);
 }
@@ -510,7 +523,7 @@ static uint64_t dec_after(const char *s, const char *key)
  * NULL, its six arguments (registers rdi, rsi, rdx, r10, r8, r9: a
  * read() buffer may be held nowhere else). Returns 0, or -1 when it is
  * not in one ("running", or "-1 ..."). */
-static int task_syscall(int tid, long *nr, uintptr_t *sp, uintptr_t *args)
+static int task_syscall(int tid, long *nr, uintptr_t *sp, uintptr_t *args, uintptr_t *pc)
 {
     char b[256];
     if (read_task_file(tid, "syscall", b, sizeof b) <= 0 || b[0] < '0' || b[0] > '9')
@@ -528,6 +541,8 @@ static int task_syscall(int tid, long *nr, uintptr_t *sp, uintptr_t *args)
         f[i] = hex(&p);
     }
     *sp = f[6];
+    if (pc)
+        *pc = f[7];
     if (args)
         __builtin_memcpy(args, f, 6 * sizeof *args);
     return f[6] ? 0 : -1;
@@ -544,10 +559,10 @@ static int task_syscall(int tid, long *nr, uintptr_t *sp, uintptr_t *args)
 static int sleeping_thread(stopped_t *t)
 {
     long nr;
-    uintptr_t sp, args[6];
+    uintptr_t sp, pc, args[6];
     char b[4096];
     const char *st;
-    if (task_syscall(t->tid, &nr, &sp, args) != 0 || read_task_file(t->tid, "status", b, sizeof b) <= 0 ||
+    if (task_syscall(t->tid, &nr, &sp, args, &pc) != 0 || read_task_file(t->tid, "status", b, sizeof b) <= 0 ||
         !(st = after_key(b, "State:")) || *st != 'S')
         return -1;              /* running, or in a system call it will leave soon (R, D) */
     uint64_t v = dec_after(b, "voluntary_ctxt_switches:"), n = dec_after(b, "nonvoluntary_ctxt_switches:");
@@ -555,6 +570,7 @@ static int sleeping_thread(stopped_t *t)
         return -1;
     t->nr = nr;
     t->sp = sp;
+    t->pc = pc;
     __builtin_memcpy(t->regs, args, sizeof args);
     t->switches = v + n;
     return 0;
@@ -576,7 +592,7 @@ static int in_sigwait(int tid)
 {
     long nr;
     uintptr_t sp;
-    return task_syscall(tid, &nr, &sp, NULL) == 0 && nr == SYS_rt_sigtimedwait;
+    return task_syscall(tid, &nr, &sp, NULL, NULL) == 0 && nr == SYS_rt_sigtimedwait;
 }
 
 /* After the scan: did a sleeping thread stay asleep in the same call? */
@@ -2271,6 +2287,42 @@ static int attempt(int now, int *woke)
     if (status == HT_REACH_DONE)
         R.threads = (uint32_t)slept;    /* scanned without their registers */
     return status;
+}
+
+/* heaptrail detach, before the agent gives its tables back (agent.c):
+ * stops every other thread as a leak check does and tells whether each is
+ * shown to stand outside the agent's code [lo, hi), so that it cannot
+ * touch the tables again. The detach has set ht__agent.on off before: a
+ * hook reads it before touching them, so a thread outside the agent when
+ * the signal comes reads "off" at its next hook. Shown outside: a thread
+ * parked by the signal with its guard down (else the handler left it busy
+ * and it parked as it left the agent: not shown) and no frame in [lo, hi)
+ * from the interrupted instruction up, through signal frames (a hook
+ * frame above libc's malloc, or a hook between its test of `on` and its
+ * raising the guard that a handler of the program's interrupted); a
+ * thread asleep in a system call (not signalled: see stop_others) that
+ * made the call outside [lo, hi): the agent's own waits are raw system
+ * calls, and the libc calls it makes that can sleep are the control
+ * thread's or on paths a detached agent no longer runs. Returns 0 if
+ * every thread was shown outside, else > 0 (or -1: the threads cannot be
+ * listed). The caller holds the reach lock. */
+int ht__reach_quiesce(uintptr_t lo, uintptr_t hi)
+{
+    forget_threads();
+    S.pid = (int)ht__sys0(SYS_getpid);
+    g_q_lo = lo;
+    ht_store_release(&g_q_hi, hi);
+    int n = stop_others();
+    for (int i = 0; n == 0 && i < g_nt; i++) {
+        const stopped_t *t = &T[i];
+        int out = t->state == T_GONE || (t->state == T_PARKED && t->regs[15] && !t->inside) ||
+                  (t->state == T_BLOCKED && (t->pc < lo || t->pc >= hi));
+        n = !out;
+    }
+    release_others();
+    ht_store_release(&g_q_hi, 0);
+    forget_threads();
+    return n;
 }
 
 /* One scan at a time: the exit's and the control thread's share S, T, R. */

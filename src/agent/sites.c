@@ -267,6 +267,29 @@ static void on_thread_exit(void *v)
     flush_delta();
 }
 
+/* heaptrail detach, once no thread can be inside the agent (agent.c):
+ * the records and their indexes go back. Nothing reads them afterwards. */
+void ht__sites_release(void)
+{
+    if (ht_load_acquire(&g_init_state) != 1)
+        return;
+    for (int k = 0; k < 2; k++) {
+        for (uint32_t i = 0; i < L1_SIZE; i++)
+            if (g_index[k]->l1[i])
+                ht__unmap(g_index[k]->l1[i], L2_SIZE * sizeof(uint32_t));
+        ht__unmap(g_index[k], sizeof(site_index_t));
+        g_index[k] = NULL;
+    }
+    ht__unmap(ht__sites, (size_t)g_max_sites * sizeof(ht_site_t));
+    ht__unmap(g_peak_blocks, (size_t)g_max_sites * sizeof(uint64_t));
+    ht__unmap(g_temp, (size_t)g_max_sites * sizeof *g_temp);
+    ht__sites = NULL;
+    g_peak_blocks = NULL;
+    g_temp = NULL;
+    g_nsites = 0;
+    ht_store_release(&g_init_state, -1);
+}
+
 void ht__sites_start(void)
 {
     g_exit_key_ok = pthread_key_create(&g_exit_key, on_thread_exit) == 0;

@@ -78,6 +78,8 @@ static struct {
     uint8_t *out;
     size_t out_cap;
     ZSTD_CCtx *cctx;
+    void *ws;                   /* cctx's workspace, ws_len bytes */
+    size_t ws_len;
     module_t *mods;
     uint32_t nmods;
     char *paths;                /* module paths, NUL-terminated, bumped */
@@ -906,8 +908,11 @@ void ht__writer_init(void)
     size_t ws = ZSTD_estimateCCtxSize_usingCParams(cp);
     const char *z = ht__env("HEAPTRAIL_COMPRESS");
     void *wsp = z && z[0] == '0' ? NULL : ht__map(ws);   /* "0": stored blocks */
-    if (wsp)
+    if (wsp) {
         W.cctx = ZSTD_initStaticCCtx(wsp, ws);
+        W.ws = wsp;
+        W.ws_len = ws;
+    }
     if (!W.raw || !W.out || !W.mods || !W.paths) {
         W.create_failed = 1;
         return;
@@ -1221,6 +1226,28 @@ int ht__writer_start_file(void)
         flush();
     wunlock();
     return r;
+}
+
+/* heaptrail detach, after ht__trace_finish, once no thread can be inside
+ * the agent (agent.c): the buffers go back. Every entry point finds the
+ * writer uninitialised from then on; the path stays (the detach's answer
+ * names it). */
+void ht__writer_release(void)
+{
+    if (!W.initialised || !W.finished)
+        return;
+    W.initialised = 0;
+    ht__unmap(W.raw, RAW_CAP);
+    ht__unmap(W.out, W.out_cap);
+    ht__unmap(W.mods, (size_t)W.max_mods * sizeof(module_t));
+    ht__unmap(W.paths, W.paths_cap);
+    if (W.ws)
+        ht__unmap(W.ws, W.ws_len);
+    W.raw = W.out = NULL;
+    W.mods = NULL;
+    W.paths = NULL;
+    W.ws = NULL;
+    W.cctx = NULL;
 }
 
 /* ---- fork -------------------------------------------------------------- */

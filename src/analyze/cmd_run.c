@@ -1371,10 +1371,26 @@ int ht_cmd_detach(int argc, char **argv)
         say_bad_reply(pid, reply, got, timed_out, timeout_ms);
         return 1;
     }
+    /* "ok SEQ FREED PATH": what the agent's tables gave back (-1: kept) */
+    char *fend;
+    errno = 0;
+    long long freed = strtoll(path, &fend, 10);
+    if (errno || fend == path || *fend != ' ') {
+        say_bad_reply(pid, reply, got, timed_out, timeout_ms);
+        return 1;
+    }
+    path = fend + 1;
     fprintf(stderr, "heaptrail: detached from process %ld; its trace ends with snapshot %llu: ", pid,
             (unsigned long long)seq);
     ht__put_clean(stderr, path);
     fputc('\n', stderr);
+    char hb[32];
+    if (freed >= 0)
+        fprintf(stderr, "heaptrail: the agent gave its tables back: %s of memory\n",
+                ht__human_bytes((uint64_t)freed, hb));
+    else
+        fprintf(stderr, "heaptrail: the agent keeps its tables: a thread of the program was still inside it "
+                        "(the memory stays until the program ends)\n");
     static ht_supp_t none;
     return ht__run_summary(path, HT_SUMMARY_NOW, (int64_t)(seq > INT64_MAX ? INT64_MAX : seq), &none, NULL, stderr) ? 1 : 0;
 }

@@ -895,6 +895,16 @@ void ht__stackdb_fork_child(void)
     ht__stackdb_fork_parent();
 }
 
+/* heaptrail detach, once no thread can be inside the agent: the memory
+ * goes back; the database reads as unusable (state 2) from then on. */
+void ht__stackdb_release(void)
+{
+    if (db.state != 0)
+        teardown();
+    db.state = 2;
+    ht_store_release(&db.node_count, 0u);
+}
+
 /* ---- tests ------------------------------------------------------------ */
 
 void ht__stackdb_reset_for_test(uint64_t budget, uint64_t hash_mask)

@@ -64,6 +64,11 @@ HT_INTERNAL void ht__stackdb_fork_prepare(void);
 HT_INTERNAL void ht__stackdb_fork_parent(void);
 HT_INTERNAL void ht__stackdb_fork_child(void);
 
+/* heaptrail detach (the agent leaving a process), once no thread can be
+ * inside the agent: gives the database's memory back. Nothing may use the
+ * database afterwards. */
+HT_INTERNAL void ht__stackdb_release(void);
+
 /* Tests and benchmarks only: discards the database and sets up a new one
  * with `budget` bytes (0: set up lazily from HEAPTRAIL_STACKDB_MAX) and
  * the internal hash ANDed with `hash_mask` (~0 in normal use; a mask of a

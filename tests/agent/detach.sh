@@ -22,9 +22,21 @@ for mode in st mt now; do
     wait_line d_$mode.out "where $where" && echo "ok: detach $mode: attached, malloc leads to the hook" ||
         fail "detach $mode: attached, where: $(grep '^where' d_$mode.out)"
 
+    # 100,000 blocks more: the agent's tables grow by megabytes, which the
+    # detach gives back (give_back_tables in src/agent/agent.c)
+    echo many >&7
+    wait_line d_$mode.out many || fail "detach $mode: no 'many'"
+    rss0=$(awk '/^RssAnon:/ {print $2}' /proc/$APID/status)
+
     "$HT" detach "$APID" 2>detach_$mode.err; rc=$?
     cat detach_$mode.err
     expect_eq "detach $mode: exit status" "$rc" 0
+    rss1=$(awk '/^RssAnon:/ {print $2}' /proc/$APID/status)
+    freed=$(sed -n 's/^heaptrail: the agent gave its tables back: \([0-9.]*\) MiB of memory$/\1/p' detach_$mode.err)
+    [ -n "$freed" ] && awk "BEGIN { exit !($freed >= 1) }" && echo "ok: detach $mode: the tables gave back $freed MiB" ||
+        fail "detach $mode: the tables gave back: $(grep 'tables' detach_$mode.err)"
+    [ "$rss1" -lt $((rss0 - 1024)) ] && echo "ok: detach $mode: anonymous memory $rss0 -> $rss1 kB" ||
+        fail "detach $mode: anonymous memory $rss0 -> $rss1 kB"
     expect_eq "detach $mode: says so" \
         "$(grep -c "^heaptrail: detached from process $APID; its trace ends with snapshot 0: $T/d_$mode.ht\$" detach_$mode.err)" 1
     # the leak check made as it left: attach.sh's truth while it runs

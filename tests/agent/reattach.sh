@@ -18,6 +18,7 @@ for mode in st mt now; do
     wait_line r_$mode.out leaked || fail "reattach $mode: no 'leaked'"
     "$HT" detach "$APID" 2>d1_$mode.err; rc=$?
     expect_eq "reattach $mode: first detach" "$rc" 0
+    expect_eq "reattach $mode: first detach gave the tables back" "$(grep -c '^heaptrail: the agent gave its tables back: ' d1_$mode.err)" 1
     sum=$(cksum <one_$mode.ht)
     # with no agent: frees of blocks the first one tracked (3 of site_a's)
     echo after >&7
@@ -48,6 +49,7 @@ for mode in st mt now; do
     "$HT" detach "$APID" 2>d2_$mode.err; rc=$?
     cat d2_$mode.err
     expect_eq "reattach $mode: second detach" "$rc" 0
+    expect_eq "reattach $mode: the copy gave its tables back" "$(grep -c '^heaptrail: the agent gave its tables back: ' d2_$mode.err)" 1
     # the second "leak" and "lose": the first agent's live table, which
     # still holds the lost block's address, is no root
     expect_eq "reattach $mode: the copy's leak check" \

@@ -61,6 +61,7 @@
 #include "../noreadv.h"
 
 static void *volatile keep[64];
+static void **volatile many;    /* "many": blocks that fill the live table */
 static volatile int n7 = 7, n3 = 3, n4 = 4;
 static volatile unsigned long spins;
 static volatile int stop;
@@ -260,6 +261,11 @@ int main(int argc, char **argv)
             if (c < 0 || waitpid(c, &st, 0) != c || st != 0)
                 return 8;
             printf("after\n");
+        } else if (!strcmp(cmd, "many")) {
+            many = malloc(100000 * sizeof *many);
+            for (int i = 0; many && i < 100000; i++)
+                many[i] = malloc(24);
+            printf("many\n");
         } else if (!strcmp(cmd, "lose")) {
             printf("lost %s\n", lose() ? "reused" : "fresh");
         } else if (!strcmp(cmd, "exit")) {

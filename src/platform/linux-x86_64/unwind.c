@@ -22,6 +22,8 @@
 #include <emmintrin.h>
 #include <pthread.h>
 #include <stddef.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/ucontext.h>
 
 /* ---- compact rules ---------------------------------------------------- */
@@ -722,6 +724,7 @@ typedef struct thead_s {
 
 typedef struct trail_s {
     struct trail_s *next_free;
+    struct trail_s *all_next;   /* every trail mapped (g_trail_all) */
     int spare;                  /* the buffer walks record into (never a trail) */
     uint32_t clock;
     int useless;                /* useless recorded walks in a row (see above) */
@@ -750,6 +753,7 @@ static HT_TLS trail_t *t_trail;
 static HT_TLS int t_trail_busy;     /* a walk on this thread uses t_trail */
 static HT_TLS int t_trail_off;      /* the thread is exiting: no new trail */
 static trail_t *g_trail_free;
+static trail_t *g_trail_all;    /* every trail mapped, never unmapped */
 static ht_spinlock_t g_trail_lock;
 static pthread_key_t g_trail_key;
 static int g_trail_key_ok;
@@ -771,7 +775,18 @@ static void trail_thread_exit(void *p)
         }
         ht__backoff(i);
     }
-    ht__unmap(tr, sizeof *tr);
+    /* its pages back; the mapping stays on g_trail_all */
+    ht__sys3(SYS_madvise, tr, sizeof *tr, MADV_DONTNEED);
+}
+
+/* heaptrail detach, once no thread can be inside the agent: every
+ * trail's pages go back (190 KiB a thread that allocated). The mappings
+ * stay: a thread's t_trail still points at one and its exit gives it to
+ * the free list; read again, a trail is all zeros, which is empty. */
+void ht__trails_release(void)
+{
+    for (trail_t *tr = ht_load_acquire(&g_trail_all); tr; tr = tr->all_next)
+        ht__sys3(SYS_madvise, tr, sizeof *tr, MADV_DONTNEED);
 }
 
 __attribute__((constructor)) static void trail_init(void)
@@ -802,6 +817,7 @@ static HT_NOINLINE trail_t *trail_new(void)
     }
     /* populated: its headers and the buffers walks record into are all
      * written soon, and a fault a page costs ~10x as much (sys.c) */
+    int fresh = !tr;
     if (!tr && !(tr = ht__map_populated(sizeof(trail_t))))
         return NULL;
     for (int b = 0; b <= TRAILS; b++)
@@ -812,8 +828,16 @@ static HT_NOINLINE trail_t *trail_new(void)
     tr->rest_len = TRAIL_REST;
     tr->mixed = 0;
     if (pthread_setspecific(g_trail_key, tr) != 0) {
-        ht__unmap(tr, sizeof(trail_t));
+        ht__unmap(tr, sizeof(trail_t));     /* (a recycled one: never fails) */
         return NULL;
+    }
+    if (fresh) {
+        /* new: on the list (lock-free: a handler on this thread may map
+         * its own while this one is half made) */
+        trail_t *old = ht_load_relaxed(&g_trail_all);
+        do
+            tr->all_next = old;
+        while (!__atomic_compare_exchange_n(&g_trail_all, &old, tr, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
     }
     t_trail = tr;
     return tr;

@@ -81,6 +81,9 @@ HT_INTERNAL int ht__maps_each(int (*fn)(const ht_maps_line_t *, void *), void *c
 /* From now on the text only (the agent, under an inherited seccomp
  * filter: it may kill on a call the process never made before). */
 HT_INTERNAL void ht__maps_no_query(void);
+/* heaptrail detach, once no thread can be inside the agent: the threads'
+ * trails give their pages back (unwind.c) */
+HT_INTERNAL void ht__trails_release(void);
 
 /* Finds the readable stack mapping that contains `sp` and stores its
  * bounds in *lo and *hi. Uses a small per-thread cache, else
