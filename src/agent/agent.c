@@ -876,7 +876,7 @@ static const char *detach(int *seq, int64_t *freed)
     if (!locked)
         locked = ht__reach_lock() == 0;     /* the quiesce stops threads as a leak check does */
     ht_store_release(&A.detaching, 0);
-    *freed = give_back_tables();
+    *freed = locked ? give_back_tables() : -1;   /* (no lock: a scan runs; kept) */
     if (locked)
         ht__reach_unlock();
     /* the socket closes now, before the answer goes: an attach the moment
