@@ -758,6 +758,13 @@ static ht_spinlock_t g_trail_lock;
 static pthread_key_t g_trail_key;
 static int g_trail_key_ok;
 
+/* A listed trail no thread holds any more: its pages go back, its mapping
+ * stays on g_trail_all (never unmapped: the detach walks the list). */
+static void trail_pages_back(trail_t *tr)
+{
+    ht__sys3(SYS_madvise, tr, sizeof *tr, MADV_DONTNEED);
+}
+
 static void trail_thread_exit(void *p)
 {
     trail_t *tr = p;
@@ -775,8 +782,7 @@ static void trail_thread_exit(void *p)
         }
         ht__backoff(i);
     }
-    /* its pages back; the mapping stays on g_trail_all */
-    ht__sys3(SYS_madvise, tr, sizeof *tr, MADV_DONTNEED);
+    trail_pages_back(tr);
 }
 
 /* heaptrail detach, once no thread can be inside the agent: every
@@ -786,7 +792,7 @@ static void trail_thread_exit(void *p)
 void ht__trails_release(void)
 {
     for (trail_t *tr = ht_load_acquire(&g_trail_all); tr; tr = tr->all_next)
-        ht__sys3(SYS_madvise, tr, sizeof *tr, MADV_DONTNEED);
+        trail_pages_back(tr);
 }
 
 __attribute__((constructor)) static void trail_init(void)
@@ -828,7 +834,11 @@ static HT_NOINLINE trail_t *trail_new(void)
     tr->rest_len = TRAIL_REST;
     tr->mixed = 0;
     if (pthread_setspecific(g_trail_key, tr) != 0) {
-        ht__unmap(tr, sizeof(trail_t));     /* (a recycled one: never fails) */
+        /* (a key past glibc's first 32 may need memory) */
+        if (fresh)
+            ht__unmap(tr, sizeof(trail_t));     /* not listed yet */
+        else
+            trail_pages_back(tr);
         return NULL;
     }
     if (fresh) {
