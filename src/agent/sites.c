@@ -40,6 +40,8 @@ static HT_ALWAYS_INLINE uint64_t ticks(void)
 typedef struct { uint32_t *l1[L1_SIZE]; } site_index_t;
 
 static site_index_t *g_index[2];    /* per kind */
+static uint32_t g_l1_end[2];        /* per kind: past the last level-1 slot
+                                       filled (what a release reads) */
 ht_site_t *ht__sites;                /* reserved g_max_sites records */
 static uint64_t *g_peak_blocks;     /* per record: live blocks at the peak's
                                        epoch (no room in the record's line;
@@ -98,6 +100,13 @@ static HT_NOINLINE int sites_init(void)
     return ht_load_acquire(&g_init_state);
 }
 
+static void raise_u32(uint32_t *at, uint32_t v)
+{
+    uint32_t p = ht_load_relaxed(at);
+    while (v > p && !__atomic_compare_exchange_n(at, &p, v, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        ;
+}
+
 static HT_NOINLINE ht_site_t *site_create(uint32_t **slot_l2p, uint32_t stack, int kind)
 {
     uint32_t *l2 = ht_load_acquire(slot_l2p);
@@ -111,6 +120,7 @@ static HT_NOINLINE ht_site_t *site_create(uint32_t **slot_l2p, uint32_t stack, i
         if (__atomic_compare_exchange_n(slot_l2p, &expect, fresh, 0, __ATOMIC_ACQ_REL,
                                         __ATOMIC_ACQUIRE)) {
             l2 = fresh;
+            raise_u32(&g_l1_end[kind & 1], (stack >> L2_BITS) + 1);
         } else {
             ht__unmap(fresh, L2_SIZE * sizeof(uint32_t));
             l2 = expect;
@@ -268,13 +278,17 @@ static void on_thread_exit(void *v)
 }
 
 /* heaptrail detach, once no thread can be inside the agent (agent.c):
- * the records and their indexes go back. Nothing reads them afterwards. */
+ * the records and their indexes go back. Nothing reads them afterwards.
+ * Only the level-1 slots up to the last one filled are read: the rest of
+ * each 8 MiB index was never touched (reading it whole faulted in ~4,000
+ * zero pages). */
 void ht__sites_release(void)
 {
     if (ht_load_acquire(&g_init_state) != 1)
         return;
     for (int k = 0; k < 2; k++) {
-        for (uint32_t i = 0; i < L1_SIZE; i++)
+        uint32_t end = ht_load_acquire(&g_l1_end[k]);
+        for (uint32_t i = 0; i < end && i < L1_SIZE; i++)
             if (g_index[k]->l1[i])
                 ht__unmap(g_index[k]->l1[i], L2_SIZE * sizeof(uint32_t));
         ht__unmap(g_index[k], sizeof(site_index_t));
