@@ -6,7 +6,7 @@ set -eu
 what=${1:-test}
 
 build="gcc make libc6-dev libdw-dev libelf-dev libzstd-dev zlib1g-dev pkg-config"
-test="$build g++ clang libunwind-dev gdb sqlite3 python3 binutils git valgrind jq bc libxml2-utils curl gpg nodejs npm chromium wine wine64 gcc-mingw-w64-x86-64"
+test="$build g++ clang libunwind-dev gdb sqlite3 python3 binutils git valgrind jq bc libxml2-utils curl debuginfod gpg nodejs npm chromium wine wine64 gcc-mingw-w64-x86-64"
 bench="$test heaptrack hyperfine liblsan0 time"
 
 case $what in

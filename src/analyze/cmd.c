@@ -47,6 +47,8 @@ static void usage(int cmd, FILE *f)
                "      --well-tested LIST comma-separated module name patterns (default:\n"
                "                         libc.so*,libstdc++.so*,ld-linux*.so*,libheaptrail*.so*,...)\n"
                "      --debug-dir DIRS   also look for separate debug info in DIRS (colon-separated)\n"
+               "      --debuginfod       fetch debug info missing here (and files gone since the\n"
+               "                         run) by build-id from the servers in DEBUGINFOD_URLS\n"
                "      --suppressions FILE  leave out stacks matching its `leak:PATTERN` lines\n"
                "                         (LeakSanitizer's format; as `heaptrail run`'s)\n");
     if (cmd == HT_CMD_REPORT)
@@ -177,6 +179,7 @@ int ht__cmd_main(int cmd, int argc, char **argv, ht_loader_fn load, ht_unloader_
         { "peak", no_argument, 0, 'K' },
         { "no-progress", no_argument, 0, 'P' },
         { "suppressions", required_argument, 0, 'S' },
+        { "debuginfod", no_argument, 0, 'I' },
         { "help", no_argument, 0, 'h' },
         { 0, 0, 0, 0 },
     };
@@ -225,6 +228,7 @@ int ht__cmd_main(int cmd, int argc, char **argv, ht_loader_fn load, ht_unloader_
             break;
         }
         case 'd': debug_dirs = optarg; break;
+        case 'I': o.debuginfod = HT_DEBUGINFOD_ASK; break;
         case 's':
             if (cmd != HT_CMD_REPORT)
                 return bad(cmd, "--snapshot is for report; use TRACE:N%s%s", "", "");
@@ -274,9 +278,21 @@ int ht__cmd_main(int cmd, int argc, char **argv, ht_loader_fn load, ht_unloader_
     if (o.format == HT_FMT_PPROF && !out && isatty(1))
         return bad(cmd, "pprof output is binary; use -o FILE or a pipe%s%s", "", "");
 
-    /* symbolization is offline: never ask a debuginfod server behind the
-     * user's back */
-    unsetenv("DEBUGINFOD_URLS");
+    /* symbolization is offline unless --debuginfod says otherwise: never
+     * ask a debuginfod server behind the user's back (some distributions
+     * set DEBUGINFOD_URLS for every login: then a note says what the flag
+     * would do) */
+    const char *urls = getenv("DEBUGINFOD_URLS");
+    int have_urls = urls && strspn(urls, " \t") < strlen(urls);
+    if (o.debuginfod == HT_DEBUGINFOD_ASK && !have_urls)
+        return bad(cmd, "--debuginfod: DEBUGINFOD_URLS is not set (the servers to ask, e.g. "
+                        "https://debuginfod.debian.net)%s%s", "", "");
+    if (o.debuginfod != HT_DEBUGINFOD_ASK) {
+        o.debuginfod = have_urls ? HT_DEBUGINFOD_HINT : HT_DEBUGINFOD_OFF;
+        unsetenv("DEBUGINFOD_URLS");
+    } else if (o.progress) {
+        setenv("DEBUGINFOD_PROGRESS", "1", 0);  /* libdebuginfod's download lines */
+    }
 
     int rc = 1;
     ht_trace_t traces[2];
@@ -287,6 +303,11 @@ int ht__cmd_main(int cmd, int argc, char **argv, ht_loader_fn load, ht_unloader_
     ht__session_init(&ses, &o, debug_dirs, stderr);
     ht_report_t rep = { 0 };
     FILE *f = NULL;
+    if (ht__sym_debuginfod(ses.sym, o.debuginfod) != 0) {
+        rc = bad(cmd, "--debuginfod: cannot load libdebuginfod.so.1 (Debian: apt-get install "
+                      "libdebuginfod1)%s%s", "", "");
+        goto done;
+    }
     if (cmd == HT_CMD_DIFF) {
         paths[0] = split_snap(ops[0], &snaps[0]);
         paths[1] = split_snap(ops[1], &snaps[1]);

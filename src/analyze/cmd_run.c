@@ -482,6 +482,10 @@ static int summary(const char *path, int when, int64_t seq, ht_supp_t *supp, int
     ht_session_t ses;
     ht_opts_t sopts = { 0 };
     if (supp && supp->n) {
+        /* offline, as `heaptrail report` without --debuginfod: libdwfl's
+         * search would ask DEBUGINFOD_URLS' servers (the program, which
+         * inherited it, has ended or is another process) */
+        unsetenv("DEBUGINFOD_URLS");
         ht__session_init(&ses, &sopts, NULL, NULL);
         ht__session_add(&ses, path, &t);
         sup = ht__xmalloc((s->nsites ? s->nsites : 1) * sizeof *sup);

@@ -75,6 +75,7 @@ typedef struct ht_opts_s {
     size_t nwell_tested;
     int progress;               /* progress lines on stderr */
     struct ht_supp_s *supp;     /* --suppressions: sites left out, or NULL */
+    int debuginfod;             /* HT_DEBUGINFOD_* (sym.h) */
 } ht_opts_t;
 
 typedef struct ht_session_s {

@@ -7,6 +7,7 @@
  * line is the line table's; each
  * inlined subroutine's DW_AT_call_file/DW_AT_call_line give the line in the
  * function it was inlined into, which is the next frame out. */
+#include <dlfcn.h>
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
@@ -36,11 +37,15 @@ struct ht_sym_s {
     size_t ndebug_dirs;
     Dwfl_Callbacks cb;
     FILE *warn;
+    int dfod_mode;          /* HT_DEBUGINFOD_* */
+    int dfod_hinted;        /* the HINT note was written */
+    struct dfod_s *dfod;    /* ASK: libdebuginfod, loaded */
     uint64_t hits, misses;
     ht_sloc_t empty;        /* n = 0 */
 };
 
 static void cu_index_free(ht_smod_t *m);
+static int try_open(ht_sym_t *s, ht_smod_t *m, const char *file, const char **why);
 
 ht_sym_t *ht__sym_new(const char *debug_dirs, FILE *warn)
 {
@@ -75,10 +80,70 @@ ht_sym_t *ht__sym_new(const char *debug_dirs, FILE *warn)
     return s;
 }
 
+/* libdebuginfod, loaded on demand as libdw loads it (no link dependency;
+ * the prototypes are debuginfod.h's). The client finds a file by build-id
+ * in its cache (~/.cache/debuginfod_client) or downloads it, and returns
+ * an open descriptor and the cached file's path. */
+typedef struct debuginfod_client debuginfod_client;
+typedef int (*dfod_find_fn)(debuginfod_client *, const unsigned char *, int, char **);
+struct dfod_s {
+    void *lib;
+    debuginfod_client *client;
+    dfod_find_fn find_debuginfo, find_executable;
+    void (*end)(debuginfod_client *);
+};
+
+int ht__sym_debuginfod(ht_sym_t *s, int mode)
+{
+    s->dfod_mode = mode;
+    if (mode != HT_DEBUGINFOD_ASK)
+        return 0;
+    struct dfod_s *d = ht__xcalloc(1, sizeof *d);
+    debuginfod_client *(*begin)(void) = NULL;
+    d->lib = dlopen("libdebuginfod.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (d->lib) {
+        begin = (debuginfod_client * (*)(void)) dlsym(d->lib, "debuginfod_begin");
+        d->find_debuginfo = (dfod_find_fn)dlsym(d->lib, "debuginfod_find_debuginfo");
+        d->find_executable = (dfod_find_fn)dlsym(d->lib, "debuginfod_find_executable");
+        d->end = (void (*)(debuginfod_client *))dlsym(d->lib, "debuginfod_end");
+    }
+    if (!begin || !d->find_debuginfo || !d->find_executable || !d->end || !(d->client = begin())) {
+        if (d->lib)
+            dlclose(d->lib);
+        free(d);
+        return -1;
+    }
+    s->dfod = d;
+    return 0;
+}
+
+/* ASK: the module's file by build-id from debuginfod (what = 0: its debug
+ * file, 1: the executable), opened; 1 usable, else not (why says). */
+static int dfod_open(ht_sym_t *s, ht_smod_t *m, int what, const char **why)
+{
+    char *path = NULL;
+    dfod_find_fn find = what ? s->dfod->find_executable : s->dfod->find_debuginfo;
+    int fd = find(s->dfod->client, m->build_id, (int)m->build_id_len, &path);
+    if (fd < 0) {
+        *why = "debuginfod has no file for its build-id";
+        free(path);
+        return -1;
+    }
+    close(fd);
+    int r = try_open(s, m, path, why);
+    free(path);
+    return r;
+}
+
 void ht__sym_free(ht_sym_t *s)
 {
     if (!s)
         return;
+    if (s->dfod) {
+        s->dfod->end(s->dfod->client);
+        dlclose(s->dfod->lib);
+        free(s->dfod);
+    }
     for (size_t i = 0; i < s->nmods; i++) {
         cu_index_free(&s->mods[i]);
         free(s->mods[i].syms);
@@ -184,6 +249,16 @@ static int try_open(ht_sym_t *s, ht_smod_t *m, const char *file, const char **wh
     return 1;
 }
 
+/* HINT: once, where a module has no debug info here */
+static void dfod_hint(ht_sym_t *s, ht_smod_t *m)
+{
+    if (s->dfod_mode != HT_DEBUGINFOD_HINT || s->dfod_hinted || m->has_dwarf || !m->build_id_len || !s->warn)
+        return;
+    s->dfod_hinted = 1;
+    fprintf(s->warn, "heaptrail: note: %s has no debug info here; DEBUGINFOD_URLS is set: "
+                     "--debuginfod would ask its servers\n", m->path);
+}
+
 static void open_module(ht_sym_t *s, ht_smod_t *m)
 {
     m->state = 2;
@@ -193,6 +268,7 @@ static void open_module(ht_sym_t *s, ht_smod_t *m)
     const char *why = NULL;
     if (try_open(s, m, m->path, &why) == 1) {
         m->state = 1;
+        dfod_hint(s, m);
         return;
     }
     /* The file is gone or was rebuilt: the debug file with the trace's
@@ -213,7 +289,20 @@ static void open_module(ht_sym_t *s, ht_smod_t *m)
                 return;
             }
         }
+        /* then debuginfod, if asked: the debug file has the symbols too,
+         * the executable at least its own */
+        for (int what = 0; s->dfod && what < 2; what++) {
+            const char *why2;
+            if (dfod_open(s, m, what, &why2) == 1) {
+                m->state = 1;
+                if (s->warn)
+                    fprintf(s->warn, "heaptrail: warning: %s: %s; using the %s with build-id %s from debuginfod\n",
+                            m->path, why, what ? "executable" : "debug file", h);
+                return;
+            }
+        }
     }
+    dfod_hint(s, m);
     if (s->warn) {
         char h[129] = "none";
         if (m->build_id_len)

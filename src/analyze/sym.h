@@ -61,6 +61,15 @@ typedef struct ht_sym_s ht_sym_t;
 HT_INTERNAL ht_sym_t *ht__sym_new(const char *debug_dirs, FILE *warn);
 HT_INTERNAL void ht__sym_free(ht_sym_t *s);
 
+/* debuginfod (`--debuginfod`): OFF, DEBUGINFOD_URLS not set; HINT, set but
+ * not to be asked (cmd.c unset it; a module without debug info gets one
+ * note saying --debuginfod would ask); ASK, libdwfl's standard callbacks
+ * fetch separate debug info from its servers, and a module whose file is
+ * gone or rebuilt is fetched by build-id (its debug file, else the
+ * executable). ASK loads libdebuginfod.so.1; returns -1 if it cannot. */
+enum { HT_DEBUGINFOD_OFF = 0, HT_DEBUGINFOD_HINT, HT_DEBUGINFOD_ASK };
+HT_INTERNAL int ht__sym_debuginfod(ht_sym_t *s, int mode);
+
 /* The module handle for (path, build-id); equal build-ids (or, without a
  * build-id, equal paths) give the same handle. */
 HT_INTERNAL uint32_t ht__sym_module(ht_sym_t *s, const char *path,
