@@ -40,7 +40,7 @@ static HT_ALWAYS_INLINE uint64_t ticks(void)
 typedef struct { uint32_t *l1[L1_SIZE]; } site_index_t;
 
 static site_index_t *g_index[2];    /* per kind */
-static uint32_t g_l1_end[2];        /* per kind: past the last level-1 slot
+static uint64_t g_l1_end[2];        /* per kind: past the last level-1 slot
                                        filled (what a release reads) */
 ht_site_t *ht__sites;                /* reserved g_max_sites records */
 static uint64_t *g_peak_blocks;     /* per record: live blocks at the peak's
@@ -100,10 +100,12 @@ static HT_NOINLINE int sites_init(void)
     return ht_load_acquire(&g_init_state);
 }
 
-static void raise_u32(uint32_t *at, uint32_t v)
+/* *at = max(*at, v), atomically: the process's peaks, g_l1_end */
+static HT_ALWAYS_INLINE void raise_max(uint64_t *at, uint64_t v)
 {
-    uint32_t p = ht_load_relaxed(at);
-    while (v > p && !__atomic_compare_exchange_n(at, &p, v, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+    uint64_t p = ht_load_relaxed(at);
+    while (v > p && !__atomic_compare_exchange_n(at, &p, v, 1, __ATOMIC_RELAXED,
+                                                 __ATOMIC_RELAXED))
         ;
 }
 
@@ -120,7 +122,7 @@ static HT_NOINLINE ht_site_t *site_create(uint32_t **slot_l2p, uint32_t stack, i
         if (__atomic_compare_exchange_n(slot_l2p, &expect, fresh, 0, __ATOMIC_ACQ_REL,
                                         __ATOMIC_ACQUIRE)) {
             l2 = fresh;
-            raise_u32(&g_l1_end[kind & 1], (stack >> L2_BITS) + 1);
+            raise_max(&g_l1_end[kind & 1], (stack >> L2_BITS) + 1);
         } else {
             ht__unmap(fresh, L2_SIZE * sizeof(uint32_t));
             l2 = expect;
@@ -165,14 +167,6 @@ ht_site_t *ht__site_get(uint32_t stack, int kind)
             return ht__site_by_index(v - 1);
     }
     return site_create(slot, stack, kind);
-}
-
-static HT_ALWAYS_INLINE void raise_peak(uint64_t *peak, uint64_t v)
-{
-    uint64_t p = ht_load_relaxed(peak);
-    while (v > p && !__atomic_compare_exchange_n(peak, &p, v, 1, __ATOMIC_RELAXED,
-                                                 __ATOMIC_RELAXED))
-        ;
 }
 
 /* What was live at the peak, per site (bytes in the record, blocks in
@@ -287,7 +281,7 @@ void ht__sites_release(void)
     if (ht_load_acquire(&g_init_state) != 1)
         return;
     for (int k = 0; k < 2; k++) {
-        uint32_t end = ht_load_acquire(&g_l1_end[k]);
+        uint64_t end = ht_load_acquire(&g_l1_end[k]);
         for (uint32_t i = 0; i < end && i < L1_SIZE; i++)
             if (g_index[k]->l1[i])
                 ht__unmap(g_index[k]->l1[i], L2_SIZE * sizeof(uint32_t));
@@ -331,11 +325,11 @@ static HT_ALWAYS_INLINE void proc_add(int64_t bytes, int64_t blocks)
         int64_t sk = (int64_t)(ht_load_relaxed(&g_proc.live_blocks) + (uint64_t)t_dblocks);
         uint64_t pb = sb > 0 ? (uint64_t)sb : 0, pk = sk > 0 ? (uint64_t)sk : 0;
         if (ht_unlikely(pb > ht_load_relaxed(&g_proc.peak_bytes))) {
-            raise_peak(&g_proc.peak_bytes, pb);
+            raise_max(&g_proc.peak_bytes, pb);
             epoch_begin(pb);
         }
         if (ht_unlikely(pk > ht_load_relaxed(&g_proc.peak_blocks)))
-            raise_peak(&g_proc.peak_blocks, pk);
+            raise_max(&g_proc.peak_blocks, pk);
     }
     /* |d| > F as one unsigned compare: d + F outside [0, 2F] */
     if (ht_unlikely(!t_registered || (uint64_t)t_dbytes + FLUSH_BYTES > 2 * FLUSH_BYTES ||
