@@ -2,7 +2,8 @@
  * agent: N times, fork a child and wait for it; the child exits at once
  * (MODE "idle", the default: a daemon()'s middle child, a helper that
  * _exits), or allocates and frees one block first ("alloc": a shell's
- * subshell), or leaks one ("leak"). Prints the wall time per child in
+ * subshell), or leaks one ("leak"), or executes /bin/true ("exec": a
+ * shell running a command, make's recipes, a server's helpers). Prints the wall time per child in
  * microseconds. Results: docs/BENCHMARKS.md, "Processes that fork". */
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +25,10 @@ int main(int argc, char **argv)
         if (c < 0)
             return 1;
         if (c == 0) {
+            if (!strcmp(mode, "exec")) {
+                execl("/bin/true", "true", (char *)NULL);
+                _exit(127);
+            }
             if (!strcmp(mode, "alloc") || !strcmp(mode, "leak"))
                 sink = malloc(100);
             if (!strcmp(mode, "alloc"))

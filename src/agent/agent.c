@@ -70,6 +70,7 @@ static struct {
     ht_spinlock_t pause_lock;
     int pauses;                 /* set-id calls under way (the thread is paused) */
     int paused;                 /* the control thread was running before them */
+    int ctl_deferred;           /* a fork child's: started at its first allocation or release */
     struct sigaction old[32];
     int hooked[32];
 } A = { .listen_fd = -1 };
@@ -191,14 +192,18 @@ static int spare_descriptors(struct rlimit *old)
     return ht__sys4(SYS_prlimit64, 0, RLIMIT_NOFILE, &more, NULL) == 0;
 }
 
+/* A forked child that never allocated nor released anything and has no
+ * trace yet: its heap is its parent's at the fork, which the parent's
+ * trace holds. At its exit: no trace, no leak check (a shell's subshells:
+ * 200 traces for `for i in $(seq 200); do x=$(echo $i); done`). */
+static int silent_child(void)
+{
+    return A.forked && !ht_load_relaxed(&ht__agent.acted) && !ht__writer_path();
+}
+
 static void final_snapshot_write(int reason)
 {
-    /* a forked child that never allocated nor released anything and has
-     * no trace yet: its heap is its parent's at the fork, which the
-     * parent's trace holds. No trace, no leak check (a shell's subshells:
-     * 200 traces for `for i in $(seq 200); do x=$(echo $i); done`) */
-    if (reason == HT_SNAP_EXIT && A.forked && !ht_load_relaxed(&ht__agent.acted) &&
-        !ht__writer_path())
+    if (reason == HT_SNAP_EXIT && silent_child())
         return;
     int g = ht__guard;
     /* a signal that ends the process (SIGTERM...) waits until the trace
@@ -347,7 +352,7 @@ void ht__agent_exit_now(void)
 static void agent_stop_late(void *arg)
 {
     (void)arg;
-    if (!A.started || ht_load_relaxed(&ht__sandboxed))
+    if (!A.started || ht_load_relaxed(&ht__sandboxed) || silent_child())
         return;
     /* JIT code announced since the control thread's last look, so frames
      * in it get their names (not from _exit: it may run in a handler) */
@@ -1216,6 +1221,7 @@ static void fork_child(void)
     A.forked = 1;
     ht__agent.acted = 0;
     A.control_tid = 0;          /* the parent's control thread is not ours */
+    A.thread_up = 0;
     A.ctl_quit = A.ctl_gone = 0;
     A.pause_lock.v = 0;
     A.pauses = A.paused = 0;    /* a set-id call in another thread of the parent's */
@@ -1228,8 +1234,33 @@ static void fork_child(void)
         ht__unmap(A.ctl_stack, CTL_STACK);  /* the parent's control thread's */
         A.ctl_stack = NULL;
     }
+    /* most children exec or exit without allocating (POSIX allows a
+     * multithreaded program nothing else between fork and exec): such a
+     * child has nothing to tell, and its control thread cost it 1.3 ms
+     * here (made, then killed by the exec). It starts at the child's
+     * first allocation or release (ht__agent_acted) */
+    ht_store_release(&A.ctl_deferred, 1);
     ht__guard = 0;
-    start_control();
+}
+
+/* The process's first allocation or release since start-up or its fork
+ * (ht__note_acted), from a hook. */
+void ht__agent_acted(void)
+{
+    ht_store_relaxed(&ht__agent.acted, 1);
+    if (!ht_load_acquire(&A.ctl_deferred) || !__atomic_exchange_n(&A.ctl_deferred, 0, __ATOMIC_ACQ_REL))
+        return;
+    if (ht_load_relaxed(&ht__sandboxed) || ht_load_acquire(&A.detached))
+        return;
+    int g = ht__guard;
+    ht__guard = 2;
+    ht__spin_lock(&A.pause_lock);
+    if (A.pauses > 0)
+        A.paused = 1;           /* inside a set-id call's pause: it starts after */
+    else
+        start_control();
+    ht__spin_unlock(&A.pause_lock);
+    ht__guard = g;
 }
 
 /* ---- LD_PRELOAD -------------------------------------------------------- */

@@ -70,10 +70,11 @@ typedef struct ht_agent_s {
 HT_INTERNAL extern ht_agent_t ht__agent;
 /* Notes that the process allocated or released something (a store only
  * the first time: the line stays shared) */
+HT_INTERNAL void ht__agent_acted(void);
 static inline void ht__note_acted(void)
 {
     if (ht_unlikely(!ht_load_relaxed(&ht__agent.acted)))
-        ht_store_relaxed(&ht__agent.acted, 1);
+        ht__agent_acted();
 }
 /* Start-up (not async-signal-safe): which allocator functions the program
  * binds to someone else's definition (HT_FOREIGN bits), and in *module the

@@ -1173,8 +1173,9 @@ static int release_stream(FILE *s)
 
 void ht__hooks_fork_child(void)
 {
-    __builtin_memset(held_streams, 0, sizeof held_streams);
-    held_count = 0;
+    for (size_t i = 0; i < HT_ARRAY_SIZE(held_streams); i++)
+        HT_RESET(held_streams[i], NULL);
+    HT_RESET(held_count, 0);
 }
 
 #define FOPEN_LIKE(sym) \

@@ -372,11 +372,13 @@ int ht__jitmaps_poll(int force)
 void ht__jitmaps_forget(void)
 {
     /* a forked child: its own pid, its own files */
-    J.lock.v = 0;
-    J.perf_state = PERF_NONE;  /* (no descriptor outlives a look) */
-    J.dump_found = 0;
-    J.pid = 0;
-    perf_restart();
-    J.nadds = 0;
-    J.names_used = 0;
+    HT_RESET(J.lock.v, 0);
+    HT_RESET(J.perf_state, PERF_NONE);     /* (no descriptor outlives a look) */
+    HT_RESET(J.dump_found, 0);
+    HT_RESET(J.pid, 0);
+    HT_RESET(J.perf_off, 0);
+    HT_RESET(J.held, 0);
+    HT_RESET(J.prefix_len, 0);
+    HT_RESET(J.nadds, 0);
+    HT_RESET(J.names_used, 0);
 }

@@ -2361,17 +2361,17 @@ void ht__reach_fork_prepare(void) { g_fork_tid = ht_load_relaxed(&ht__sandboxed)
  * thread nor its scan (else its exit would wait 10 s for the lock). */
 void ht__reach_fork_child(void)
 {
-    g_busy = 0;
-    g_stopping = 0;
-    g_nt = 0;
+    HT_RESET(g_busy, 0);
+    HT_RESET(g_stopping, 0);
+    HT_RESET(g_nt, 0);
     /* (sandboxed: no system call of ours, and no scan either) */
     int me = g_fork_tid ? ht__gettid() : 0;
     for (int i = 0; i < ALT_MAX; i++) {
         if (g_alt[i].tid == g_fork_tid && g_fork_tid) {
             g_alt[i].tid = me;
         } else {
-            g_alt[i].tid = 0;
-            g_alt[i].sp = 0;
+            HT_RESET(g_alt[i].tid, 0);
+            HT_RESET(g_alt[i].sp, 0);
         }
     }
 }

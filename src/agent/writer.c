@@ -1161,16 +1161,22 @@ void ht__modules_rescan(void)
  * and JIT record again (a fork child, or after a failed exec). */
 static void forget_file(void)
 {
-    W.created = W.create_failed = 0;
-    W.finished = 0;
-    W.size = 0;
-    W.seq = 0;
-    W.node_mark = W.node_mark_ok = 0;
-    W.raw_len = 0;
-    for (uint32_t i = 0; i < W.nmods; i++)
-        W.mods[i].written = W.mods[i].unload_written = W.mods[i].staged = 0;
-    forget_jit_seen();
-    W.njit_pending = 0;
+    HT_RESET(W.created, 0);
+    HT_RESET(W.create_failed, 0);
+    HT_RESET(W.finished, 0);
+    HT_RESET(W.size, 0);
+    HT_RESET(W.seq, 0);
+    HT_RESET(W.node_mark, 0);
+    HT_RESET(W.node_mark_ok, 0);
+    HT_RESET(W.raw_len, 0);
+    for (uint32_t i = 0; i < W.nmods; i++) {
+        HT_RESET(W.mods[i].written, 0);
+        HT_RESET(W.mods[i].unload_written, 0);
+        HT_RESET(W.mods[i].staged, 0);
+    }
+    if (W.jit_seen_top)
+        forget_jit_seen();
+    HT_RESET(W.njit_pending, 0);
 }
 
 /* After a failed exec (the trace was finished): the process goes on in a

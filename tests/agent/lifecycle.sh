@@ -148,6 +148,13 @@ expect_eq "fork: young child's exit not checked (reach 8)" "$(field reach "$(las
 expect_eq "fork: the report says why" \
     "$(grep -c '^reachability not computed: a forked child that ended within a second of its fork is not checked' ct-report.txt)" 1
 grep -q "1 more trace from processes it started: $ct" fork.err && echo "ok: child trace listed" || fail "child trace not listed"
+# a fork child's control thread starts with its first allocation or
+# release: a child that execs or exits without one (most do) does not pay
+# for making it (then having the exec kill it)
+run forklazy 0
+expect_eq "forklazy: the child's threads before and after its first malloc" \
+    "$(sed -n 's/^LAZY //p' forklazy.out)" "1 2"
+
 # children that do nothing of their own (exit or _exit at once: a
 # daemon()'s middle child) write no trace, and make no leak check: their
 # heap is the parent's at the fork. One that only frees an inherited

@@ -45,6 +45,10 @@
  *             does; then the same with a thread of its own running ("TWO
  *             n ..."); a forked child asks once more ("CHILDALONE n");
  *             leak_child 1x222
+ *   forklazy  a child that waits, then allocates, then waits again; the
+ *             parent counts the child's threads (in /proc/PID/task) at each
+ *             wait: "LAZY before after" (the agent's control thread starts
+ *             with a fork child's first allocation: 1 2)
  *   forkidle  leak_parent 1x111; a child that exits at once, then one that
  *             _exits at once, then one that frees the parent's block and
  *             exits; prints "CHILDREN pid pid pid"
@@ -296,6 +300,21 @@ static void *wait_for_stop(void *arg)
     return NULL;
 }
 
+/* The threads of process `pid`, from outside it. */
+static int task_count(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+    DIR *d = opendir(path);
+    int n = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d)))
+        n += e->d_name[0] != '.';
+    if (d)
+        closedir(d);
+    return n;
+}
+
 static void control_thread(void)
 {
     long uid = -1;
@@ -461,6 +480,38 @@ int main(int argc, char **argv)
         leak_child(222);
         leak_child(222);
         control_thread();
+        return 0;
+    }
+    if (!strcmp(mode, "forklazy")) {
+        int go[2], done[2];
+        char b = 0;
+        if (pipe(go) != 0 || pipe(done) != 0)
+            return 1;
+        pid_t c = fork();
+        if (c == 0) {
+            /* nothing here allocates: read and write only (the first
+             * write says the fork's handlers are done) */
+            if (write(done[1], &b, 1) != 1 || read(go[0], &b, 1) != 1)
+                _exit(1);
+            sink = malloc(10);
+            free(sink);
+            if (write(done[1], &b, 1) != 1 || read(go[0], &b, 1) != 1)
+                _exit(1);
+            _exit(0);
+        }
+        if (read(done[0], &b, 1) != 1)
+            return 1;
+        int before = task_count(c), after = 0;
+        if (write(go[1], &b, 1) != 1 || read(done[0], &b, 1) != 1)
+            return 1;
+        /* the thread is made in the malloc, before it returns */
+        after = task_count(c);
+        if (write(go[1], &b, 1) != 1)
+            return 1;
+        int st;
+        if (waitpid(c, &st, 0) != c || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+            return 1;
+        printf("LAZY %d %d\n", before, after);
         return 0;
     }
     if (!strcmp(mode, "forkidle")) {
