@@ -3,8 +3,9 @@
  * (MODE "idle", the default: a daemon()'s middle child, a helper that
  * _exits), or allocates and frees one block first ("alloc": a shell's
  * subshell), or leaks one ("leak"), or executes /bin/true ("exec": a
- * shell running a command, make's recipes, a server's helpers). Prints the wall time per child in
- * microseconds. Results: docs/BENCHMARKS.md, "Processes that fork". */
+ * shell running a command, make's recipes, a server's helpers). Prints
+ * the wall time per child in microseconds. Results: docs/BENCHMARKS.md,
+ * "Processes that fork". */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

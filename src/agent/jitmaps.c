@@ -143,9 +143,9 @@ static int same_prefix(int fd)
 
 static void perf_restart(void)
 {
-    J.perf_off = 0;
-    J.held = 0;
-    J.prefix_len = 0;
+    HT_RESET(J.perf_off, 0);    /* (in a fork child too: see HT_RESET) */
+    HT_RESET(J.held, 0);
+    HT_RESET(J.prefix_len, 0);
 }
 
 static void poll_perf_map(void)
@@ -376,9 +376,7 @@ void ht__jitmaps_forget(void)
     HT_RESET(J.perf_state, PERF_NONE);     /* (no descriptor outlives a look) */
     HT_RESET(J.dump_found, 0);
     HT_RESET(J.pid, 0);
-    HT_RESET(J.perf_off, 0);
-    HT_RESET(J.held, 0);
-    HT_RESET(J.prefix_len, 0);
+    perf_restart();
     HT_RESET(J.nadds, 0);
     HT_RESET(J.names_used, 0);
 }

@@ -169,6 +169,8 @@ static int flush(void);
 
 static void forget_jit_seen(void)
 {
+    if (!W.jit_seen_top)
+        return;                 /* (a fork child's page not copied: see HT_RESET) */
     __builtin_memset(W.jit_seen, 0, W.jit_seen_top * sizeof W.jit_seen[0]);
     W.jit_seen_top = 0;
 }
@@ -1174,8 +1176,7 @@ static void forget_file(void)
         HT_RESET(W.mods[i].unload_written, 0);
         HT_RESET(W.mods[i].staged, 0);
     }
-    if (W.jit_seen_top)
-        forget_jit_seen();
+    forget_jit_seen();
     HT_RESET(W.njit_pending, 0);
 }
 

@@ -501,11 +501,11 @@ int main(int argc, char **argv)
         }
         if (read(done[0], &b, 1) != 1)
             return 1;
-        int before = task_count(c), after = 0;
+        int before = task_count(c);
         if (write(go[1], &b, 1) != 1 || read(done[0], &b, 1) != 1)
             return 1;
         /* the thread is made in the malloc, before it returns */
-        after = task_count(c);
+        int after = task_count(c);
         if (write(go[1], &b, 1) != 1)
             return 1;
         int st;
