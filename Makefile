@@ -107,6 +107,12 @@ $(BUILD)/tests/progs/freeptr_nopie: tests/progs/freeptr.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) -O1 -g -Wall -Werror -fno-pie -no-pie -o $@ $<
 
+# stalelink without PIE: the heap lies low, where glibc's safe-linked
+# free-list words look like pointers into nearby blocks (tests/agent/reach.sh)
+$(BUILD)/tests/progs/stalelink: tests/progs/stalelink.c
+	@mkdir -p $(dir $@)
+	$(CC) -O1 -g -Wall -Werror -fno-pie -no-pie -o $@ $<
+
 # attachee without PIE and with every slot bound at start and read-only
 # (full RELRO): heaptrail attach must write through the protection
 # (tests/agent/attach.sh)

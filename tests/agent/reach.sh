@@ -5,7 +5,8 @@
 # thread's alternate signal stack, a table sealed read-only, a hidden
 # pointer, a pointer only in freed
 # memory, a joined thread's blocks in another glibc arena, a pointer only
-# in the exiting frame), the directly and indirectly lost blocks equal the
+# in the exiting frame; and tests/progs/stalelink.c's stale free-list
+# link and pointer in a frame gone when main returned), the directly and indirectly lost blocks equal the
 # program's truth, and allocbench's -- also under a seccomp filter and after _exit from a
 # signal handler, and with another thread asleep or running (parked for
 # the scan);
@@ -53,6 +54,20 @@ expect_eq "altstack: exit status" "$?" 0
 expect_eq "altstack: main's held, the exited thread's lost" \
     "$(grep -c '^heaptrail: unreachable at exit: 65,536 bytes in 1 block from 1 site (definitely lost)' alt.err)" 1
 expect_eq "altstack: the child's check" "$(cat alt.out)" "CHILD 1"
+
+# tests/progs/stalelink (no PIE: the heap lies low): a reachable block
+# whose first word is glibc's stale tcache link, safe-linked, which lands
+# in the middle of one of two lost blocks: not a pointer into it; and a
+# third lost block whose address only a frame gone before main returned
+# holds: the exit check reads the stack from __libc_stack_end then (the
+# agent before the forty-sixth session: one possibly lost, the third
+# reachable)
+"$HT" run -o stale.ht "$P/stalelink" >stale.out 2>stale.err
+expect_eq "stalelink: exit status" "$?" 0
+expect_eq "stalelink: the stale word lands in a lost block, decodes to the chunk freed before" \
+    "$(grep -c '^STALE L[12]$' stale.out) $(grep -c '^LINK ok$' stale.out)" "1 1"
+expect_eq "stalelink: the three lost blocks definitely lost" \
+    "$(grep -c '^heaptrail: unreachable at exit: 1,048,676 bytes in 3 blocks from 3 sites (definitely lost); still reachable: ' stale.err)" 1
 
 # more epoll descriptors than the agent lists: the block only an epoll
 # registration holds (held_epoll) is found by looking through every
