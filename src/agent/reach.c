@@ -176,8 +176,8 @@ extern int __libc_start_main(void);
  * until the forty-sixth session it counted as a program frame, so the
  * check never held (nor did it for libc, below) and the exit scan after
  * main's return read from the stack pointer, stale words of main's
- * callees included (a lost block read reachable in 3 runs of 4 of
- * tests/progs/stalelink). */
+ * callees included (tests/progs/stalelink's third block read reachable
+ * in every run). */
 static int program_frames_gone(void)
 {
     void *f[HT_MAX_FRAMES];
@@ -989,8 +989,8 @@ static HT_NOINLINE int start_like(ht_live_block_t *x, uintptr_t v)
  * the next one's address (its user address in a tcache, its header in a
  * fastbin) xor the word's own address >> 12. malloc hands the chunk out
  * with that word as it was, and a program need not write it. Where the
- * heap lies low (a program built without PIE: the heap follows its bss at
- * a few MB) the shifted address is small, and the word reads as the next
+ * heap lies low (a program built without PIE: the heap follows its bss,
+ * below 1 GiB) the shifted address is small, and the word reads as the next
  * chunk's address with its low bits scrambled: an address in some block
  * nearby, most often its middle, which made a lost block read possibly
  * lost now and then (tests/progs/stalelink.c; in attachee_now under
