@@ -990,8 +990,9 @@ static HT_NOINLINE int start_like(ht_live_block_t *x, uintptr_t v)
  * fastbin) xor the word's own address >> 12. malloc hands the chunk out
  * with that word as it was, and a program need not write it. Where the
  * heap lies low (a program built without PIE: the heap follows its bss,
- * below 1 GiB) the shifted address is small, and the word reads as the next
- * chunk's address with its low bits scrambled: an address in some block
+ * about 1 GiB up at most) the shifted address is small, and the word
+ * reads as the next chunk's address with its low bits scrambled: an
+ * address in some block
  * nearby, most often its middle, which made a lost block read possibly
  * lost now and then (tests/progs/stalelink.c; in attachee_now under
  * reattach.sh 1 run in 30-120). A word at the start of a chunk that

@@ -8,8 +8,10 @@
  * their tcache bin (b's first word becomes r's link) and b is taken back
  * by malloc, which leaves that word; b is held by a global. Two lost
  * blocks of 512 KiB lie around them: the word lands inside one of them,
- * as the heap lies below 1 GiB (address >> 12 below 2^18; the program
- * checks, and builds again elsewhere when it does not).
+ * as the heap starts within 1 GiB of the bss (the kernel's brk
+ * randomization), so address >> 12 is below 2^19 and the word lies within
+ * 512 KiB of r (the program checks, and builds again elsewhere when it
+ * does not).
  * Prints "STALE L1" or "STALE L2" (which lost block the word points
  * into) and "LINK ok" (the word decodes to r), or "NOHIT".
  *
