@@ -992,14 +992,15 @@ static HT_NOINLINE int start_like(ht_live_block_t *x, uintptr_t v)
  * heap lies low (a program built without PIE: the heap follows its bss,
  * about 1 GiB up at most) the shifted address is small, and the word
  * reads as the next chunk's address with its low bits scrambled: an
- * address in some block
- * nearby, most often its middle, which made a lost block read possibly
- * lost now and then (tests/progs/stalelink.c; in attachee_now under
- * reattach.sh 1 run in 30-120). A word at the start of a chunk that
- * decodes so to a chunk of the same size (one list holds one size) is
- * not taken for a pointer into a block's middle; a pointer to a block's
- * start still counts. `at` is where the word lies, 0 if nowhere
- * (registers). */
+ * address in some block nearby, most often its middle, which made a lost
+ * block read possibly lost now and then (tests/progs/stalelink.c; in
+ * attachee_now under reattach.sh 1 run in 30-120). A word at the start of
+ * a chunk that decodes so to a chunk of the same size (one list holds one
+ * size) is not taken for a pointer into a block's middle; a pointer to a
+ * block's start still counts. `at` is where the word lies, 0 if nowhere
+ * (registers). Asked only where the word would change a block's state
+ * (visit), not at every hit: pointers into blocks' middles are common
+ * (sqlite3's page cache) and each answer costs up to three reads. */
 static HT_NOINLINE int stale_link(uintptr_t at, uintptr_t v)
 {
     uint64_t h, n;
@@ -1011,6 +1012,13 @@ static HT_NOINLINE int stale_link(uintptr_t at, uintptr_t v)
         return 0;
     return (read_word(r - 8, &n) && (n & ~(uint64_t)5) == size) ||
            (read_word(r + 8, &n) && (n & ~(uint64_t)5) == size);
+}
+
+/* Whether v, a word at `at` that points into block x, is a stale link
+ * into its middle rather than a pointer. */
+static HT_ALWAYS_INLINE int stale_mid(const ht_live_block_t *x, uintptr_t v, uintptr_t at)
+{
+    return v != x->addr && stale_link(at, v);
 }
 
 /* Phase 1 reaches blocks through pointers to their start (or what
@@ -1029,22 +1037,22 @@ static HT_ALWAYS_INLINE void visit(long k, int phase, uintptr_t v, uintptr_t at)
             S.nnone -= st == M_NONE;
             set_state(x, M_REACHED);
             S.stack[S.top++] = (uint32_t)k;
-        } else if (st == M_NONE && !stale_link(at, v)) {
+        } else if (st == M_NONE && !stale_mid(x, v, at)) {
             S.nnone--;
             set_state(x, M_PCAND);
             S.cand[S.ncand++] = (uint32_t)k;
         }
     } else if (phase == 3) {
-        if ((st == M_NONE || st == M_PCAND) && (v == x->addr || !stale_link(at, v))) {
+        if ((st == M_NONE || st == M_PCAND) && !stale_mid(x, v, at)) {
             S.nnone -= st == M_NONE;
             set_state(x, M_POSSIBLE);
             S.stack[S.top++] = (uint32_t)k;
         }
-    } else if (st == M_NONE && (v == x->addr || !stale_link(at, v))) {
+    } else if (st == M_NONE && !stale_mid(x, v, at)) {
         S.nnone--;
         set_state(x, M_INDIRECT);
         S.stack[S.top++] = (uint32_t)k;
-    } else if (st == M_LEADER && (uint32_t)k != S.leader && (v == x->addr || !stale_link(at, v))) {
+    } else if (st == M_LEADER && (uint32_t)k != S.leader && !stale_mid(x, v, at)) {
         set_state(x, M_INDIRECT);   /* an earlier clique's head: now part of this one */
     }
 }

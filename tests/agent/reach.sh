@@ -6,8 +6,8 @@
 # pointer, a pointer only in freed
 # memory, a joined thread's blocks in another glibc arena, a pointer only
 # in the exiting frame; and tests/progs/stalelink.c's stale free-list
-# link and pointer in a frame gone when main returned), the directly and indirectly lost blocks equal the
-# program's truth, and allocbench's -- also under a seccomp filter and after _exit from a
+# link and pointer in a frame gone when main returned), the directly and
+# indirectly lost blocks equal the program's truth, and allocbench's -- also under a seccomp filter and after _exit from a
 # signal handler, and with another thread asleep or running (parked for
 # the scan);
 # not computed when that thread cannot be parked; off with
