@@ -107,6 +107,13 @@ $(BUILD)/tests/progs/freeptr_nopie: tests/progs/freeptr.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) -O1 -g -Wall -Werror -fno-pie -no-pie -o $@ $<
 
+# ownmalloc linked with a library whose constructor allocates before the
+# agent's runs (tests/agent/foreign.sh)
+$(BUILD)/tests/progs/ownmalloc_early: tests/progs/ownmalloc.c $(BUILD)/tests/libs/libearlyinit.so
+	@mkdir -p $(dir $@)
+	$(CC) -O1 -g -Wall -Werror -o $@ $< -Wl,--no-as-needed -L$(BUILD)/tests/libs -learlyinit \
+	    -Wl,-rpath,'$$ORIGIN/../libs'
+
 # stalelink without PIE: the heap lies low, where glibc's safe-linked
 # free-list words look like pointers into nearby blocks (tests/agent/reach.sh)
 $(BUILD)/tests/progs/stalelink: tests/progs/stalelink.c
@@ -378,7 +385,7 @@ soak: deps-test
 	@$(MAKE) --no-print-directory all
 	@SOAK_RUNS=$(SOAK_RUNS) SOAK_BUSY=$(SOAK_BUSY) sh bench/soak.sh
 
-all-tests: all $(TEST_BIN) $(BUILD)/tests/progs/freeptr_nopie $(BUILD)/tests/progs/attachee_now $(BUILD)/bench/allocbench $(BUILD)/bench/stackrec.so $(BUILD)/bench/livesim $(BUILD)/bench/churn $(BUILD)/bench/threadstart $(BUILD)/bench/forkexit $(BUILD)/examples/leaky $(PROG_BIN) $(PROGXX_BIN) $(TESTLIB_BIN) $(TOOL_BIN) $(FUZZ_BIN) $(AGREE_LIB) \
+all-tests: all $(TEST_BIN) $(BUILD)/tests/progs/freeptr_nopie $(BUILD)/tests/progs/attachee_now $(BUILD)/tests/progs/ownmalloc_early $(BUILD)/bench/allocbench $(BUILD)/bench/stackrec.so $(BUILD)/bench/livesim $(BUILD)/bench/churn $(BUILD)/bench/threadstart $(BUILD)/bench/forkexit $(BUILD)/examples/leaky $(PROG_BIN) $(PROGXX_BIN) $(TESTLIB_BIN) $(TOOL_BIN) $(FUZZ_BIN) $(AGREE_LIB) \
 	    $(ANALYZE_DEPS) windows-tests
 
 # ---- demo ----------------------------------------------------------------

@@ -46,8 +46,6 @@ static HT_TLS int t_resolving;
 static struct {
     void *(*malloc)(size_t);
     void (*free)(void *);
-    void (*free_sized)(void *, size_t);                 /* NULL before glibc 2.43 */
-    void (*free_aligned_sized)(void *, size_t, size_t);
     void *(*calloc)(size_t, size_t);
     void *(*realloc)(void *, size_t);
     void *(*memalign)(size_t, size_t);
@@ -79,9 +77,16 @@ static HT_NOINLINE void resolve(void)
     if (t_resolving)
         return;
     ht__spin_lock(&g_resolve_lock);
-    /* dlsym's own blocks (its error records, freed before it returns) are
-     * the agent's: the first hook call may come from another preloaded
-     * library's constructor, before the agent's has raised the guard */
+    /* Every name looked up here exists in every libc the agent supports:
+     * a dlsym that fails allocates its error record, and a program that
+     * brings its own allocator gets that call, perhaps while it holds its
+     * allocator's lock. chromium's PartitionAlloc, setting itself up under
+     * a spinlock, makes a syscall() (the first hook it meets), and the
+     * lookup of glibc 2.43's free_sized here left it spinning for good.
+     * Names libc may lack are looked up at their hooks' first call
+     * (optional_next). dlsym's own blocks otherwise (the first hook call
+     * may come from another preloaded library's constructor, before the
+     * agent's has raised the guard) are the agent's. */
     int g = ht__guard;
     ht__guard = 2;
     if (!real.free) {
@@ -90,8 +95,6 @@ static HT_NOINLINE void resolve(void)
         R(calloc, "calloc");
         R(malloc, "malloc");
         R(realloc, "realloc");
-        R(free_sized, "free_sized");
-        R(free_aligned_sized, "free_aligned_sized");
         R(memalign, "memalign");
         R(posix_memalign, "posix_memalign");
         R(aligned_alloc, "aligned_alloc");
@@ -429,22 +432,46 @@ HT_API void free(void *p)
  * leaks. Passed on unchanged to the libc's own (which may check the
  * promise); before glibc 2.43 nothing can call them but a program that
  * declares them itself, and they are free. */
+/* The next definition of a name libc may lack, looked up at the first
+ * call of its hook (not in resolve(), above), once: a program that calls
+ * the hook with no definition after it (a weak reference binds to ours)
+ * pays one failing dlsym, outside any allocator's lock, guard raised. */
+static void *optional_next(void **cache, int *done, const char *name)
+{
+    if (ht_likely(ht_load_acquire(done)))
+        return ht_load_relaxed(cache);
+    int g = ht__guard;
+    ht__guard = 2;
+    void *f = ht__next_def(name);
+    ht__guard = g;
+    ht_store_release(cache, f);
+    ht_store_release(done, 1);
+    return f;
+}
+
 HT_API void free_sized(void *p, size_t n)
 {
+    static void *next;                          /* NULL before glibc 2.43 */
+    static int done;
+    void (*f)(void *, size_t) = (void (*)(void *, size_t))optional_next(&next, &done, "free_sized");
     if (!untrack_free(p))
         return;
-    if (real.free_sized != NULL)
-        real.free_sized(p, n);
+    if (f != NULL)
+        f(p, n);
     else if (real.free != NULL)
         real.free(p);
 }
 
 HT_API void free_aligned_sized(void *p, size_t align, size_t n)
 {
+    static void *next;
+    static int done;
+    void (*f)(void *, size_t, size_t) =
+        (void (*)(void *, size_t, size_t))optional_next(&next, &done, "free_aligned_sized");
     if (!untrack_free(p))
         return;
-    if (real.free_aligned_sized != NULL)
-        real.free_aligned_sized(p, align, n);
+    if (f != NULL)
+        f(p, align, n);
     else if (real.free != NULL)
         real.free(p);
 }

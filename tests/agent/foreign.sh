@@ -30,6 +30,17 @@ print(",".join(f["functions"]), f["module"], f["heap_unseen"])' own.json)" "mall
 grep -q '<p id="foreign" class="warn">Warning: the program brings its own malloc, free, calloc, realloc' own.html &&
     echo "ok: html report warns" || fail "html report: no warning"
 
+# its allocator makes a syscall() while it sets itself up under a lock
+# (PartitionAlloc does; chromium hung under heaptrail): here the first
+# call to reach any hook, from a library's constructor before the agent's.
+# A hook must not allocate there (ownmalloc exits with 99 if it does)
+"$HT" run -o early.ht -- "$P/ownmalloc_early" >early.out 2>early.err; rc=$?
+cat early.err
+expect_eq "ownmalloc_early: exit status" "$rc" 0
+grep -q '^ownmalloc: 10 blocks' early.out && echo "ok: ownmalloc_early ran to its end" || fail "ownmalloc_early: no output"
+grep -q "^heaptrail: warning: the program brings its own malloc, free, calloc, realloc (from $P/ownmalloc_early)" early.err &&
+    echo "ok: ownmalloc_early, warned" || fail "ownmalloc_early: no warning"
+
 # C++ operators of its own that take memory from malloc: a note, and the
 # blocks are counted (3 ints leaked)
 "$HT" run -o new.ht -- "$P/ownnew" >new.out 2>new.err; rc=$?
