@@ -150,6 +150,10 @@ static int is_crash_handler(const struct sigaction *sa);
 static int g_exit_writer;
 static void final_snapshot_write(int reason);
 
+/* The interrupted context of the ending signal this thread handles (its
+ * leak check reads the thread as it stood), or NULL */
+static HT_TLS const void *t_signal_uc;
+
 static void final_snapshot(int reason)
 {
     if (ht_load_relaxed(&ht__sandboxed))
@@ -219,11 +223,16 @@ static void final_snapshot_write(int reason)
     int raised = spare_descriptors(&fds);
     /* after a leak check under way, if any (reach.c): waiting with the
      * guard down lets that check pause this thread instead of giving up
-     * on it; it then finds the exit begun and writes nothing */
-    int locked = reason == HT_SNAP_EXIT && ht__agent.on == HT_ON_FULL && A.reach &&
-                 ht__reach_lock() == 0;
+     * on it; it then finds the exit begun and writes nothing. An ending
+     * signal (SIGTERM, Ctrl-C) gets the exit's check, as memcheck gives
+     * it: a service is most often stopped so. Not a crash: the program's
+     * memory, the agent's tables among it, may be what broke */
+    int locked = (reason == HT_SNAP_EXIT || (reason == HT_SNAP_SIGNAL && t_signal_uc)) &&
+                 ht__agent.on == HT_ON_FULL && A.reach && ht__reach_lock() == 0;
     ht__guard = 2;
     if (locked) {
+        if (reason == HT_SNAP_SIGNAL && g == 0)
+            ht__reach_note_signal(t_signal_uc);
         /* a fork child within a second of its fork (its clock starts
          * there): no check. It would read the child's whole copy of the
          * parent's heap: a Python child forked beside 74 MB of objects
@@ -631,6 +640,7 @@ static void crash_handler(int sig, siginfo_t *si, void *uc)
 {
     int e = errno;
     int reason = is_crash(sig) ? HT_SNAP_CRASH : HT_SNAP_SIGNAL;
+    t_signal_uc = uc;
     if (g_crash_stack && !__atomic_exchange_n(&g_crash_stack_taken, 1, __ATOMIC_ACQ_REL)) {
         call_on_stack(crash_snapshot, (void *)(intptr_t)reason, (char *)g_crash_stack + CRASH_STACK);
         __atomic_store_n(&g_crash_stack_taken, 0, __ATOMIC_RELEASE);

@@ -132,13 +132,18 @@ ht_reach_t *ht__reach_result(void) { return R.status ? &R : NULL; }
 
 /* Where the program stands on the scanning thread: the stack pointer in
  * the hook it called (so the registers the hook's prologue saved are
- * above it), the callee-saved registers, the thread. */
+ * above it), the callee-saved registers, the thread. Or, where an ending
+ * signal interrupted it (ht__reach_note_signal): every register, the
+ * vector registers' save area, and the stack from the interrupted stack
+ * pointer less the red zone (the handler runs on a stack of the agent's). */
 typedef struct {
     uintptr_t lo;
-    uintptr_t regs[6];
+    uintptr_t regs[16];
+    int nregs;                  /* 6 callee-saved; 16 at a signal */
+    uintptr_t fp, fp_len;       /* at a signal: the vector registers' save area */
     int tid;
 } caller_t;
-static caller_t E;              /* where it called exit (exit, _exit, _Exit) */
+static caller_t E;              /* where it called exit (exit, _exit, _Exit), or a signal ended it */
 static caller_t C;              /* where it called ht_leak_check (while it runs) */
 
 /* The thread that scans: this one, or in a scan child (attempt_forked),
@@ -150,9 +155,57 @@ static int scan_tid(void) { return g_scan_tid ? g_scan_tid : ht__gettid(); }
 static void note_caller(caller_t *c, uintptr_t lo, const uintptr_t *regs)
 {
     ht_store_relaxed(&c->lo, 0);
-    __builtin_memcpy(c->regs, regs, sizeof c->regs);
+    __builtin_memcpy(c->regs, regs, 6 * sizeof *regs);
+    c->nregs = 6;
+    c->fp = c->fp_len = 0;
     c->tid = ht__gettid();
     ht_store_release(&c->lo, lo);
+}
+
+/* An interrupted thread's registers from its signal frame: the sixteen
+ * general ones (the instruction pointer for the stack pointer, which it
+ * returns) and where its vector registers were saved. Those (SSE/AVX)
+ * stay in the signal frame while the handler runs: memcpy and memmove
+ * hold pointers they move in them, glibc's memmove up to eight 32-byte
+ * chunks for the whole copy. The kernel's XSAVE layout: its
+ * software-reserved bytes at 464 say how much it saved. */
+static uintptr_t context_regs(const void *ucv, uintptr_t regs[16], uintptr_t *fp, uintptr_t *fp_len)
+{
+    const ucontext_t *uc = ucv;
+    const greg_t *g = uc->uc_mcontext.gregs;
+    static const int which[16] = { REG_RAX, REG_RBX, REG_RCX, REG_RDX, REG_RSI, REG_RDI,
+                                   REG_RBP, REG_R8,  REG_R9,  REG_R10, REG_R11, REG_R12,
+                                   REG_R13, REG_R14, REG_R15, REG_RIP };
+    for (int i = 0; i < 16; i++)
+        regs[i] = (uintptr_t)g[which[i]];
+    *fp = *fp_len = 0;
+    if (uc->uc_mcontext.fpregs) {
+        const uint32_t *sw = (const uint32_t *)((const char *)uc->uc_mcontext.fpregs + 464);
+        size_t len = sizeof *uc->uc_mcontext.fpregs;
+        if (sw[0] == 0x46505853u && sw[1] > len && sw[1] <= (64u << 10))    /* FP_XSTATE_MAGIC1 */
+            len = sw[1];
+        *fp = (uintptr_t)uc->uc_mcontext.fpregs;
+        *fp_len = len & ~(size_t)7;
+    }
+    return (uintptr_t)g[REG_RSP];
+}
+
+void ht__reach_note_signal(const void *uc)
+{
+    ht_store_relaxed(&E.lo, 0);
+    uintptr_t sp = context_regs(uc, E.regs, &E.fp, &E.fp_len);
+    E.nregs = 16;
+    E.tid = ht__gettid();
+    ht_store_release(&E.lo, (sp - 128) & ~(uintptr_t)7);
+}
+
+/* The stack pointer a scan takes for this thread's: where an ending
+ * signal interrupted the program, if one did (the scan runs in its
+ * handler, on the agent's stack), else the scanning code's own. */
+static uintptr_t scan_sp(uintptr_t sp)
+{
+    uintptr_t lo = ht_load_acquire(&E.lo);
+    return lo && E.nregs == 16 && E.tid == ht__gettid() ? lo : sp;
 }
 
 void ht__reach_note_exit(uintptr_t lo, const uintptr_t *regs)
@@ -353,28 +406,7 @@ static void stop_handler(int sig, siginfo_t *si, void *ucv)
         ht_store_release(&t->state, T_BUSY);
         return;
     }
-    const ucontext_t *uc = ucv;
-    const greg_t *g = uc->uc_mcontext.gregs;
-    static const int which[16] = { REG_RAX, REG_RBX, REG_RCX, REG_RDX, REG_RSI, REG_RDI,
-                                   REG_RBP, REG_R8,  REG_R9,  REG_R10, REG_R11, REG_R12,
-                                   REG_R13, REG_R14, REG_R15, REG_RIP };
-    for (int i = 0; i < 16; i++)
-        t->regs[i] = (uintptr_t)g[which[i]];
-    t->sp = (uintptr_t)g[REG_RSP];
-    /* the SSE/AVX registers, saved in the signal frame (which stays put
-     * while we wait here): memcpy and memmove hold pointers they move in
-     * them, glibc's memmove up to eight 32-byte chunks for the whole
-     * copy. The kernel's XSAVE layout: its software-reserved bytes at
-     * 464 say how much it saved. */
-    t->fp = t->fp_len = 0;
-    if (uc->uc_mcontext.fpregs) {
-        const uint32_t *sw = (const uint32_t *)((const char *)uc->uc_mcontext.fpregs + 464);
-        size_t len = sizeof *uc->uc_mcontext.fpregs;
-        if (sw[0] == 0x46505853u && sw[1] > len && sw[1] <= (64u << 10))    /* FP_XSTATE_MAGIC1 */
-            len = sw[1];
-        t->fp = (uintptr_t)uc->uc_mcontext.fpregs;
-        t->fp_len = len & ~(size_t)7;
-    }
+    t->sp = context_regs(ucv, t->regs, &t->fp, &t->fp_len);
     /* a quiesce (ht__reach_quiesce): any frame of the agent's, through
      * signal frames to the code a handler of the program's interrupted */
     t->inside = 0;
@@ -2044,7 +2076,9 @@ static uintptr_t caller_lo(const caller_t *c, const map_t *m, uintptr_t sp)
     uintptr_t lo = ht_load_acquire(&c->lo);
     if (!lo || c->tid != scan_tid() || lo < sp || lo >= m->end)
         return 0;
-    scan_words(c->regs, 6, 1, 0);
+    scan_words(c->regs, (size_t)c->nregs, 1, 0);
+    if (c->fp_len)
+        scan_read((c->fp + 7) & ~(uintptr_t)7, c->fp + c->fp_len);
     return lo & ~(uintptr_t)7;
 }
 
@@ -2323,7 +2357,7 @@ static int attempt(int now, int *woke)
      * demand, this is the control thread, whose stack is heaptrail's own
      * mapping: none of it is a root */
     volatile uintptr_t regs[6];
-    uintptr_t sp = ht__callee_saved((uintptr_t *)regs);
+    uintptr_t sp = scan_sp(ht__callee_saved((uintptr_t *)regs));
     if (now)
         sp = 0;
     /* nothing of the program's runs meanwhile unless a thread is only
@@ -2543,7 +2577,7 @@ static int attempt_forked(int now, int *woke)
             return -1;
         shared_result_t *res = (shared_result_t *)a;
         volatile uintptr_t regs[6];
-        uintptr_t sp = ht__callee_saved((uintptr_t *)regs);
+        uintptr_t sp = scan_sp(ht__callee_saved((uintptr_t *)regs));
         if (now)
             sp = 0;
         char *ptext;
