@@ -425,13 +425,6 @@ HT_API void free(void *p)
         real.free(p);
 }
 
-/* C23's sized frees (glibc 2.43 and later): free with a promise about
- * the block. A block freed this way leaves the live table like any
- * other; without these hooks a program built against a newer glibc
- * would free behind the agent's back and its blocks would read as
- * leaks. Passed on unchanged to the libc's own (which may check the
- * promise); before glibc 2.43 nothing can call them but a program that
- * declares them itself, and they are free. */
 /* The next definition of a name libc may lack, looked up at the first
  * call of its hook (not in resolve(), above), once: a program that calls
  * the hook with no definition after it (a weak reference binds to ours)
@@ -449,6 +442,13 @@ static void *optional_next(void **cache, int *done, const char *name)
     return f;
 }
 
+/* C23's sized frees (glibc 2.43 and later): free with a promise about
+ * the block. A block freed this way leaves the live table like any
+ * other; without these hooks a program built against a newer glibc
+ * would free behind the agent's back and its blocks would read as
+ * leaks. Passed on unchanged to the libc's own (which may check the
+ * promise); before glibc 2.43 nothing can call them but a program that
+ * declares them itself, and they are free. */
 HT_API void free_sized(void *p, size_t n)
 {
     static void *next;                          /* NULL before glibc 2.43 */
