@@ -153,6 +153,9 @@ static void final_snapshot_write(int reason);
 /* The interrupted context of the ending signal this thread handles (its
  * leak check reads the thread as it stood), or NULL */
 static HT_TLS const void *t_signal_uc;
+/* This thread raises a signal that ends the process (its frames noted
+ * as an exit's) */
+static HT_TLS int t_raising;
 
 static void final_snapshot(int reason)
 {
@@ -227,11 +230,11 @@ static void final_snapshot_write(int reason)
      * signal (SIGTERM, Ctrl-C) gets the exit's check, as memcheck gives
      * it: a service is most often stopped so. Not a crash: the program's
      * memory, the agent's tables among it, may be what broke */
-    int locked = (reason == HT_SNAP_EXIT || (reason == HT_SNAP_SIGNAL && t_signal_uc)) &&
+    int locked = (reason == HT_SNAP_EXIT || (reason == HT_SNAP_SIGNAL && (t_signal_uc || t_raising))) &&
                  ht__agent.on == HT_ON_FULL && A.reach && ht__reach_lock() == 0;
     ht__guard = 2;
     if (locked) {
-        if (reason == HT_SNAP_SIGNAL && g == 0)
+        if (reason == HT_SNAP_SIGNAL && g == 0 && t_signal_uc)
             ht__reach_note_signal(t_signal_uc);
         /* a fork child within a second of its fork (its clock starts
          * there): no check. It would read the child's whole copy of the
@@ -350,6 +353,93 @@ void ht__agent_after_confine(int kind)
     }
     ht__spin_unlock(&A.pause_lock);
     ht__guard = 0;
+}
+
+/* The signal frame of the innermost handler this thread runs in, found
+ * above the stack pointer `sp`: its ucontext, or NULL when the thread is
+ * in no handler. The walk (ht_capture, which steps through signal frames)
+ * names the handler's return address, the sigreturn trampoline, and the
+ * interrupted instruction after it; the frame is the stack word holding
+ * the one, followed by a ucontext whose saved instruction pointer is the
+ * other, and the trampoline's code is `mov $15, %rax; syscall`. */
+static const ucontext_t *handler_frame(uintptr_t sp)
+{
+    void *f[HT_MAX_FRAMES];
+    uintptr_t lo, hi;
+    int n = ht_capture(0, HT_MAX_FRAMES, f, NULL);
+    if (n < 2 || ht__stack_range(sp, &lo, &hi) != 0)
+        return NULL;
+    static const unsigned char sigreturn[9] = { 0x48, 0xc7, 0xc0, 0x0f, 0, 0, 0, 0x0f, 0x05 };
+    size_t rip = offsetof(ucontext_t, uc_mcontext.gregs) + REG_RIP * sizeof(greg_t);
+    /* each frame's return address lies above the last one found (the
+     * agent's own frames lie below sp: not found, they move nothing) */
+    uintptr_t a = (sp + 7) & ~(uintptr_t)7;
+    for (int i = 0; i + 1 < n; i++) {
+        for (uintptr_t b = a; b + 8 + rip + 8 <= hi; b += 8) {
+            if (*(const uintptr_t *)b != (uintptr_t)f[i])
+                continue;
+            if (*(const uintptr_t *)(b + 8 + rip) == (uintptr_t)f[i + 1] &&
+                __builtin_memcmp(f[i], sigreturn, sizeof sigreturn) == 0)
+                return (const ucontext_t *)(b + 8);
+            a = b + 8;
+            break;
+        }
+    }
+    return NULL;
+}
+
+/* The program raises signal `sig` (hooks.c's raise; lo and regs: the
+ * caller's stack pointer and callee-saved registers). Where that ends the
+ * process, the last snapshot is written first: the ending signal's
+ * disposition is the default, which it is not while the agent's handler
+ * is on it (that handler writes the snapshot). A program that handles the
+ * signal itself often ends so, its handler putting the default back (or
+ * SA_RESETHAND doing so) and raising the signal again: node does, on
+ * SIGTERM and SIGINT, after it restores the terminal; a crash reporter
+ * does, on SIGSEGV. In a handler the signal is blocked, and the raise
+ * ends the process when the handler returns, unless the mask it returns
+ * to (its signal frame's) blocks the signal too. A signal blocked outside
+ * any handler is the program's to take (sigwait, signalfd): no snapshot.
+ * (abort's SIGABRT is raised inside libc, not through here: the agent's
+ * handler or the program's sees it.) */
+void ht__agent_raise(int sig, uintptr_t lo, const uintptr_t *regs)
+{
+    if (!A.started || sig <= 0 || sig >= 32 || ht_load_acquire(&A.detached) ||
+        ht_load_relaxed(&A.exit_done))
+        return;
+    int ends = 0;
+    for (size_t i = 0; i < HT_ARRAY_SIZE(crash_signals); i++)
+        ends |= crash_signals[i] == sig;
+    /* the raw call: hooks.c's sigaction would answer with the disposition
+     * found before the agent's handler */
+    struct { void *handler; unsigned long flags; void *restorer; uint64_t mask; } cur;
+    uint64_t blocked;
+    if (!ends || ht__sys4(SYS_rt_sigaction, sig, NULL, &cur, 8) != 0 || cur.handler != SIG_DFL ||
+        ht__sys4(SYS_rt_sigprocmask, SIG_BLOCK, NULL, &blocked, 8) != 0)
+        return;
+    const ucontext_t *uc = NULL;
+    if ((blocked >> (sig - 1)) & 1) {
+        uint64_t back;
+        if (!(uc = handler_frame(lo)))
+            return;
+        __builtin_memcpy(&back, &uc->uc_sigmask, sizeof back);
+        if ((back >> (sig - 1)) & 1)
+            return;
+    }
+    /* the leak check reads this thread from the raise up: the handler's
+     * frames, its signal frame (the interrupted registers) and the
+     * interrupted code's stack above. A handler on an alternate stack:
+     * from the interrupted context, as the agent's own handler does */
+    uintptr_t slo, shi;
+    uintptr_t isp = uc ? (uintptr_t)uc->uc_mcontext.gregs[REG_RSP] : 0;
+    if (uc && (ht__stack_range(lo, &slo, &shi) != 0 || isp < (uintptr_t)uc || isp >= shi))
+        t_signal_uc = uc;
+    else
+        ht__reach_note_exit(lo, regs);
+    t_raising = 1;
+    final_snapshot(is_crash(sig) ? HT_SNAP_CRASH : HT_SNAP_SIGNAL);
+    t_raising = 0;
+    t_signal_uc = NULL;
 }
 
 void ht__agent_exit_now(void)

@@ -6,8 +6,9 @@
  * is opened first, the control thread kept out of the way), stat calls
  * on /proc/self/task and streams of /proc/self/stat and status, fopen to
  * fclose (a thread count: the control thread kept out); sigaction
- * (queries do not see the agent's crash handler); prctl and syscall, for
- * a seccomp filter about to go on (the end).
+ * (queries do not see the agent's crash handler); raise (one that ends
+ * the process writes the last snapshot); prctl and syscall, for a seccomp
+ * filter about to go on (the end).
  *
  * Each hook calls the next definition (dlsym(RTLD_NEXT), so a malloc
  * replacement loaded after us keeps working) and then records: capture
@@ -68,6 +69,7 @@ static struct {
     int (*sigaltstack)(const stack_t *, stack_t *);
     long (*syscall)(long, ...);
     int (*sigaction)(int, const struct sigaction *, struct sigaction *);
+    int (*raise)(int);
 } real;
 
 static ht_spinlock_t g_resolve_lock;
@@ -115,6 +117,7 @@ static HT_NOINLINE void resolve(void)
         R(sigaltstack, "sigaltstack");
         R(syscall, "syscall");
         R(sigaction, "sigaction");
+        R(raise, "raise");
 #undef R
         void (*f)(void *) = (void (*)(void *))ht__next_def("free");
         ht_store_release(&real.free, f);
@@ -1318,6 +1321,25 @@ HT_API __attribute__((noreturn)) void _Exit(int status)
         real.Exit_(status);
     for (;;)
         ht__sys1(SYS_exit_group, status);
+}
+
+/* raise(): where it ends the process, the last snapshot is written
+ * first (ht__agent_raise says when). A program whose handler replaced the
+ * agent's, and ends as the signal would have ended it by raising it again
+ * (node on SIGTERM and SIGINT), otherwise left a trace with no snapshot. */
+HT_INTERNAL void ht__agent_raise(int sig, uintptr_t lo, const uintptr_t *regs);
+
+HT_API int raise(int sig)
+{
+    if (!ht__guard) {
+        uintptr_t regs_[6];
+        uintptr_t sp_ = ht__callee_saved(regs_);
+        ht__agent_raise(sig, sp_, regs_);
+    }
+    NEED(raise);
+    if (ht_likely(real.raise != NULL))
+        return real.raise(sig);
+    return (int)raw_result(ht__sys3(SYS_tgkill, ht__sys0(SYS_getpid), ht__sys0(SYS_gettid), sig));
 }
 
 /* ---- seccomp: the program sandboxes itself ----------------------------------

@@ -30,6 +30,14 @@ expect_eq "segv: leak" "$(leak_of segv.ht leak_before_end)" "150 3"
 expect_eq "segv: crash snapshot" "$(field reason "$(last_snap segv.ht)")" 4
 grep -q 'crashed' segv.err && echo "ok: crash reported" || fail "crash not reported"
 
+# a crash reporter of the program's own, which replaced the agent's
+# handler and raises SIGSEGV again with the default back: the raise
+# writes the crash snapshot (before the forty-eighth session: none)
+run report 139
+expect_eq "report: the program's handler ran" "$(cat report.out)" "REPORTED"
+expect_eq "report: leak" "$(leak_of report.ht leak_before_end)" "150 3"
+expect_eq "report: crash snapshot" "$(field reason "$(last_snap report.ht)")" 4
+
 # a trap instruction (int3: clang's __builtin_trap, Chromium's CHECK):
 # SIGTRAP, 133, as without heaptrail; the crash snapshot first
 run trap 133

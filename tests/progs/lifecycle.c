@@ -2,6 +2,9 @@
  * first leaks 3 blocks of 50 bytes from leak_before_end.
  *   exit | _exit | segv | abort | trap | kill   end that way ("kill": ht_snapshot(),
  *                                        one more leak, then SIGKILL)
+ *   report    segv, with a crash reporter's handler of its own: it says
+ *             "REPORTED" and raises SIGSEGV again, the default put back
+ *             (SA_RESETHAND); the process ends once the handler returns
  *   wait      prints "READY", then waits for a signal (pause)
  *   pipe      writes lines to standard output until it fails
  *   termexit  300,000 live blocks (a long exit snapshot), then exit(0)
@@ -356,6 +359,15 @@ static int count_control(long *uid_out)
     return n;
 }
 
+/* report: a crash reporter's handler (it would write a minidump) */
+static void on_segv_report(int sig)
+{
+    static const char msg[] = "REPORTED\n";
+    if (write(1, msg, sizeof msg - 1) < 0)
+        _exit(3);
+    raise(sig);
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "exit";
@@ -368,7 +380,15 @@ int main(int argc, char **argv)
         exit(5);
     if (!strcmp(mode, "_exit"))
         _exit(7);
-    if (!strcmp(mode, "segv"))
+    if (!strcmp(mode, "report")) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_segv_report;
+        sa.sa_flags = SA_RESETHAND;
+        if (sigaction(SIGSEGV, &sa, NULL) != 0)
+            return 5;
+    }
+    if (!strcmp(mode, "segv") || !strcmp(mode, "report"))
         *(volatile int *)(uintptr_t)8 = 1;
     if (!strcmp(mode, "abort"))
         abort();

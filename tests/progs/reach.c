@@ -6,7 +6,7 @@
  * (live blocks, directly lost, indirectly lost, possibly lost). No stdio before the
  * blocks are made (so libc's own buffers do not mix in), printf at the end.
  *
- *   reach [exit|signal|thread-running|thread-busy|thread-vector|thread-futex|thread-timedwait|thread-masked|thread-spinning|in-handler|seccomp|exit-thread|exit-rbx|epoll-many|leakcheck|api|ticking|restless|restless-masked|dontfork]
+ *   reach [exit|signal|thread-running|thread-busy|thread-vector|thread-futex|thread-timedwait|thread-masked|thread-spinning|in-handler|seccomp|reraise|reraise-onstack|raise-blocked|exit-thread|exit-rbx|epoll-many|leakcheck|api|ticking|restless|restless-masked|dontfork]
  * exit: as above, ending with exit() from a function whose frame holds a
  * pointer; thread-running: a second thread is still there at exit, asleep
  * in a read() of a pipe, holding a block's only pointer in its frame (its
@@ -28,6 +28,11 @@
  * at the exit call; epoll-many: as exit, with 70 more epoll descriptors
  * open (past the agent's list of them);
  * signal: ended by a signal while main spins (spin_until_signal);
+ * reraise: the same, the signal taken by a handler of the program's
+ * (SA_RESETHAND) that raises it again, as node's does; reraise-onstack:
+ * that handler on the alternate signal stack; raise-blocked: as exit,
+ * main first raises SIGTERM while blocking it and takes it with
+ * sigwaitinfo (prints "TOOK 15"): it ends nothing;
  * leakcheck: a leak check on demand while the program runs (`heaptrail
  * snapshot --leaks`): the blocks above, plus one whose only pointer is
  * the buffer argument of a read() a thread sleeps in, and one whose only
@@ -715,10 +720,11 @@ NOINLINE static void *signal_r13_held(void) { return malloc(88); }
 NOINLINE static void *signal_xmm_held(void) { return malloc(104); }
 volatile uintptr_t hidden6, hidden7;
 void *altstack_kept;
-NOINLINE static void spin_until_signal(void)
+NOINLINE static void spin_until_signal(int onstack)
 {
     stack_t ss, off = { .ss_flags = SS_DISABLE };
-    if (sigaltstack(NULL, &ss) != 0 || (altstack_kept = ss.ss_sp) == NULL || sigaltstack(&off, NULL) != 0)
+    if (sigaltstack(NULL, &ss) != 0 || (altstack_kept = ss.ss_sp) == NULL ||
+        (!onstack && sigaltstack(&off, NULL) != 0))
         abort();
     hidden6 = (uintptr_t)signal_r13_held() ^ 0x3333333333333333ull;
     hidden7 = (uintptr_t)signal_xmm_held() ^ 0x4444444444444444ull;
@@ -737,6 +743,45 @@ NOINLINE static void spin_until_signal(void)
                      : [msg] "m"(spinning)
                      : "rax", "rcx", "rdx", "rsi", "rdi", "r11", "r13", "xmm15", "memory");
     __builtin_unreachable();
+}
+
+/* reraise: the program's own handler for the ending signals, which puts
+ * the default back (SA_RESETHAND) and raises the signal again, ending the
+ * process once it returns (node's SignalExit, after it restores the
+ * terminal). The agent's handler is replaced: the raise must be seen. */
+static void reraise(int sig)
+{
+    static const char handled[] = "HANDLED\n";
+    if (write(1, handled, sizeof handled - 1) < 0)
+        _exit(3);
+    raise(sig);
+}
+
+static void take_ending_signals(int onstack)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = reraise;
+    sa.sa_flags = SA_RESETHAND | (onstack ? SA_ONSTACK : 0);
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGTERM, &sa, NULL) != 0 || sigaction(SIGINT, &sa, NULL) != 0)
+        abort();
+}
+
+/* raise-blocked: SIGTERM raised while blocked is the program's to take,
+ * as a program with a signal-handling thread or a signalfd takes it. The
+ * default disposition is set first (node sets every signal's at start),
+ * replacing the agent's handler, as it would be for a raise that ends */
+static void raise_blocked(void)
+{
+    sigset_t term;
+    siginfo_t si;
+    sigemptyset(&term);
+    sigaddset(&term, SIGTERM);
+    if (signal(SIGTERM, SIG_DFL) == SIG_ERR || sigprocmask(SIG_BLOCK, &term, NULL) != 0 || raise(SIGTERM) != 0 ||
+        sigwaitinfo(&term, &si) != SIGTERM)
+        abort();
+    printf("TOOK %d\n", si.si_signo);
 }
 
 static void on_usr1(int sig)
@@ -847,7 +892,13 @@ int main(int argc, char **argv)
         raise(SIGUSR1);
     }
     if (!strcmp(mode, "signal"))
-        spin_until_signal();
+        spin_until_signal(0);
+    if (!strcmp(mode, "reraise") || !strcmp(mode, "reraise-onstack")) {
+        take_ending_signals(mode[7] == '-');
+        spin_until_signal(mode[7] == '-');
+    }
+    if (!strcmp(mode, "raise-blocked"))
+        raise_blocked();
     held_stack_then_exit();
     return 0;
 }
