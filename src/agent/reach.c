@@ -216,6 +216,20 @@ void ht__reach_note_exit(uintptr_t lo, const uintptr_t *regs)
 }
 
 extern void *__libc_stack_end;
+
+/* The dynamic loader's object, found at its load address (AT_BASE).
+ * Not by the address of its variable __libc_stack_end: a program built
+ * without PIE that names it (the Boehm collector does; so did
+ * tests/progs/stalelink.c) holds its own copy (a copy relocation), and
+ * the "loader" found was the program itself: its every block took pointers
+ * into its middle as the loader's blocks do, and a lost block read
+ * reachable. Run as `ld.so PROG` (AT_BASE 0), by the address of a
+ * function of the loader's own. */
+static int loader_object(struct dl_find_object *fo)
+{
+    uintptr_t base = getauxval(AT_BASE);
+    return _dl_find_object(base ? (void *)base : (void *)_dl_find_object, fo);
+}
 /* libc's, found by its address: a function heaptrail does not wrap (it
  * wraps fclose, which this used until the forty-sixth session, so libc's
  * frames read as the program's) and a program built without PIE does not
@@ -237,7 +251,7 @@ static int program_frames_gone(void)
     int n = ht_capture(0, HT_MAX_FRAMES, f, NULL);
     struct dl_find_object libc, ld, me, x;
     if (n <= 0 || _dl_find_object((void *)__libc_start_main, &libc) != 0 ||
-        _dl_find_object((void *)&__libc_stack_end, &ld) != 0 ||
+        loader_object(&ld) != 0 ||
         _dl_find_object((void *)program_frames_gone, &me) != 0)
         return 0;
     uintptr_t entry = getauxval(AT_ENTRY);
@@ -2177,7 +2191,7 @@ static HT_NOINLINE int scan(uintptr_t sp)
     own_cmp_sort();
     /* the dynamic loader, whose own blocks start_like() accepts */
     struct dl_find_object fo;
-    if (_dl_find_object((void *)&__libc_stack_end, &fo) == 0) {
+    if (loader_object(&fo) == 0) {
         S.ld_lo = (uintptr_t)fo.dlfo_map_start;
         S.ld_hi = (uintptr_t)fo.dlfo_map_end;
     }
