@@ -400,9 +400,11 @@ static const ucontext_t *handler_frame(uintptr_t sp)
  * ends the process when the handler returns, unless the mask it returns
  * to (its signal frame's) blocks the signal too. A signal blocked outside
  * any handler is the program's to take (sigwait, signalfd): no snapshot.
- * (abort's SIGABRT is raised inside libc, not through here: the agent's
+ * kill_pid: -1 for raise, else kill's pid (hooks.c's kill): a kill of
+ * this process is taken alike (Python ends so after an uncaught Ctrl-C,
+ * bash after a signal it handled). (abort's SIGABRT is raised inside libc, not through here: the agent's
  * handler or the program's sees it.) */
-void ht__agent_raise(int sig, uintptr_t lo, const uintptr_t *regs)
+void ht__agent_raise(int sig, int kill_pid, uintptr_t lo, const uintptr_t *regs)
 {
     if (!A.started || sig <= 0 || sig >= 32 || ht_load_acquire(&A.detached) ||
         ht_load_relaxed(&A.exit_done))
@@ -410,6 +412,12 @@ void ht__agent_raise(int sig, uintptr_t lo, const uintptr_t *regs)
     int ends = 0;
     for (size_t i = 0; i < HT_ARRAY_SIZE(crash_signals); i++)
         ends |= crash_signals[i] == sig;
+    /* kill: to this process or its group. The signal goes to a thread
+     * that does not block it, this one first: where this one does and is
+     * in no handler, another thread, or nobody (a thread in sigwaitinfo
+     * takes it), may get it: not known, so nothing is written */
+    if (ends && kill_pid != -1 && kill_pid != 0 && kill_pid != (int)ht__sys0(SYS_getpid))
+        return;
     /* the raw call: hooks.c's sigaction would answer with the disposition
      * found before the agent's handler */
     struct { void *handler; unsigned long flags; void *restorer; uint64_t mask; } cur;

@@ -6,8 +6,8 @@
  * is opened first, the control thread kept out of the way), stat calls
  * on /proc/self/task and streams of /proc/self/stat and status, fopen to
  * fclose (a thread count: the control thread kept out); sigaction
- * (queries do not see the agent's crash handler); raise (one that ends
- * the process writes the last snapshot); prctl and syscall, for a seccomp
+ * (queries do not see the agent's crash handler); raise and kill (one
+ * that ends the process writes the last snapshot); prctl and syscall, for a seccomp
  * filter about to go on (the end).
  *
  * Each hook calls the next definition (dlsym(RTLD_NEXT), so a malloc
@@ -70,6 +70,7 @@ static struct {
     long (*syscall)(long, ...);
     int (*sigaction)(int, const struct sigaction *, struct sigaction *);
     int (*raise)(int);
+    int (*kill)(pid_t, int);
 } real;
 
 static ht_spinlock_t g_resolve_lock;
@@ -118,6 +119,7 @@ static HT_NOINLINE void resolve(void)
         R(syscall, "syscall");
         R(sigaction, "sigaction");
         R(raise, "raise");
+        R(kill, "kill");
 #undef R
         void (*f)(void *) = (void (*)(void *))ht__next_def("free");
         ht_store_release(&real.free, f);
@@ -1323,23 +1325,38 @@ HT_API __attribute__((noreturn)) void _Exit(int status)
         ht__sys1(SYS_exit_group, status);
 }
 
-/* raise(): where it ends the process, the last snapshot is written
- * first (ht__agent_raise says when). A program whose handler replaced the
- * agent's, and ends as the signal would have ended it by raising it again
- * (node on SIGTERM and SIGINT), otherwise left a trace with no snapshot. */
-HT_INTERNAL void ht__agent_raise(int sig, uintptr_t lo, const uintptr_t *regs);
+/* raise() and kill() of this process: where that ends it, the last
+ * snapshot is written first (ht__agent_raise says when). A program whose
+ * handler replaced the agent's, and ends as the signal would have ended
+ * it by raising it again (node on SIGTERM and SIGINT), or that puts the
+ * default back and kills itself (Python after an uncaught Ctrl-C, bash
+ * after a signal it handled), otherwise left a trace with no snapshot. */
+HT_INTERNAL void ht__agent_raise(int sig, int kill_pid, uintptr_t lo, const uintptr_t *regs);
 
 HT_API int raise(int sig)
 {
     if (!ht__guard) {
         uintptr_t regs_[6];
         uintptr_t sp_ = ht__callee_saved(regs_);
-        ht__agent_raise(sig, sp_, regs_);
+        ht__agent_raise(sig, -1, sp_, regs_);
     }
     NEED(raise);
     if (ht_likely(real.raise != NULL))
         return real.raise(sig);
     return (int)raw_result(ht__sys3(SYS_tgkill, ht__sys0(SYS_getpid), ht__sys0(SYS_gettid), sig));
+}
+
+HT_API int kill(pid_t pid, int sig)
+{
+    if (!ht__guard && pid >= 0) {
+        uintptr_t regs_[6];
+        uintptr_t sp_ = ht__callee_saved(regs_);
+        ht__agent_raise(sig, pid, sp_, regs_);
+    }
+    NEED(kill);
+    if (ht_likely(real.kill != NULL))
+        return real.kill(pid, sig);
+    return (int)raw_result(ht__sys2(SYS_kill, pid, sig));
 }
 
 /* ---- seccomp: the program sandboxes itself ----------------------------------

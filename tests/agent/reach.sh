@@ -141,9 +141,10 @@ expect_eq "leaky: the summary's unreachable line" \
 # with the default back (node does): the raise writes the last snapshot,
 # its check reading from the raise up, the signal frame with r13 and xmm15
 # among it (before the forty-eighth session: no snapshot at all, "cut
-# short"); reraise-onstack: that handler on the alternate signal stack.
+# short"); reraise-onstack: that handler on the alternate signal stack;
+# rekill: the handler sends it with kill(getpid()), as bash does.
 # (A background job starts with SIGINT ignored: env restores it.)
-for mode in signal reraise reraise-onstack; do
+for mode in signal reraise reraise-onstack rekill; do
     for sig in TERM INT; do
         t=$mode-$sig
         env --default-signal=INT "$HT" run -o $t.ht "$P/reach" $mode >$t.out 2>$t.err &
@@ -160,6 +161,26 @@ for mode in signal reraise reraise-onstack; do
         check_truths $t.ht -1 "" $t.out "$t" 21
     done
 done
+
+# the default put back and kill(getpid(), SIGINT), as Python ends after
+# an uncaught Ctrl-C: the last snapshot and its check first (before: none)
+"$HT" run -o killself.ht "$P/reach" killself >killself.out 2>killself.err; rc=$?
+expect_eq "killself: exit status" "$rc" 130
+snap=$("$DUMP" killself.ht | grep '^snap ' | tail -n1)
+expect_eq "killself: snapshot reason, reach status" "$(field reason "$snap") $(field reach "$snap")" "7 1"
+check_truths killself.ht -1 "" killself.out killself 19
+
+# Python itself, stopped with Ctrl-C while it sleeps (KeyboardInterrupt,
+# then its exit by kill(getpid(), SIGINT)); /usr/bin/python3, not a shim
+# (pyenv's is a shell script that execs it)
+env --default-signal=INT "$HT" run -o py.ht /usr/bin/python3 -c 'import time; print("up", flush=True); time.sleep(60)' >py.out 2>py.err &
+runner=$!
+wait_line py.out up || fail "python3: never started"
+kill -INT "$(pgrep -P $runner)"
+wait $runner; rc=$?
+expect_eq "python3 Ctrl-C: exit status" "$rc" 130
+snap=$("$DUMP" py.ht | grep '^snap ' | tail -n1)
+expect_eq "python3 Ctrl-C: snapshot reason, reach status" "$(field reason "$snap") $(field reach "$snap")" "7 1"
 
 # SIGTERM raised while blocked, then taken by sigwaitinfo: not the end
 # (the exit's snapshot and check come at the exit, as without the raise)

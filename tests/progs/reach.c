@@ -6,7 +6,7 @@
  * (live blocks, directly lost, indirectly lost, possibly lost). No stdio before the
  * blocks are made (so libc's own buffers do not mix in), printf at the end.
  *
- *   reach [exit|signal|thread-running|thread-busy|thread-vector|thread-futex|thread-timedwait|thread-masked|thread-spinning|in-handler|seccomp|reraise|reraise-onstack|raise-blocked|exit-thread|exit-rbx|epoll-many|leakcheck|api|ticking|restless|restless-masked|dontfork]
+ *   reach [exit|signal|thread-running|thread-busy|thread-vector|thread-futex|thread-timedwait|thread-masked|thread-spinning|in-handler|seccomp|reraise|reraise-onstack|rekill|killself|raise-blocked|exit-thread|exit-rbx|epoll-many|leakcheck|api|ticking|restless|restless-masked|dontfork]
  * exit: as above, ending with exit() from a function whose frame holds a
  * pointer; thread-running: a second thread is still there at exit, asleep
  * in a read() of a pipe, holding a block's only pointer in its frame (its
@@ -30,7 +30,11 @@
  * signal: ended by a signal while main spins (spin_until_signal);
  * reraise: the same, the signal taken by a handler of the program's
  * (SA_RESETHAND) that raises it again, as node's does; reraise-onstack:
- * that handler on the alternate signal stack; raise-blocked: as exit,
+ * that handler on the alternate signal stack; rekill: as reraise, the
+ * handler sending the signal with kill(getpid()) (bash's way);
+ * killself: after the scripted sites, main puts SIGINT's default back and
+ * sends it with kill(getpid()), as Python ends after an uncaught Ctrl-C
+ * (19 sites: none held in the exiting frame); raise-blocked: as exit,
  * main first raises SIGTERM while blocking it and takes it with
  * sigwaitinfo (prints "TOOK 15"): it ends nothing;
  * leakcheck: a leak check on demand while the program runs (`heaptrail
@@ -749,12 +753,17 @@ NOINLINE static void spin_until_signal(int onstack)
  * the default back (SA_RESETHAND) and raises the signal again, ending the
  * process once it returns (node's SignalExit, after it restores the
  * terminal). The agent's handler is replaced: the raise must be seen. */
+static int resend_by_kill;
+
 static void reraise(int sig)
 {
     static const char handled[] = "HANDLED\n";
     if (write(1, handled, sizeof handled - 1) < 0)
         _exit(3);
-    raise(sig);
+    if (resend_by_kill)
+        kill(getpid(), sig);
+    else
+        raise(sig);
 }
 
 static void take_ending_signals(int onstack)
@@ -893,9 +902,19 @@ int main(int argc, char **argv)
     }
     if (!strcmp(mode, "signal"))
         spin_until_signal(0);
-    if (!strcmp(mode, "reraise") || !strcmp(mode, "reraise-onstack")) {
-        take_ending_signals(mode[7] == '-');
-        spin_until_signal(mode[7] == '-');
+    if (!strcmp(mode, "reraise") || !strcmp(mode, "reraise-onstack") || !strcmp(mode, "rekill")) {
+        int onstack = !strcmp(mode, "reraise-onstack");
+        resend_by_kill = !strcmp(mode, "rekill");
+        take_ending_signals(onstack);
+        spin_until_signal(onstack);
+    }
+    if (!strcmp(mode, "killself")) {
+        report();
+        scrub_stack();
+        if (signal(SIGINT, SIG_DFL) == SIG_ERR)
+            abort();
+        kill(getpid(), SIGINT);
+        abort();
     }
     if (!strcmp(mode, "raise-blocked"))
         raise_blocked();
