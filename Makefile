@@ -120,6 +120,12 @@ $(BUILD)/tests/progs/stalelink: tests/progs/stalelink.c
 	@mkdir -p $(dir $@)
 	$(CC) -O1 -g -Wall -Werror -fno-pie -no-pie -o $@ $<
 
+# takenaddr without PIE, taking libc functions' addresses in its code
+# (canonical PLT entries; tests/agent/leaks.sh)
+$(BUILD)/tests/progs/takenaddr: tests/progs/takenaddr.c
+	@mkdir -p $(dir $@)
+	$(CC) -O1 -g -Wall -Werror -fno-pie -no-pie -o $@ $<
+
 # attachee without PIE and with every slot bound at start and read-only
 # (full RELRO): heaptrail attach must write through the protection
 # (tests/agent/attach.sh)

@@ -36,6 +36,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <linux/capability.h>
 #include <sys/prctl.h>
@@ -1416,14 +1417,32 @@ static void drop_preload(void)
 
 /* ---- start-up ---------------------------------------------------------- */
 
+/* The C library's object, found by the address of one of its functions.
+ * Not the program's: one built without PIE that takes a function's
+ * address in its code gets a canonical PLT entry, which every reference
+ * to the function, ours too, then resolves to (a program that stored
+ * `close` somewhere was found as "libc", read as loaded before the agent,
+ * and ran untraced: "no trace ... was not written"). The program heads
+ * the loader's list; three functions are tried, none of them wrapped
+ * by heaptrail (it wraps fclose, which reach.c used until the
+ * forty-sixth session: libc's frames read as the program's). */
+extern int __libc_start_main(void);
+int ht__libc_object(struct dl_find_object *fo)
+{
+    void *const fns[] = { (void *)__libc_start_main, (void *)close, (void *)getauxval };
+    for (size_t i = 0; i < HT_ARRAY_SIZE(fns); i++)
+        if (_dl_find_object(fns[i], fo) == 0 && fo->dlfo_link_map && fo->dlfo_link_map->l_prev)
+            return 0;
+    return -1;
+}
+
 /* Preloaded, the library comes before libc in the loader's list of
  * modules; opened later (heaptrail attach, or a program's own dlopen) it
  * comes after, and starts only when ht__attach asks. */
 static int preloaded(void)
 {
     struct dl_find_object me, libc;
-    if (_dl_find_object((void *)preloaded, &me) != 0 || !me.dlfo_link_map ||
-        _dl_find_object((void *)close, &libc) != 0 || !libc.dlfo_link_map)
+    if (_dl_find_object((void *)preloaded, &me) != 0 || !me.dlfo_link_map || ht__libc_object(&libc) != 0)
         return 1;
     for (const struct link_map *l = me.dlfo_link_map->l_prev; l; l = l->l_prev)
         if (l == libc.dlfo_link_map)

@@ -309,6 +309,9 @@ static HT_ALWAYS_INLINE uintptr_t ht__callee_saved(uintptr_t *regs)
 /* exit, _exit, _Exit: the hook's stack pointer and the callee-saved
  * registers (ht__callee_saved). */
 HT_INTERNAL void ht__reach_note_exit(uintptr_t lo, const uintptr_t *regs);
+/* The C library's object (agent.c): 0, or -1 if not found. */
+struct dl_find_object;
+HT_INTERNAL int ht__libc_object(struct dl_find_object *fo);
 /* An ending signal's handler, before the last leak check: the thread as
  * the signal interrupted it (its ucontext_t) is the scanning thread's. */
 HT_INTERNAL void ht__reach_note_signal(const void *uc);

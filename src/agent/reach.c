@@ -230,12 +230,6 @@ static int loader_object(struct dl_find_object *fo)
     uintptr_t base = getauxval(AT_BASE);
     return _dl_find_object(base ? (void *)base : (void *)_dl_find_object, fo);
 }
-/* libc's, found by its address: a function heaptrail does not wrap (it
- * wraps fclose, which this used until the forty-sixth session, so libc's
- * frames read as the program's) and a program built without PIE does not
- * take the address of (a canonical PLT entry would be the program's) */
-extern int __libc_start_main(void);
-
 /* Whether every frame of this thread's stack is in libc, the loader or
  * heaptrail: main has returned, the program's frames are gone. The
  * outermost frame may be the program's entry code (_start, which calls
@@ -250,7 +244,7 @@ static int program_frames_gone(void)
     void *f[HT_MAX_FRAMES];
     int n = ht_capture(0, HT_MAX_FRAMES, f, NULL);
     struct dl_find_object libc, ld, me, x;
-    if (n <= 0 || _dl_find_object((void *)__libc_start_main, &libc) != 0 ||
+    if (n <= 0 || ht__libc_object(&libc) != 0 ||
         loader_object(&ld) != 0 ||
         _dl_find_object((void *)program_frames_gone, &me) != 0)
         return 0;

@@ -162,4 +162,13 @@ expect_eq "tiny budget: leaked bytes and blocks still exact" "$1 $2" "$tb $tk"
 d=$("$DUMP" tiny.ht | grep '^drops ')
 [ "$(field overflow "$d")" -gt 0 ] && echo "ok: overflow counted" || fail "no overflow counted: $d"
 grep -q 'allocations without stack' errt && echo "ok: drops reported" || fail "drops not reported"
+
+# a program without PIE that takes the address of close and of
+# __libc_start_main in its code (canonical PLT entries): traced, its
+# leaks exact (before the forty-eighth session: "no trace", untraced)
+"$HT" run -o taken.ht "$P/takenaddr" >taken.out 2>taken.err; rc=$?
+cat taken.err
+expect_eq "takenaddr: exit status, output" "$rc $(cat taken.out)" "0 TAKEN 1"
+expect_eq "takenaddr: leaked bytes, blocks, sites (stdout's buffer too)" "$(summary_numbers taken.err)" "4239 4 4"
+expect_eq "takenaddr: all of it lost" "$(grep -c '^heaptrail: unreachable at exit: 143 bytes in 3 blocks from 3 sites (definitely lost)' taken.err)" 1
 done_
