@@ -1,7 +1,7 @@
 /* hooks.c -- the interposed allocator family: malloc, calloc, realloc,
  * reallocarray, free, free_sized and free_aligned_sized (C23), memalign,
  * posix_memalign, aligned_alloc, valloc, pvalloc, malloc_usable_size; C++ operator new/delete in every variant;
- * anonymous mmap/munmap/mremap and mprotect over them; exec and _exit/_Exit (for the final
+ * anonymous mmap/munmap/mremap and mprotect over them; exec, _exit, _Exit and quick_exit (for the final
  * snapshot); the set-id calls, chroot, unshare and setns (the trace file
  * is opened first, the control thread kept out of the way), stat calls
  * on /proc/self/task and streams of /proc/self/stat and status, fopen to
@@ -60,6 +60,7 @@ static struct {
     void *(*mremap)(void *, size_t, size_t, int, ...);
     int (*mprotect)(void *, size_t, int);
     int (*pkey_mprotect)(void *, size_t, int, int);
+    void (*quick_exit)(int);
     void (*exit_)(int);
     void (*Exit_)(int);
     void (*exit)(int);
@@ -111,6 +112,7 @@ static HT_NOINLINE void resolve(void)
         R(pkey_mprotect, "pkey_mprotect");
         R(exit_, "_exit");
         R(Exit_, "_Exit");
+        R(quick_exit, "quick_exit");
         R(exit, "exit");
         R(prctl, "prctl");
         R(epoll_create, "epoll_create");
@@ -1310,6 +1312,22 @@ HT_API __attribute__((noreturn)) void _exit(int status)
     NEED(exit_);
     if (real.exit_)
         real.exit_(status);
+    for (;;)
+        ht__sys1(SYS_exit_group, status);
+}
+
+/* quick_exit (C11, std::quick_exit: a C++ server skipping its
+ * destructors at shutdown) runs the at_quick_exit handlers and ends with
+ * libc's own _exit, which no hook sees: the trace held no snapshot. The
+ * last snapshot is written first, as for _exit (the handlers' work is not
+ * in it). */
+HT_API __attribute__((noreturn)) void quick_exit(int status)
+{
+    NOTE_EXIT();
+    ht__agent_exit_now();
+    NEED(quick_exit);
+    if (real.quick_exit)
+        real.quick_exit(status);
     for (;;)
         ht__sys1(SYS_exit_group, status);
 }

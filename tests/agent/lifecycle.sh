@@ -25,6 +25,13 @@ run _exit 7
 expect_eq "_exit: leak" "$(leak_of _exit.ht leak_before_end)" "150 3"
 expect_eq "_exit: complete" "$(field complete "$("$DUMP" _exit.ht | grep '^trace ')")" 1
 
+# quick_exit ends with libc's own _exit, past the hooks (before the
+# forty-eighth session: no snapshot at all)
+run quick_exit 6
+expect_eq "quick_exit: leak" "$(leak_of quick_exit.ht leak_before_end)" "150 3"
+expect_eq "quick_exit: complete, reason" \
+    "$(field complete "$("$DUMP" quick_exit.ht | grep '^trace ')") $(field reason "$(last_snap quick_exit.ht)")" "1 0"
+
 run segv 139
 expect_eq "segv: leak" "$(leak_of segv.ht leak_before_end)" "150 3"
 expect_eq "segv: crash snapshot" "$(field reason "$(last_snap segv.ht)")" 4

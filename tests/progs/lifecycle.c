@@ -1,6 +1,6 @@
 /* lifecycle.c MODE -- how a traced process ends or multiplies. Each mode
  * first leaks 3 blocks of 50 bytes from leak_before_end.
- *   exit | _exit | segv | abort | trap | kill   end that way ("kill": ht_snapshot(),
+ *   exit | _exit | quick_exit | segv | abort | trap | kill   end that way ("kill": ht_snapshot(),
  *                                        one more leak, then SIGKILL)
  *   report    segv, with a crash reporter's handler of its own: it says
  *             "REPORTED" and raises SIGSEGV again, the default put back
@@ -380,6 +380,8 @@ int main(int argc, char **argv)
         exit(5);
     if (!strcmp(mode, "_exit"))
         _exit(7);
+    if (!strcmp(mode, "quick_exit"))
+        quick_exit(6);
     if (!strcmp(mode, "report")) {
         struct sigaction sa;
         memset(&sa, 0, sizeof sa);
