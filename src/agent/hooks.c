@@ -1305,16 +1305,21 @@ HT_API __attribute__((noreturn)) void exit(int status)
         ht__sys1(SYS_exit_group, status);
 }
 
+/* An ending without exit's handlers: the last snapshot now, then the
+ * next definition (or the system call, should there be none) */
+#define END_NOW_HOOK(field) \
+    { \
+        NOTE_EXIT(); \
+        ht__agent_exit_now(); \
+        NEED(field); \
+        if (real.field) \
+            real.field(status); \
+        for (;;) \
+            ht__sys1(SYS_exit_group, status); \
+    }
+
 HT_API __attribute__((noreturn)) void _exit(int status)
-{
-    NOTE_EXIT();
-    ht__agent_exit_now();
-    NEED(exit_);
-    if (real.exit_)
-        real.exit_(status);
-    for (;;)
-        ht__sys1(SYS_exit_group, status);
-}
+END_NOW_HOOK(exit_)
 
 /* quick_exit (C11, std::quick_exit: a C++ server skipping its
  * destructors at shutdown) runs the at_quick_exit handlers and ends with
@@ -1322,26 +1327,10 @@ HT_API __attribute__((noreturn)) void _exit(int status)
  * last snapshot is written first, as for _exit (the handlers' work is not
  * in it). */
 HT_API __attribute__((noreturn)) void quick_exit(int status)
-{
-    NOTE_EXIT();
-    ht__agent_exit_now();
-    NEED(quick_exit);
-    if (real.quick_exit)
-        real.quick_exit(status);
-    for (;;)
-        ht__sys1(SYS_exit_group, status);
-}
+END_NOW_HOOK(quick_exit)
 
 HT_API __attribute__((noreturn)) void _Exit(int status)
-{
-    NOTE_EXIT();
-    ht__agent_exit_now();
-    NEED(Exit_);
-    if (real.Exit_)
-        real.Exit_(status);
-    for (;;)
-        ht__sys1(SYS_exit_group, status);
-}
+END_NOW_HOOK(Exit_)
 
 /* raise() and kill() of this process: where that ends it, the last
  * snapshot is written first (ht__agent_raise says when). A program whose
