@@ -154,9 +154,6 @@ static void final_snapshot_write(int reason);
 /* The interrupted context of the ending signal this thread handles (its
  * leak check reads the thread as it stood), or NULL */
 static HT_TLS const void *t_signal_uc;
-/* This thread raises a signal that ends the process (its frames noted
- * as an exit's) */
-static HT_TLS int t_raising;
 
 static void final_snapshot(int reason)
 {
@@ -231,7 +228,7 @@ static void final_snapshot_write(int reason)
      * signal (SIGTERM, Ctrl-C) gets the exit's check, as memcheck gives
      * it: a service is most often stopped so. Not a crash: the program's
      * memory, the agent's tables among it, may be what broke */
-    int locked = (reason == HT_SNAP_EXIT || (reason == HT_SNAP_SIGNAL && (t_signal_uc || t_raising))) &&
+    int locked = (reason == HT_SNAP_EXIT || reason == HT_SNAP_SIGNAL) &&
                  ht__agent.on == HT_ON_FULL && A.reach && ht__reach_lock() == 0;
     ht__guard = 2;
     if (locked) {
@@ -403,8 +400,8 @@ static const ucontext_t *handler_frame(uintptr_t sp)
  * any handler is the program's to take (sigwait, signalfd): no snapshot.
  * kill_pid: -1 for raise, else kill's pid (hooks.c's kill): a kill of
  * this process is taken alike (Python ends so after an uncaught Ctrl-C,
- * bash after a signal it handled). (abort's SIGABRT is raised inside libc, not through here: the agent's
- * handler or the program's sees it.) */
+ * bash after a signal it handled). (abort's SIGABRT is raised inside
+ * libc, not through here: the agent's handler or the program's sees it.) */
 void ht__agent_raise(int sig, int kill_pid, uintptr_t lo, const uintptr_t *regs)
 {
     if (!A.started || sig <= 0 || sig >= 32 || ht_load_acquire(&A.detached) ||
@@ -417,13 +414,13 @@ void ht__agent_raise(int sig, int kill_pid, uintptr_t lo, const uintptr_t *regs)
      * that does not block it, this one first: where this one does and is
      * in no handler, another thread, or nobody (a thread in sigwaitinfo
      * takes it), may get it: not known, so nothing is written */
-    if (ends && kill_pid != -1 && kill_pid != 0 && kill_pid != (int)ht__sys0(SYS_getpid))
+    if (!ends || (kill_pid != -1 && kill_pid != 0 && kill_pid != (int)ht__sys0(SYS_getpid)))
         return;
     /* the raw call: hooks.c's sigaction would answer with the disposition
      * found before the agent's handler */
     struct { void *handler; unsigned long flags; void *restorer; uint64_t mask; } cur;
     uint64_t blocked;
-    if (!ends || ht__sys4(SYS_rt_sigaction, sig, NULL, &cur, 8) != 0 || cur.handler != SIG_DFL ||
+    if (ht__sys4(SYS_rt_sigaction, sig, NULL, &cur, 8) != 0 || cur.handler != SIG_DFL ||
         ht__sys4(SYS_rt_sigprocmask, SIG_BLOCK, NULL, &blocked, 8) != 0)
         return;
     const ucontext_t *uc = NULL;
@@ -445,9 +442,7 @@ void ht__agent_raise(int sig, int kill_pid, uintptr_t lo, const uintptr_t *regs)
         t_signal_uc = uc;
     else
         ht__reach_note_exit(lo, regs);
-    t_raising = 1;
     final_snapshot(is_crash(sig) ? HT_SNAP_CRASH : HT_SNAP_SIGNAL);
-    t_raising = 0;
     t_signal_uc = NULL;
 }
 

@@ -230,6 +230,7 @@ static int loader_object(struct dl_find_object *fo)
     uintptr_t base = getauxval(AT_BASE);
     return _dl_find_object(base ? (void *)base : (void *)_dl_find_object, fo);
 }
+
 /* Whether every frame of this thread's stack is in libc, the loader or
  * heaptrail: main has returned, the program's frames are gone. The
  * outermost frame may be the program's entry code (_start, which calls
