@@ -1369,16 +1369,35 @@ void ht__agent_acted(void)
 
 /* ---- LD_PRELOAD -------------------------------------------------------- */
 
+/* Whether the LD_PRELOAD entry s (len bytes) names this library: its path
+ * as the loader has it, or a path ending in its file name. */
+static int names_me(const char *s, size_t len, const char *me)
+{
+    const char *base = ht__path_base(me), *sb = s;
+    for (const char *q = s; q < s + len; q++)
+        if (*q == '/')
+            sb = q + 1;
+    size_t bl = strlen(base);
+    return (strlen(me) == len && !strncmp(s, me, len)) || ((size_t)(s + len - sb) == bl && !strncmp(sb, base, bl));
+}
+
+/* this library's path as the loader names it, or NULL */
+static const char *my_path(void)
+{
+    struct dl_find_object fo;
+    if (_dl_find_object((void *)my_path, &fo) != 0 || !fo.dlfo_link_map)
+        return NULL;
+    return fo.dlfo_link_map->l_name;
+}
+
 /* Removes this library from LD_PRELOAD, in place (no allocation), so that
  * programs the traced one executes run untraced. */
 static void drop_preload(void)
 {
     extern char **environ;
-    struct dl_find_object fo;
-    if (_dl_find_object((void *)drop_preload, &fo) != 0 || !fo.dlfo_link_map)
+    const char *me = my_path();
+    if (!me)
         return;
-    const char *me = fo.dlfo_link_map->l_name;
-    const char *base = ht__path_base(me);
     for (char **e = environ; e && *e; e++) {
         if (strncmp(*e, "LD_PRELOAD=", 11) != 0)
             continue;
@@ -1391,15 +1410,7 @@ static void drop_preload(void)
             while (*r && *r != ' ' && *r != ':')
                 r++;
             size_t len = (size_t)(r - s);
-            if (!len)
-                continue;
-            const char *sb = s;
-            for (const char *q = s; q < r; q++)
-                if (*q == '/')
-                    sb = q + 1;
-            int mine = (strlen(me) == len && !strncmp(s, me, len)) ||
-                       ((size_t)(r - sb) == strlen(base) && !strncmp(sb, base, strlen(base)));
-            if (mine)
+            if (!len || names_me(s, len, me))
                 continue;
             if (w != v)
                 *w++ = ':';
@@ -1408,6 +1419,128 @@ static void drop_preload(void)
         }
         *w = 0;
     }
+}
+
+/* ---- --follow-exec: what an executed program's environment must hold -----
+ * Following exec relies on the environment: LD_PRELOAD loads the agent
+ * into the new image and the HEAPTRAIL_* variables carry the options and
+ * the trace's directory. A program may start another with an environment
+ * of its own (env -i, Python's subprocess.run(env={...}), a sandbox that
+ * unsets LD_PRELOAD): the exec and posix_spawn hooks then hand it a copy
+ * with this library put first in LD_PRELOAD and the HEAPTRAIL_* variables
+ * this process started with added where missing (the program's own values
+ * kept). Saved at start-up, since the program may change its environment;
+ * the copy is built on the caller's stack, no allocation (a vfork child
+ * shares its parent's memory). */
+#define EXEC_VARS_MAX 32
+static struct {
+    char buf[4096];
+    const char *path;           /* this library, from the loader's name for it */
+    const char *vars[EXEC_VARS_MAX];    /* "HEAPTRAIL_X=value" */
+    size_t nvars;
+} X;
+
+static void save_exec_env(void)
+{
+    extern char **environ;
+    const char *me = my_path();
+    size_t used = 0, len;
+    if (!me || !*me || (len = strlen(me) + 1) > sizeof X.buf)
+        return;
+    memcpy(X.buf, me, len);
+    X.path = X.buf;
+    used = len;
+    for (char **e = environ; e && *e && X.nvars < EXEC_VARS_MAX; e++) {
+        if (strncmp(*e, "HEAPTRAIL_", 10) != 0 || !strchr(*e, '=') || (len = strlen(*e) + 1) > sizeof X.buf - used)
+            continue;
+        memcpy(X.buf + used, *e, len);
+        X.vars[X.nvars++] = X.buf + used;
+        used += len;
+    }
+}
+
+/* the length of a variable's name, up to its '=' */
+static size_t var_name_len(const char *e)
+{
+    const char *q = strchr(e, '=');
+    return q ? (size_t)(q - e) : strlen(e);
+}
+
+/* The first LD_PRELOAD entry of env, or NULL; *mine whether it names us. */
+static const char *find_preload(char *const env[], size_t *at, int *mine)
+{
+    *mine = 0;
+    for (size_t i = 0; env && env[i]; i++) {
+        if (strncmp(env[i], "LD_PRELOAD=", 11) != 0)
+            continue;
+        for (const char *r = env[i] + 11; *r && !*mine;) {
+            while (*r == ' ' || *r == ':')
+                r++;
+            const char *s = r;
+            while (*r && *r != ' ' && *r != ':')
+                r++;
+            *mine = r > s && names_me(s, (size_t)(r - s), X.path);
+        }
+        *at = i;
+        return env[i];
+    }
+    return NULL;
+}
+
+/* whether env has a variable of the name of X.vars[k] */
+static int has_var(char *const env[], size_t k)
+{
+    size_t nl = var_name_len(X.vars[k]);
+    for (size_t i = 0; env && env[i]; i++)
+        if (!strncmp(env[i], X.vars[k], nl) && env[i][nl] == '=')
+            return 1;
+    return 0;
+}
+
+size_t ht__exec_env_need(char *const env[], size_t *preload_bytes)
+{
+    *preload_bytes = 0;
+    if (!A.follow_exec || !X.path)
+        return 0;
+    size_t n = 0, at = 0, missing = 0;
+    int mine;
+    while (env && env[n])
+        n++;
+    const char *pre = find_preload(env, &at, &mine);
+    for (size_t k = 0; k < X.nvars; k++)
+        missing += !has_var(env, k);
+    if (mine && !missing)
+        return 0;
+    if (!mine)
+        *preload_bytes = 11 + strlen(X.path) + (pre && pre[11] ? 1 + strlen(pre + 11) : 0) + 1;
+    return n + missing + (pre ? 0 : 1) + 1;
+}
+
+char *const *ht__exec_env_fill(char *const env[], char **out, char *preload)
+{
+    size_t n = 0, at = 0;
+    int mine;
+    const char *pre = find_preload(env, &at, &mine);
+    if (!mine) {
+        size_t l = strlen(X.path);
+        memcpy(preload, "LD_PRELOAD=", 11);
+        memcpy(preload + 11, X.path, l);
+        if (pre && pre[11]) {
+            preload[11 + l] = ':';
+            strcpy(preload + 12 + l, pre + 11);
+        } else {
+            preload[11 + l] = 0;
+        }
+    }
+    for (size_t i = 0; env && env[i]; i++)
+        out[n++] = pre && i == at && !mine ? preload : env[i];
+    if (!pre)
+        out[n++] = preload;
+    for (size_t k = 0; k < X.nvars; k++)
+        if (!has_var(env, k))
+            out[n++] = (char *)X.vars[k];
+    out[n] = NULL;
+    return out;
 }
 
 /* ---- start-up ---------------------------------------------------------- */
@@ -1488,6 +1621,8 @@ static void start(int attach)
     install_crash_handlers();
     if (!A.follow_exec && !attach)
         drop_preload();
+    else if (A.follow_exec)
+        save_exec_env();
     A.started = 1;
     start_control();
     ht__guard = 0;

@@ -412,6 +412,14 @@ HT_INTERNAL void ht__hooks_fork_child(void);
 struct sigaction;
 HT_INTERNAL void ht__agent_sigaction_query(int sig, struct sigaction *old);
 
+/* --follow-exec (agent.c): the number of pointers, NULL included, of the
+ * environment an exec'd program must get instead of env (0: env will do:
+ * it loads the agent with this process's HEAPTRAIL_* settings, or exec is
+ * not followed), and in *preload_bytes the size of its new LD_PRELOAD
+ * entry (0: none); fill writes that copy into out and preload. */
+HT_INTERNAL size_t ht__exec_env_need(char *const env[], size_t *preload_bytes);
+HT_INTERNAL char *const *ht__exec_env_fill(char *const env[], char **out, char *preload);
+
 /* ---- small helpers (agent.c) ------------------------------------------- */
 HT_INTERNAL size_t ht__strlen(const char *s);
 HT_INTERNAL size_t ht__fmt_u64(char *buf, uint64_t v);   /* decimal, no NUL */

@@ -33,6 +33,7 @@
 #include <link.h>
 #include <sched.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -936,7 +937,9 @@ HT_INTERNAL void ht__agent_exec_failed(void);
 typedef int (*execve_fn)(const char *, char *const[], char *const[]);
 typedef int (*execv_fn)(const char *, char *const[]);
 typedef int (*fexecve_fn)(int, char *const[], char *const[]);
-
+typedef int (*execveat_fn)(int, const char *, char *const[], char *const[], int);
+typedef int (*spawn_fn)(pid_t *, const char *, const posix_spawn_file_actions_t *, const posix_spawnattr_t *,
+                        char *const[], char *const[]);
 
 #define EXEC_CALL(ret, call) \
     do { \
@@ -945,6 +948,27 @@ typedef int (*fexecve_fn)(int, char *const[], char *const[]);
         int e_ = errno; \
         ht__agent_exec_failed(); \
         errno = e_; \
+    } while (0)
+
+/* Runs stmt with ENV naming the environment the new program gets: env0,
+ * or under --follow-exec a copy on this stack that loads the agent again
+ * (ht__exec_env_need). An environment too large for the stack (over
+ * 16,384 variables or a 64 KiB LD_PRELOAD) is passed as it is. */
+#define EXEC_ENV_MAX     16384
+#define EXEC_PRELOAD_MAX 65536
+#define WITH_EXEC_ENV(env0, ENV, stmt) \
+    do { \
+        size_t pre_; \
+        size_t need_ = ht__exec_env_need(env0, &pre_); \
+        if (need_ && need_ <= EXEC_ENV_MAX && pre_ <= EXEC_PRELOAD_MAX) { \
+            char *fixed_[need_]; \
+            char preload_[pre_ + 1]; \
+            char *const *ENV = ht__exec_env_fill(env0, fixed_, preload_); \
+            stmt; \
+        } else { \
+            char *const *ENV = env0; \
+            stmt; \
+        } \
     } while (0)
 
 #define EXECVE_LIKE(sym) \
@@ -957,27 +981,32 @@ typedef int (*fexecve_fn)(int, char *const[], char *const[]);
             return -1; \
         } \
         int r; \
-        EXEC_CALL(r, f(path, argv, envp)); \
+        WITH_EXEC_ENV(envp, env, EXEC_CALL(r, f(path, argv, env))); \
         return r; \
     }
 EXECVE_LIKE(execve)
 EXECVE_LIKE(execvpe)
 
-#define EXECV_LIKE(sym) \
+/* execv and execvp pass environ: where it must change, the same call
+ * with an environment (execve, execvpe) takes the copy */
+#define EXECV_LIKE(sym, esym) \
     HT_API int sym(const char *path, char *const argv[]) \
     { \
-        static void *next; \
+        extern char **environ; \
+        static void *next, *enext; \
         execv_fn f = (execv_fn)next_sym(&next, #sym); \
-        if (!f) { \
+        execve_fn fe = (execve_fn)next_sym(&enext, #esym); \
+        if (!f || !fe) { \
             errno = ENOSYS; \
             return -1; \
         } \
         int r; \
-        EXEC_CALL(r, f(path, argv)); \
+        char *const *env0 = environ; \
+        WITH_EXEC_ENV(env0, env, EXEC_CALL(r, env == env0 ? f(path, argv) : fe(path, argv, env))); \
         return r; \
     }
-EXECV_LIKE(execv)
-EXECV_LIKE(execvp)
+EXECV_LIKE(execv, execve)
+EXECV_LIKE(execvp, execvpe)
 
 HT_API int fexecve(int fd, char *const argv[], char *const envp[])
 {
@@ -988,9 +1017,40 @@ HT_API int fexecve(int fd, char *const argv[], char *const envp[])
         return -1;
     }
     int r;
-    EXEC_CALL(r, f(fd, argv, envp));
+    WITH_EXEC_ENV(envp, env, EXEC_CALL(r, f(fd, argv, env)));
     return r;
 }
+
+HT_API int execveat(int dirfd, const char *path, char *const argv[], char *const envp[], int flags)
+{
+    static void *next;
+    execveat_fn f = (execveat_fn)next_sym(&next, "execveat");
+    if (!f) {
+        errno = ENOSYS;
+        return -1;
+    }
+    int r;
+    WITH_EXEC_ENV(envp, env, EXEC_CALL(r, f(dirfd, path, argv, env, flags)));
+    return r;
+}
+
+/* posix_spawn: the caller goes on, so nothing is written; only the
+ * environment of the program it starts may need the agent back (glibc's
+ * system() and popen() spawn with environ, which the start-up kept). */
+#define SPAWN_LIKE(sym) \
+    HT_API int sym(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa, \
+                   const posix_spawnattr_t *attr, char *const argv[], char *const envp[]) \
+    { \
+        static void *next; \
+        spawn_fn f = (spawn_fn)next_sym(&next, #sym); \
+        if (!f) \
+            return ENOSYS; \
+        int r; \
+        WITH_EXEC_ENV(envp, env, r = f(pid, path, fa, attr, argv, env)); \
+        return r; \
+    }
+SPAWN_LIKE(posix_spawn)
+SPAWN_LIKE(posix_spawnp)
 
 #define EXEC_MAX_ARGS 4096
 /* execl, execlp, execle: arguments into an array on the stack, then the

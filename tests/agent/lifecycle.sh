@@ -312,6 +312,24 @@ ct=heaptrail.lifecycle.$child.ht
 expect_eq "exec --follow-exec: the exec'd program's leak" "$(leak_of "$ct" leak_child)" "444 1"
 expect_eq "exec --follow-exec: parent's leak" "$(leak_of execf.ht leak_parent)" "333 1"
 
+# children started with an environment of their own (env -i, Python's
+# subprocess.run(env=...), a program that unsets LD_PRELOAD): with
+# --follow-exec each is traced all the same, with the run's settings
+# (HEAPTRAIL_FOLLOW_EXEC); without it none is
+"$HT" run --follow-exec -o execenvf.ht "$L" execenv >execenvf.out 2>execenvf.err; rc=$?
+expect_eq "execenv --follow-exec: exit status" "$rc" 0
+expect_eq "execenv --follow-exec: children see the run's settings" "$(grep -c '^ENVCHILD follow=1$' execenvf.out)" 5
+expect_eq "execenv --follow-exec: parent's leak" "$(leak_of execenvf.ht leak_parent)" "333 1"
+n=0
+for child in $(sed -n 's/^CHILDREN //p' execenvf.out); do
+    expect_eq "execenv --follow-exec: child $((n += 1))'s leak" "$(leak_of heaptrail.lifecycle.$child.ht leak_child)" "444 1"
+done
+expect_eq "execenv --follow-exec: children" "$n" 5
+rm -f heaptrail.lifecycle.*.ht
+run execenv 0
+expect_eq "execenv: no child traced" "$(ls heaptrail.lifecycle.*.ht 2>/dev/null | wc -l)" 0
+expect_eq "execenv: children see no settings" "$(grep -c '^ENVCHILD follow=unset$' execenv.out)" 5
+
 # exec without fork: the replaced image's trace ends with an exec snapshot
 run execself 0
 expect_eq "execself: the replaced image's leak" "$(leak_of execself.ht leak_parent)" "333 1"

@@ -59,6 +59,14 @@
  *             that allocate and _exit: no deadlock
  *   exec      leak_parent 1x333, then fork+exec itself as "execchild"
  *   execchild leak_child 1x444
+ *   execenv   leak_parent 1x333, then starts itself as "envchild" five
+ *             times, each with an environment of its own, as env -i or
+ *             Python's subprocess.run(env=...) do: execve with {PATH}, execve
+ *             with a NULL environment, posix_spawn with an empty LD_PRELOAD,
+ *             execle with none, and execv after unsetenv("LD_PRELOAD");
+ *             prints "CHILDREN pid..."
+ *   envchild  leak_child 1x444; prints "ENVCHILD follow=VALUE" (its
+ *             HEAPTRAIL_FOLLOW_EXEC)
  *   execself  leak_parent 1x333, then execs itself as "execchild" (no fork);
  *             first a failed exec of a missing file, after which the
  *             process goes on (and must keep being traced)
@@ -95,6 +103,7 @@
 #include <sys/mman.h>
 #include <alloca.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -373,6 +382,55 @@ int main(int argc, char **argv)
     const char *mode = argc > 1 ? argv[1] : "exit";
     if (!strcmp(mode, "execchild")) {
         leak_child(444);
+        return 0;
+    }
+    if (!strcmp(mode, "envchild")) {
+        leak_child(444);
+        const char *f = getenv("HEAPTRAIL_FOLLOW_EXEC");
+        printf("ENVCHILD follow=%s\n", f ? f : "unset");
+        return 0;
+    }
+    if (!strcmp(mode, "execenv")) {
+        leak_parent(333);
+        char *args[] = { argv[0], (char *)"envchild", NULL };
+        char *path_only[] = { (char *)"PATH=/usr/bin:/bin", NULL };
+        char *empty_preload[] = { (char *)"LD_PRELOAD=", (char *)"LC_ALL=C", NULL };
+        char *none[] = { NULL };
+        pid_t kids[5];
+        fflush(stdout);
+        for (int k = 0; k < 5; k++) {
+            if (k == 2) {
+                int e = posix_spawn(&kids[k], "/proc/self/exe", NULL, NULL, args, empty_preload);
+                if (e != 0) {
+                    fprintf(stderr, "posix_spawn: %s\n", strerror(e));
+                    return 2;
+                }
+                continue;
+            }
+            if (k == 4)
+                unsetenv("LD_PRELOAD");
+            kids[k] = fork();
+            if (kids[k] == 0) {
+                if (k == 0)
+                    execve("/proc/self/exe", args, path_only);
+                else if (k == 1)
+                    execve("/proc/self/exe", args, NULL);
+                else if (k == 3)
+                    execle("/proc/self/exe", argv[0], "envchild", (char *)NULL, none);
+                else
+                    execv("/proc/self/exe", args);
+                _exit(127);
+            }
+        }
+        printf("CHILDREN");
+        for (int k = 0; k < 5; k++) {
+            int st;
+            waitpid(kids[k], &st, 0);
+            if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+                return 3;
+            printf(" %d", (int)kids[k]);
+        }
+        printf("\n");
         return 0;
     }
     leak_before_end();
