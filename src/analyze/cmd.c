@@ -17,8 +17,8 @@
 
 /* Provided by src/format (the agent side owns the reader). Weak, so a CLI
  * built before the reader exists says so instead of failing to link. */
-extern int ht_trace_read(const char *path, ht_trace_t *t, char *err, size_t errlen)
-    __attribute__((weak));
+extern int ht_trace_read_opts(const char *path, const ht_read_opts_t *o, ht_trace_t *t, char *err,
+                              size_t errlen) __attribute__((weak));
 extern void ht_trace_free(ht_trace_t *t) __attribute__((weak));
 
 static const char *cmd_names[] = { "report", "diff", "growth" };
@@ -126,7 +126,8 @@ static char *split_snap(const char *arg, int64_t *n)
     return ht__xstrdup(arg);
 }
 
-static int load_trace(const char *cmd, const char *path, ht_trace_t *t, ht_loader_fn load)
+static int load_trace(const char *cmd, const char *path, const ht_read_opts_t *o, ht_trace_t *t,
+                      ht_loader_fn load)
 {
     char err[512] = "";
     memset(t, 0, sizeof *t);
@@ -134,7 +135,7 @@ static int load_trace(const char *cmd, const char *path, ht_trace_t *t, ht_loade
         fprintf(stderr, "heaptrail %s: this binary was built without the trace reader\n", cmd);
         return -1;
     }
-    if (load(path, t, err, sizeof err) != 0) {
+    if (load(path, o, t, err, sizeof err) != 0) {
         fprintf(stderr, "heaptrail %s: %s\n", cmd, err[0] ? err : path);
         return -1;
     }
@@ -314,15 +315,26 @@ int ht__cmd_main(int cmd, int argc, char **argv, ht_loader_fn load, ht_unloader_
     } else {
         paths[0] = ht__xstrdup(ops[0]);
     }
+    /* only the snapshots the command reads keep their sites: a trace of
+     * thousands of --interval snapshots fits in memory for a report */
+    int same = cmd == HT_CMD_DIFF && strcmp(paths[0], paths[1]) == 0;
+    ht_read_opts_t keep0 = { .nkeep = 1, .keep = { cmd == HT_CMD_DIFF ? snaps[0] : snapshot, snaps[1] } };
+    ht_read_opts_t keep1 = { .nkeep = 1, .keep = { snaps[1], 0 } };
+    if (same)
+        keep0.nkeep = 2;
+    if (cmd == HT_CMD_GROWTH) {   /* every snapshot's changes, the last's sites */
+        keep0.keep[0] = -1;
+        keep0.changes = 1;
+    }
     phase(NULL);
-    if (load_trace(cmd_names[cmd], paths[0], &traces[0], load))
+    if (load_trace(cmd_names[cmd], paths[0], &keep0, &traces[0], load))
         goto done;
     ntraces = 1;
     phase("read");
     ht__session_add(&ses, paths[0], &traces[0]);
     phase("normalize");
-    if (cmd == HT_CMD_DIFF && strcmp(paths[0], paths[1]) != 0) {
-        if (load_trace(cmd_names[cmd], paths[1], &traces[1], load))
+    if (cmd == HT_CMD_DIFF && !same) {
+        if (load_trace(cmd_names[cmd], paths[1], &keep1, &traces[1], load))
             goto done;
         ntraces = 2;
         phase("read");
@@ -371,15 +383,15 @@ done:
 
 int ht_cmd_report(int argc, char **argv)
 {
-    return ht__cmd_main(HT_CMD_REPORT, argc, argv, ht_trace_read, ht_trace_free);
+    return ht__cmd_main(HT_CMD_REPORT, argc, argv, ht_trace_read_opts, ht_trace_free);
 }
 
 int ht_cmd_diff(int argc, char **argv)
 {
-    return ht__cmd_main(HT_CMD_DIFF, argc, argv, ht_trace_read, ht_trace_free);
+    return ht__cmd_main(HT_CMD_DIFF, argc, argv, ht_trace_read_opts, ht_trace_free);
 }
 
 int ht_cmd_growth(int argc, char **argv)
 {
-    return ht__cmd_main(HT_CMD_GROWTH, argc, argv, ht_trace_read, ht_trace_free);
+    return ht__cmd_main(HT_CMD_GROWTH, argc, argv, ht_trace_read_opts, ht_trace_free);
 }

@@ -9,7 +9,9 @@
 #include "../format/trace.h"
 #include "util.h"
 
-typedef int (*ht_loader_fn)(const char *path, ht_trace_t *t, char *err, size_t errlen);
+/* reads a trace, keeping the sites of the snapshots o names (NULL: all) */
+typedef int (*ht_loader_fn)(const char *path, const ht_read_opts_t *o, ht_trace_t *t, char *err,
+                            size_t errlen);
 typedef void (*ht_unloader_fn)(ht_trace_t *t);
 
 enum { HT_CMD_REPORT = 0, HT_CMD_DIFF, HT_CMD_GROWTH };

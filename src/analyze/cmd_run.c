@@ -440,7 +440,10 @@ static int summary(const char *path, int when, int64_t seq, ht_supp_t *supp, int
                      "or the directory is not writable)\n");
         return -1;
     }
-    if (ht_trace_read(path, &t, err, sizeof err) != 0) {
+    /* the last snapshot's sites only, unless one is asked for by number
+     * (the writer's, known only once read) */
+    const ht_read_opts_t last = { .nkeep = 1, .keep = { -1, 0 } };
+    if (ht_trace_read_opts(path, seq < 0 ? &last : NULL, &t, err, sizeof err) != 0) {
         fprintf(out, now ? "heaptrail: cannot read the trace: " : "heaptrail: no trace: ");
         ht__put_clean(out, err);
         fputc('\n', out);

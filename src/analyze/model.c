@@ -219,20 +219,25 @@ int ht__session_add(ht_session_t *s, const char *name, const ht_trace_t *t)
     int overlap = t->njit > 0;  /* JIT records are chosen by time too */
     for (size_t i = 1; i < nsp; i++)
         overlap |= sp[i].start < sp[i - 1].max_end;
-    uint64_t *seen = overlap ? ht__xmalloc(nn * sizeof *seen) : NULL;
-    for (size_t i = 0; seen && i < nn; i++)
-        seen[i] = UINT64_MAX;
-    for (size_t k = 0; seen && k < t->nsnaps; k++) {
+    /* the reader notes them (it may not keep every snapshot's sites);
+     * a trace built in memory has them computed here */
+    const uint64_t *seen = overlap ? t->node_seen_ns : NULL;
+    uint64_t *own = overlap && !seen ? ht__xmalloc(nn * sizeof *own) : NULL;
+    for (size_t i = 0; own && i < nn; i++)
+        own[i] = UINT64_MAX;
+    for (size_t k = 0; own && k < t->nsnaps; k++) {
         const ht_tsnapshot_t *sn = &t->snaps[k];
         for (size_t j = 0; j < sn->nsites; j++) {
             uint32_t n = sn->sites[j].stack;
-            while (n != 0 && n < t->nnodes && seen[n] == UINT64_MAX) {
-                seen[n] = sn->time_ns;
+            while (n != 0 && n < t->nnodes && own[n] == UINT64_MAX) {
+                own[n] = sn->time_ns;
                 uint32_t p = t->nodes[n].parent;
                 n = p < n ? p : 0;
             }
         }
     }
+    if (own)
+        seen = own;
     in->node_tmod[0] = UINT32_MAX;
     for (size_t i = 1; i < t->nnodes; i++) {
         uint64_t a = t->nodes[i].addr;
@@ -248,7 +253,7 @@ int ht__session_add(ht_session_t *s, const char *name, const ht_trace_t *t)
     }
     if (t->njit)
         name_jit_nodes(in, seen);
-    free(seen);
+    free(own);
     free(sp);
     free(tm);
     return idx;
@@ -433,13 +438,13 @@ static uint32_t site_node(const ht_trace_t *t, uint32_t stack)
 /* Whether --suppressions leaves the site out. `count`: it is in the
  * report's own snapshot, with this value: counted in r's supp_* and the
  * pattern's. */
-static int suppressed(ht_session_t *s, ht_report_t *r, uint32_t input, const ht_tsite_t *site, int count,
+static int suppressed(ht_session_t *s, ht_report_t *r, uint32_t input, uint32_t stack, int count,
                       int64_t bytes, int64_t blocks)
 {
     ht_supp_t *sp = s->opts ? s->opts->supp : NULL;
     if (!sp || !sp->n)
         return 0;
-    int p = ht__supp_match(sp, s, input, site_node(s->in[input].t, site->stack));
+    int p = ht__supp_match(sp, s, input, site_node(s->in[input].t, stack));
     if (p < 0)
         return 0;
     if (count) {
@@ -971,7 +976,7 @@ static void report_from_sites(ht_session_t *s, const ht_tsnapshot_t *sn, ht_repo
         int64_t bytes = site_bytes(r, site), blocks = site_blocks(r, site);
         if (!bytes && !blocks)
             continue;
-        if (suppressed(s, r, 0, site, 1, bytes, blocks))
+        if (suppressed(s, r, 0, site->stack, 1, bytes, blocks))
             continue;
         count++;
         r->total_bytes += bytes;
@@ -1085,7 +1090,7 @@ int ht__report_build(ht_session_t *s, int64_t snapshot, int mode, ht_report_t *r
     r->possible = r->reach == HT_REACH_DONE && sn->has_possible;
     if (r->type == HT_REPORT_TEMPORARY)
         for (size_t i = 0; i < sn->nsites; i++)
-            if (sn->sites[i].kind == HT_KIND_HEAP && !suppressed(s, r, 0, &sn->sites[i], 0, 0, 0))
+            if (sn->sites[i].kind == HT_KIND_HEAP && !suppressed(s, r, 0, sn->sites[i].stack, 0, 0, 0))
                 r->all_blocks += (int64_t)sn->sites[i].total_blocks;
     if (sites_are_rows(s)) {
         report_from_sites(s, sn, r);
@@ -1101,7 +1106,7 @@ int ht__report_build(ht_session_t *s, int64_t snapshot, int mode, ht_report_t *r
         int64_t bytes = site_bytes(r, site), blocks = site_blocks(r, site);
         if (!bytes && !blocks)
             continue;
-        if (suppressed(s, r, 0, site, 1, bytes, blocks))
+        if (suppressed(s, r, 0, site->stack, 1, bytes, blocks))
             continue;
         probe_t p;
         probe_make(&a, &p, 0, site->stack, site->kind);
@@ -1193,7 +1198,7 @@ int ht__diff_build(ht_session_t *s, int64_t na, int64_t nb, int peak, ht_report_
             /* --peak: what the site held at the peak */
             int64_t bytes = (int64_t)(peak ? site->at_peak_bytes : site->live_bytes);
             int64_t blocks = (int64_t)(peak ? site->at_peak_blocks : site->live_blocks);
-            if (suppressed(s, r, in, site, !pass, bytes, blocks))
+            if (suppressed(s, r, in, site->stack, !pass, bytes, blocks))
                 continue;
             probe_t p;
             probe_make(&a, &p, in, site->stack, site->kind);
@@ -1248,6 +1253,35 @@ int ht__diff_build(ht_session_t *s, int64_t na, int64_t nb, int peak, ht_report_
 
 /*----------------------------------------------------------------- growth */
 
+/* Growth follows every snapshot's live figures through a view of the
+ * current one: from its changes when the reader gave them (it keeps only
+ * the last snapshot's sites then), else from its sites. Returns the
+ * snapshot's site count; cur holds at least that many. */
+typedef struct {
+    ht_tchange_t *cur;
+    size_t cap;
+} view_t;
+
+static size_t view_step(view_t *v, const ht_tsnapshot_t *sn)
+{
+    if (v->cap < sn->nsites) {
+        v->cur = ht__xrealloc(v->cur, sn->nsites * sizeof *v->cur);
+        v->cap = sn->nsites;
+    }
+    if (sn->changes) {
+        for (size_t i = 0; i < sn->nchanges; i++)
+            if (sn->changes[i].pos < sn->nsites)
+                v->cur[sn->changes[i].pos] = sn->changes[i];
+    } else {
+        for (size_t i = 0; i < sn->nsites; i++) {
+            const ht_tsite_t *x = &sn->sites[i];
+            v->cur[i] = (ht_tchange_t){ .pos = (uint32_t)i, .stack = x->stack, .live_blocks = x->live_blocks,
+                                        .live_bytes = x->live_bytes, .kind = x->kind };
+        }
+    }
+    return sn->nsites;
+}
+
 int ht__growth_build(ht_session_t *s, ht_report_t *r, char *err, size_t errlen)
 {
     memset(r, 0, sizeof *r);
@@ -1273,14 +1307,16 @@ int ht__growth_build(ht_session_t *s, ht_report_t *r, char *err, size_t errlen)
     agg_init(&a, s, r->by, maxrows * 2, 1, 0);
     ht_progress_t pr;
     ht__progress_init(&pr, s, "following snapshots");
+    view_t v = { 0 };
     for (size_t k = 0; k < t->nsnaps; k++) {
         const ht_tsnapshot_t *sn = &t->snaps[k];
         ht__progress_step(&pr, k * 4096, t->nsnaps * 4096);
-        for (size_t i = 0; i < sn->nsites; i++) {
-            const ht_tsite_t *site = &sn->sites[i];
+        size_t nsites = view_step(&v, sn);
+        for (size_t i = 0; i < nsites; i++) {
+            const ht_tchange_t *site = &v.cur[i];
             if (!site->live_bytes && !site->live_blocks)
                 continue;
-            if (suppressed(s, r, 0, site, k == t->nsnaps - 1, (int64_t)site->live_bytes,
+            if (suppressed(s, r, 0, site->stack, k == t->nsnaps - 1, (int64_t)site->live_bytes,
                            (int64_t)site->live_blocks))
                 continue;
             probe_t p;
@@ -1298,12 +1334,12 @@ int ht__growth_build(ht_session_t *s, ht_report_t *r, char *err, size_t errlen)
                 x->a_bytes += (int64_t)site->live_bytes;
                 x->a_blocks += (int64_t)site->live_blocks;
             }
-            if (k == t->nsnaps - 1) {
+            if (k == t->nsnaps - 1) {   /* the last snapshot's sites are kept */
                 x->b_bytes += (int64_t)site->live_bytes;
                 x->b_blocks += (int64_t)site->live_blocks;
-                row->alloc_bytes += (int64_t)site->total_bytes;
-                row->alloc_blocks += (int64_t)site->total_blocks;
-                row->peak_bytes += (int64_t)site->peak_bytes;
+                row->alloc_bytes += (int64_t)sn->sites[i].total_bytes;
+                row->alloc_blocks += (int64_t)sn->sites[i].total_blocks;
+                row->peak_bytes += (int64_t)sn->sites[i].peak_bytes;
             }
         }
         /* every row moves from its previous value to g_cur (0 if absent) */
@@ -1353,10 +1389,10 @@ int ht__growth_build(ht_session_t *s, ht_report_t *r, char *err, size_t errlen)
     for (size_t i = 0; i < r->nshown; i++)
         r->rows[i].x->series = ht__xcalloc(t->nsnaps, sizeof(int64_t));
     for (size_t k = 0; k < t->nsnaps; k++) {
-        const ht_tsnapshot_t *sn = &t->snaps[k];
-        for (size_t i = 0; i < sn->nsites; i++) {
-            const ht_tsite_t *site = &sn->sites[i];
-            if (!site->live_bytes || suppressed(s, r, 0, site, 0, 0, 0))
+        size_t nsites = view_step(&v, &t->snaps[k]);
+        for (size_t i = 0; i < nsites; i++) {
+            const ht_tchange_t *site = &v.cur[i];
+            if (!site->live_bytes || suppressed(s, r, 0, site->stack, 0, 0, 0))
                 continue;
             probe_t p;
             probe_make(&b, &p, 0, site->stack, site->kind);
@@ -1365,6 +1401,7 @@ int ht__growth_build(ht_session_t *s, ht_report_t *r, char *err, size_t errlen)
                 row->x->series[k] += (int64_t)site->live_bytes;
         }
     }
+    free(v.cur);
     free(b.slots);
     return 0;
 }

@@ -55,6 +55,10 @@ typedef struct {
     ht_tsnapshot_t snap;
     size_t cap_sites;
     uint64_t snap_seq;
+    size_t cap_seen;            /* t->node_seen_ns's capacity */
+    ht_tchange_t *prev;         /* with opts->changes: the last snapshot's */
+    size_t nprev, cap_prev;     /* sites' live figures, by position */
+    const ht_read_opts_t *opts; /* which snapshots keep their sites; NULL: all */
 } rd_t;
 
 static void set_err(rd_t *r, uint64_t off, const char *fmt, ...)
@@ -469,6 +473,92 @@ static int rec_possible(rd_t *r, cur_t *c)
     return 0;
 }
 
+/* The first snapshot naming each node: the analyzer tells modules that
+ * shared addresses over time apart by it. Noted as snapshots arrive, since
+ * a read may not keep their sites. */
+static int note_seen(rd_t *r, const ht_tsnapshot_t *sn)
+{
+    ht_trace_t *t = r->t;
+    size_t had = r->cap_seen;
+    if (grow((void **)&t->node_seen_ns, &r->cap_seen, t->nnodes ? t->nnodes : 1, sizeof(uint64_t)) != 0)
+        return -1;
+    for (size_t i = had; i < r->cap_seen; i++)
+        t->node_seen_ns[i] = UINT64_MAX;
+    for (size_t j = 0; j < sn->nsites; j++) {
+        uint32_t n = sn->sites[j].stack;
+        while (n != 0 && n < t->nnodes && t->node_seen_ns[n] == UINT64_MAX) {
+            t->node_seen_ns[n] = sn->time_ns;
+            uint32_t p = t->nodes[n].parent;
+            n = p < n ? p : 0;
+        }
+    }
+    return 0;
+}
+
+/* whether site i differs from the previous snapshot's at its position */
+static int changed(const rd_t *r, const ht_tsite_t *x, size_t i)
+{
+    const ht_tchange_t *p = i < r->nprev ? &r->prev[i] : NULL;
+    return !p || p->stack != x->stack || p->kind != x->kind || p->live_blocks != x->live_blocks ||
+           p->live_bytes != x->live_bytes;
+}
+
+/* With opts->changes: what differs from the previous snapshot. */
+static int note_changes(rd_t *r, ht_tsnapshot_t *sn)
+{
+    if (!r->opts || !r->opts->changes)
+        return 0;
+    size_t n = 0;
+    for (size_t i = 0; i < sn->nsites; i++)
+        n += changed(r, &sn->sites[i], i);
+    if (grow((void **)&r->prev, &r->cap_prev, sn->nsites, sizeof(ht_tchange_t)) != 0)
+        return -1;
+    sn->changes = malloc((n ? n : 1) * sizeof(ht_tchange_t));
+    if (!sn->changes)
+        return -1;
+    for (size_t i = 0; i < sn->nsites; i++) {
+        const ht_tsite_t *x = &sn->sites[i];
+        ht_tchange_t now = { .pos = (uint32_t)i, .stack = x->stack, .live_blocks = x->live_blocks,
+                             .live_bytes = x->live_bytes, .kind = x->kind };
+        if (changed(r, x, i))
+            sn->changes[sn->nchanges++] = now;
+        r->prev[i] = now;
+    }
+    r->nprev = sn->nsites;
+    return 0;
+}
+
+/* Frees the sites of snapshots not kept (opts): at each snapshot, the one
+ * that has just left the window of the newest (which a negative index may
+ * still name), unless a non-negative index names it; at the end (final),
+ * those of the window no index names. */
+static void drop_unkept(rd_t *r, int final)
+{
+    const ht_read_opts_t *o = r->opts;
+    if (!o || !o->nkeep)
+        return;
+    size_t nk = o->nkeep < 2 ? o->nkeep : 2;
+    uint64_t window = 0;
+    for (size_t i = 0; i < nk; i++)
+        if (o->keep[i] < 0 && (uint64_t)-o->keep[i] > window)
+            window = (uint64_t)-o->keep[i];
+    ht_trace_t *t = r->t;
+    size_t from = t->nsnaps > window ? t->nsnaps - window : 0;
+    size_t d = final ? from : from - 1, to = final ? t->nsnaps : from;
+    if (!final && !from)
+        return;
+    for (; d < to; d++) {
+        int want = 0;
+        for (size_t i = 0; i < nk; i++)
+            want |= o->keep[i] >= 0 ? (uint64_t)o->keep[i] == d
+                                    : final && (uint64_t)-o->keep[i] == t->nsnaps - d;
+        if (!want) {
+            free(t->snaps[d].sites);
+            t->snaps[d].sites = NULL;
+        }
+    }
+}
+
 static int rec_snap_end(rd_t *r, cur_t *c)
 {
     ht_trace_t *t = r->t;
@@ -477,12 +567,15 @@ static int rec_snap_end(rd_t *r, cur_t *c)
         return -1;
     if (grow((void **)&t->snaps, &r->cap_snaps, t->nsnaps + 1, sizeof(ht_tsnapshot_t)) != 0)
         return -1;
+    if (note_seen(r, &r->snap) != 0 || note_changes(r, &r->snap) != 0)
+        return -1;
     r->snap.seq = (uint32_t)t->nsnaps;
     r->snap.file_seq = seq > UINT32_MAX ? UINT32_MAX : (uint32_t)seq;
     t->snaps[t->nsnaps++] = r->snap;
     memset(&r->snap, 0, sizeof r->snap);
     r->cap_sites = 0;
     r->pending = 0;
+    drop_unkept(r, 0);
     return 0;
 }
 
@@ -592,11 +685,18 @@ static int parse_payload(rd_t *r, const uint8_t *p, size_t len)
 int ht_trace_read_mem(const void *buf, size_t len, const char *name, ht_trace_t *t, char *err,
                       size_t errlen)
 {
+    return ht_trace_read_mem_opts(buf, len, name, NULL, t, err, errlen);
+}
+
+int ht_trace_read_mem_opts(const void *buf, size_t len, const char *name, const ht_read_opts_t *o,
+                           ht_trace_t *t, char *err, size_t errlen)
+{
     const uint8_t *b = buf;
     rd_t r;
     memset(&r, 0, sizeof r);
     memset(t, 0, sizeof *t);
     r.t = t;
+    r.opts = o;
     r.name = name ? name : "trace";
     r.err = err;
     r.errlen = errlen;
@@ -680,14 +780,27 @@ cut:
     t->truncated_at = off;
 done:
     drop_pending(&r);
+    drop_unkept(&r, 1);
+    /* node_seen_ns covers every node (those after the last snapshot: none) */
+    ht_tsnapshot_t none = { 0 };
+    if (note_seen(&r, &none) != 0) {
+        free(t->node_seen_ns);
+        t->node_seen_ns = NULL;
+    }
     free(raw);
     ZSTD_freeDCtx(dz);
     free(r.mod_index);
     free(r.loaded);
+    free(r.prev);
     return 0;
 }
 
 int ht_trace_read(const char *path, ht_trace_t *t, char *err, size_t errlen)
+{
+    return ht_trace_read_opts(path, NULL, t, err, errlen);
+}
+
+int ht_trace_read_opts(const char *path, const ht_read_opts_t *o, ht_trace_t *t, char *err, size_t errlen)
 {
     memset(t, 0, sizeof *t);
     /* O_NONBLOCK: a FIFO under that name must not hang the open (regular
@@ -724,7 +837,7 @@ int ht_trace_read(const char *path, ht_trace_t *t, char *err, size_t errlen)
         got += (size_t)k;
     }
     close(fd);
-    int rc = ht_trace_read_mem(buf, got, path, t, err, errlen);
+    int rc = ht_trace_read_mem_opts(buf, got, path, o, t, err, errlen);
     free(buf);
     return rc;
 }
@@ -736,8 +849,9 @@ void ht_trace_free(ht_trace_t *t)
     free(t->modules);
     free(t->nodes);
     for (size_t i = 0; i < t->nsnaps; i++)
-        free(t->snaps[i].sites);
+        free(t->snaps[i].sites), free(t->snaps[i].changes);
     free(t->snaps);
+    free(t->node_seen_ns);
     for (size_t i = 0; i < t->njit; i++)
         free(t->jit[i].name);
     free(t->jit);

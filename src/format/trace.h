@@ -91,6 +91,15 @@ enum {
                                    which it no longer tracks; an END follows */
 };
 
+/* A site's live figures at a snapshot, as growth follows them over many
+ * (ht_read_opts_t's changes). */
+typedef struct ht_tchange_s {
+    uint32_t pos;               /* position in the snapshot's site list */
+    uint32_t stack;
+    uint64_t live_blocks, live_bytes;
+    uint8_t kind;
+} ht_tchange_t;
+
 typedef struct ht_tsnapshot_s {
     uint32_t seq;               /* 0, 1, 2, ... in file order */
     uint32_t file_seq;          /* the writer's number (SNAP_BEGIN's seq; what
@@ -102,8 +111,16 @@ typedef struct ht_tsnapshot_s {
     uint64_t live_blocks, live_bytes;
     uint64_t total_blocks, total_bytes, total_frees;
     uint64_t peak_bytes, peak_blocks;   /* process-wide high-water marks */
-    ht_tsite_t *sites;          /* every site with any allocation so far */
+    ht_tsite_t *sites;          /* every site with any allocation so far;
+                                   NULL when the read did not keep them
+                                   (ht_read_opts_t), nsites still their count */
     size_t nsites;
+    /* With ht_read_opts_t's changes: the sites whose stack, kind or live
+     * figures differ from the previous snapshot's at the same position
+     * (every site of the first), by position: applied to the previous
+     * snapshot's list cut to nsites, they give this one's. Else NULL. */
+    ht_tchange_t *changes;
+    size_t nchanges;
     uint8_t reach;              /* HT_REACH_* */
     uint32_t reach_threads;     /* HT_REACH_THREADS: how many others ran */
     uint64_t reach_roots_bytes; /* memory scanned for pointers (roots, then blocks) */
@@ -188,6 +205,9 @@ typedef struct ht_trace_s {
     ht_tmodule_t *modules;  size_t nmodules;
     ht_tnode_t *nodes;      size_t nnodes;    /* nodes[0] is the root */
     ht_tsnapshot_t *snaps;  size_t nsnaps;
+    uint64_t *node_seen_ns;     /* per node: time_ns of the first snapshot whose
+                                   sites' stacks hold it (UINT64_MAX: none), or
+                                   NULL (a trace not read from a file) */
     ht_tjit_t *jit;         size_t njit;
     ht_tdrops_t drops;
     int complete;               /* an end record was read */
@@ -201,10 +221,26 @@ typedef struct ht_trace_s {
  * offset in err. Never crashes, hangs or allocates without bound on hostile
  * input. */
 int ht_trace_read(const char *path, ht_trace_t *t, char *err, size_t errlen);
+
+/* Which snapshots keep their sites: all (nkeep 0), or those whose indices
+ * are listed (negative: from the end, -1 the last). The others keep their
+ * figures with sites NULL: a report of one snapshot of a trace written
+ * with --interval for hours needs the memory of one snapshot, not of all
+ * (950 snapshots of 20,000 sites took 2.4 GB). With changes, each
+ * snapshot also lists what changed since the one before (growth follows
+ * the live figures of every snapshot through them). */
+typedef struct ht_read_opts_s {
+    size_t nkeep;
+    int64_t keep[2];
+    int changes;                /* give every snapshot its changes (growth) */
+} ht_read_opts_t;
+int ht_trace_read_opts(const char *path, const ht_read_opts_t *o, ht_trace_t *t, char *err, size_t errlen);
 /* The same from memory (the fuzz target uses it); `name` names the input
  * in messages. */
 int ht_trace_read_mem(const void *buf, size_t len, const char *name, ht_trace_t *t,
                       char *err, size_t errlen);
+int ht_trace_read_mem_opts(const void *buf, size_t len, const char *name, const ht_read_opts_t *o,
+                           ht_trace_t *t, char *err, size_t errlen);
 void ht_trace_free(ht_trace_t *t);
 
 #endif

@@ -8,6 +8,13 @@
 #include "analyze/cmd.h"
 #include "fixture.h"
 
+/* the fixture reader keeps every snapshot's sites */
+static int load_fixture(const char *path, const ht_read_opts_t *o, ht_trace_t *t, char *err, size_t errlen)
+{
+    (void)o;
+    return fixture_load(path, t, err, errlen);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -20,5 +27,5 @@ int main(int argc, char **argv)
         fprintf(stderr, "htdrive: unknown command %s\n", argv[1]);
         return 2;
     }
-    return ht__cmd_main(cmd, argc - 1, argv + 1, fixture_load, fixture_free);
+    return ht__cmd_main(cmd, argc - 1, argv + 1, load_fixture, fixture_free);
 }

@@ -32,6 +32,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (size_t i = 0; i < t.njit; i++)
         if (!t.jit[i].name || t.jit[i].serial == 0 || t.jit[i].serial > 0x7fff)
             abort();
+    size_t nsnaps = t.nsnaps;
+    ht_trace_free(&t);
+    /* the same with only two snapshots' sites kept and the changes listed
+     * (report, diff, growth): the same snapshots, within bounds */
+    ht_read_opts_t o = { .nkeep = 2, .keep = { 0, -1 }, .changes = 1 };
+    if (ht_trace_read_mem_opts(data, size, "fuzz", &o, &t, err, sizeof err) != 0)
+        return 0;
+    for (size_t i = 0; i < t.nsnaps; i++) {
+        int kept = i == 0 || i + 1 == t.nsnaps;
+        if (kept ? t.snaps[i].nsites && !t.snaps[i].sites : t.snaps[i].sites != NULL)
+            abort();
+        for (size_t c = 0; c < t.snaps[i].nchanges; c++)
+            if (t.snaps[i].changes[c].pos >= t.snaps[i].nsites ||
+                (c && t.snaps[i].changes[c].pos <= t.snaps[i].changes[c - 1].pos))
+                abort();
+    }
+    if (t.nsnaps != nsnaps || !t.node_seen_ns)
+        abort();
     ht_trace_free(&t);
     return 0;
 }

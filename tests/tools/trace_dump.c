@@ -8,7 +8,14 @@
  *                               one line: live/total sums over the last
  *                               (or Nth) snapshot's sites whose innermost
  *                               frame (the allocation's caller) contains S
- * Exit status 1 if the reader fails. */
+ *   trace_dump FILE --kept      reads FILE again keeping the sites of
+ *                               snapshots 1 and -2 only, with changes (as
+ *                               growth does), and checks that read against
+ *                               the full one: kept sites equal, the others
+ *                               dropped, every snapshot's live figures
+ *                               rebuilt from the changes equal, nodes'
+ *                               first snapshots equal; one line "kept ..."
+ * Exit status 1 if the reader fails or (--kept) a check does. */
 #include <elfutils/libdwfl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,6 +89,101 @@ static unsigned long long at_peak_sum(const ht_tsnapshot_t *s)
     return n;
 }
 
+static int same_site(const ht_tsite_t *a, const ht_tsite_t *b)
+{
+    return a->stack == b->stack && a->kind == b->kind && a->live_blocks == b->live_blocks &&
+           a->live_bytes == b->live_bytes && a->total_blocks == b->total_blocks &&
+           a->total_bytes == b->total_bytes && a->peak_bytes == b->peak_bytes &&
+           a->at_peak_bytes == b->at_peak_bytes && a->at_peak_blocks == b->at_peak_blocks &&
+           a->temp_blocks == b->temp_blocks && a->temp_bytes == b->temp_bytes &&
+           a->lost_blocks == b->lost_blocks && a->lost_bytes == b->lost_bytes &&
+           a->ilost_blocks == b->ilost_blocks && a->ilost_bytes == b->ilost_bytes &&
+           a->plost_blocks == b->plost_blocks && a->plost_bytes == b->plost_bytes;
+}
+
+/* --kept: the read that keeps two snapshots' sites and lists changes,
+ * checked against the full read t */
+static int check_kept(const char *path, const ht_trace_t *t)
+{
+    ht_read_opts_t o = { .nkeep = 2, .keep = { 1, -2 }, .changes = 1 };
+    ht_trace_t k;
+    char err[512];
+    if (ht_trace_read_opts(path, &o, &k, err, sizeof err) != 0) {
+        fprintf(stderr, "trace_dump: %s\n", err);
+        return 1;
+    }
+    int bad = 0;
+    size_t kept = 0, dropped = 0, changes = 0, rebuilt = 0, seen = 0;
+    if (k.nsnaps != t->nsnaps || k.nnodes != t->nnodes) {
+        printf("kept: %zu snapshots, %zu nodes; full read: %zu, %zu\n", k.nsnaps, k.nnodes, t->nsnaps, t->nnodes);
+        return 1;
+    }
+    ht_tchange_t *cur = calloc(1, sizeof *cur);
+    size_t cap = 0;
+    uint64_t *first = malloc((t->nnodes + 1) * sizeof *first);
+    for (size_t i = 0; i < t->nnodes; i++)
+        first[i] = UINT64_MAX;
+    for (size_t n = 0; n < t->nsnaps; n++) {
+        const ht_tsnapshot_t *a = &t->snaps[n], *b = &k.snaps[n];
+        if (a->nsites != b->nsites || a->live_bytes != b->live_bytes || a->time_ns != b->time_ns) {
+            printf("kept: snapshot %zu differs in its figures\n", n);
+            bad = 1;
+            break;
+        }
+        int want = n == 1 || n + 2 == t->nsnaps;
+        if (want ? b->nsites && !b->sites : b->sites != NULL) {
+            printf("kept: snapshot %zu's sites %s\n", n, want ? "dropped" : "kept");
+            bad = 1;
+        }
+        for (size_t i = 0; b->sites && i < a->nsites; i++)
+            if (!same_site(&a->sites[i], &b->sites[i])) {
+                printf("kept: snapshot %zu site %zu differs\n", n, i);
+                bad = 1;
+            }
+        kept += want;
+        dropped += !want;
+        if (cap < a->nsites) {
+            cur = realloc(cur, a->nsites * sizeof *cur);
+            cap = a->nsites;
+        }
+        for (size_t c = 0; c < b->nchanges; c++)
+            if (b->changes[c].pos < a->nsites)
+                cur[b->changes[c].pos] = b->changes[c];
+        changes += b->nchanges;
+        for (size_t i = 0; i < a->nsites; i++) {
+            const ht_tsite_t *x = &a->sites[i];
+            if (cur[i].pos != i || cur[i].stack != x->stack || cur[i].kind != x->kind ||
+                cur[i].live_blocks != x->live_blocks || cur[i].live_bytes != x->live_bytes) {
+                printf("kept: snapshot %zu site %zu not rebuilt from the changes\n", n, i);
+                bad = 1;
+                break;
+            }
+            rebuilt++;
+            for (uint32_t nd = x->stack; nd != 0 && nd < t->nnodes && first[nd] == UINT64_MAX;) {
+                first[nd] = a->time_ns;
+                uint32_t p = t->nodes[nd].parent;
+                nd = p < nd ? p : 0;
+            }
+        }
+        if (bad)
+            break;
+    }
+    for (size_t i = 0; !bad && i < t->nnodes; i++) {
+        if (!k.node_seen_ns || k.node_seen_ns[i] != first[i]) {
+            printf("kept: node %zu's first snapshot differs\n", i);
+            bad = 1;
+        }
+        seen += first[i] != UINT64_MAX;
+    }
+    if (!bad)
+        printf("kept snapshots=%zu kept=%zu dropped=%zu changes=%zu rebuilt=%zu seen_nodes=%zu ok\n", k.nsnaps, kept,
+               dropped, changes, rebuilt, seen);
+    free(cur);
+    free(first);
+    ht_trace_free(&k);
+    return bad;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -94,6 +196,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "trace_dump: %s\n", err);
         return 1;
     }
+    if (argc >= 3 && !strcmp(argv[2], "--kept"))
+        return check_kept(argv[1], &t);
     g_dwfl = calloc(t.nmodules + 1, sizeof *g_dwfl);
     g_mod = calloc(t.nmodules + 1, sizeof *g_mod);
     const char *match = argc >= 4 && !strcmp(argv[2], "--match") ? argv[3] : NULL;
