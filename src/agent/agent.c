@@ -1381,6 +1381,21 @@ static int names_me(const char *s, size_t len, const char *me)
     return (strlen(me) == len && !strncmp(s, me, len)) || ((size_t)(s + len - sb) == bl && !strncmp(sb, base, bl));
 }
 
+/* The next entry of an LD_PRELOAD value (separated by spaces or colons)
+ * from *r, or NULL at its end; *len its length; *r moves past it. */
+static const char *preload_entry(const char **r, size_t *len)
+{
+    const char *p = *r;
+    while (*p == ' ' || *p == ':')
+        p++;
+    const char *s = p;
+    while (*p && *p != ' ' && *p != ':')
+        p++;
+    *r = p;
+    *len = (size_t)(p - s);
+    return *len ? s : NULL;
+}
+
 /* this library's path as the loader names it, or NULL */
 static const char *my_path(void)
 {
@@ -1402,15 +1417,10 @@ static void drop_preload(void)
         if (strncmp(*e, "LD_PRELOAD=", 11) != 0)
             continue;
         char *v = *e + 11, *w = v;
-        const char *r = v;
-        while (*r) {
-            while (*r == ' ' || *r == ':')
-                r++;
-            const char *s = r;
-            while (*r && *r != ' ' && *r != ':')
-                r++;
-            size_t len = (size_t)(r - s);
-            if (!len || names_me(s, len, me))
+        const char *r = v, *s;
+        size_t len;
+        while ((s = preload_entry(&r, &len)) != NULL) {
+            if (names_me(s, len, me))
                 continue;
             if (w != v)
                 *w++ = ':';
@@ -1473,14 +1483,10 @@ static const char *find_preload(char *const env[], size_t *at, int *mine)
     for (size_t i = 0; env && env[i]; i++) {
         if (strncmp(env[i], "LD_PRELOAD=", 11) != 0)
             continue;
-        for (const char *r = env[i] + 11; *r && !*mine;) {
-            while (*r == ' ' || *r == ':')
-                r++;
-            const char *s = r;
-            while (*r && *r != ' ' && *r != ':')
-                r++;
-            *mine = r > s && names_me(s, (size_t)(r - s), X.path);
-        }
+        const char *r = env[i] + 11, *s;
+        size_t len;
+        while (!*mine && (s = preload_entry(&r, &len)) != NULL)
+            *mine = names_me(s, len, X.path);
         *at = i;
         return env[i];
     }

@@ -318,14 +318,12 @@ int ht__cmd_main(int cmd, int argc, char **argv, ht_loader_fn load, ht_unloader_
     /* only the snapshots the command reads keep their sites: a trace of
      * thousands of --interval snapshots fits in memory for a report */
     int same = cmd == HT_CMD_DIFF && strcmp(paths[0], paths[1]) == 0;
-    ht_read_opts_t keep0 = { .nkeep = 1, .keep = { cmd == HT_CMD_DIFF ? snaps[0] : snapshot, snaps[1] } };
-    ht_read_opts_t keep1 = { .nkeep = 1, .keep = { snaps[1], 0 } };
-    if (same)
-        keep0.nkeep = 2;
-    if (cmd == HT_CMD_GROWTH) {   /* every snapshot's changes, the last's sites */
-        keep0.keep[0] = -1;
-        keep0.changes = 1;
-    }
+    ht_read_opts_t keep0 = { .nkeep = 1, .keep = { snapshot } };
+    ht_read_opts_t keep1 = { .nkeep = 1, .keep = { snaps[1] } };
+    if (cmd == HT_CMD_DIFF)
+        keep0 = (ht_read_opts_t){ .nkeep = same ? 2 : 1, .keep = { snaps[0], snaps[1] } };
+    else if (cmd == HT_CMD_GROWTH)    /* every snapshot's changes, the last's sites */
+        keep0 = (ht_read_opts_t){ .nkeep = 1, .keep = { -1 }, .changes = 1 };
     phase(NULL);
     if (load_trace(cmd_names[cmd], paths[0], &keep0, &traces[0], load))
         goto done;

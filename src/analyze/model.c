@@ -225,17 +225,8 @@ int ht__session_add(ht_session_t *s, const char *name, const ht_trace_t *t)
     uint64_t *own = overlap && !seen ? ht__xmalloc(nn * sizeof *own) : NULL;
     for (size_t i = 0; own && i < nn; i++)
         own[i] = UINT64_MAX;
-    for (size_t k = 0; own && k < t->nsnaps; k++) {
-        const ht_tsnapshot_t *sn = &t->snaps[k];
-        for (size_t j = 0; j < sn->nsites; j++) {
-            uint32_t n = sn->sites[j].stack;
-            while (n != 0 && n < t->nnodes && own[n] == UINT64_MAX) {
-                own[n] = sn->time_ns;
-                uint32_t p = t->nodes[n].parent;
-                n = p < n ? p : 0;
-            }
-        }
-    }
+    for (size_t k = 0; own && k < t->nsnaps; k++)
+        ht_trace_note_seen(t, &t->snaps[k], own);
     if (own)
         seen = own;
     in->node_tmod[0] = UINT32_MAX;
@@ -1273,11 +1264,8 @@ static size_t view_step(view_t *v, const ht_tsnapshot_t *sn)
             if (sn->changes[i].pos < sn->nsites)
                 v->cur[sn->changes[i].pos] = sn->changes[i];
     } else {
-        for (size_t i = 0; i < sn->nsites; i++) {
-            const ht_tsite_t *x = &sn->sites[i];
-            v->cur[i] = (ht_tchange_t){ .pos = (uint32_t)i, .stack = x->stack, .live_blocks = x->live_blocks,
-                                        .live_bytes = x->live_bytes, .kind = x->kind };
-        }
+        for (size_t i = 0; i < sn->nsites; i++)
+            v->cur[i] = ht_tsite_change(&sn->sites[i], i);
     }
     return sn->nsites;
 }

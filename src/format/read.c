@@ -475,8 +475,8 @@ static int rec_possible(rd_t *r, cur_t *c)
 
 /* The first snapshot naming each node: the analyzer tells modules that
  * shared addresses over time apart by it. Noted as snapshots arrive, since
- * a read may not keep their sites. */
-static int note_seen(rd_t *r, const ht_tsnapshot_t *sn)
+ * a read may not keep their sites; node_seen_ns grows with the nodes. */
+static int grow_seen(rd_t *r)
 {
     ht_trace_t *t = r->t;
     size_t had = r->cap_seen;
@@ -484,14 +484,6 @@ static int note_seen(rd_t *r, const ht_tsnapshot_t *sn)
         return -1;
     for (size_t i = had; i < r->cap_seen; i++)
         t->node_seen_ns[i] = UINT64_MAX;
-    for (size_t j = 0; j < sn->nsites; j++) {
-        uint32_t n = sn->sites[j].stack;
-        while (n != 0 && n < t->nnodes && t->node_seen_ns[n] == UINT64_MAX) {
-            t->node_seen_ns[n] = sn->time_ns;
-            uint32_t p = t->nodes[n].parent;
-            n = p < n ? p : 0;
-        }
-    }
     return 0;
 }
 
@@ -517,10 +509,8 @@ static int note_changes(rd_t *r, ht_tsnapshot_t *sn)
     if (!sn->changes)
         return -1;
     for (size_t i = 0; i < sn->nsites; i++) {
-        const ht_tsite_t *x = &sn->sites[i];
-        ht_tchange_t now = { .pos = (uint32_t)i, .stack = x->stack, .live_blocks = x->live_blocks,
-                             .live_bytes = x->live_bytes, .kind = x->kind };
-        if (changed(r, x, i))
+        ht_tchange_t now = ht_tsite_change(&sn->sites[i], i);
+        if (changed(r, &sn->sites[i], i))
             sn->changes[sn->nchanges++] = now;
         r->prev[i] = now;
     }
@@ -528,35 +518,43 @@ static int note_changes(rd_t *r, ht_tsnapshot_t *sn)
     return 0;
 }
 
-/* Frees the sites of snapshots not kept (opts): at each snapshot, the one
- * that has just left the window of the newest (which a negative index may
- * still name), unless a non-negative index names it; at the end (final),
- * those of the window no index names. */
+/* Whether snapshot d of the n read so far keeps its sites (opts): named
+ * by a non-negative index, or, once the read ends (final), by a negative
+ * one. */
+static int kept(const ht_read_opts_t *o, size_t d, size_t n, int final)
+{
+    for (size_t i = 0; i < o->nkeep && i < 2; i++)
+        if (o->keep[i] >= 0 ? (uint64_t)o->keep[i] == d : final && (uint64_t)-o->keep[i] == n - d)
+            return 1;
+    return 0;
+}
+
+/* Frees the sites of snapshots not kept: as each snapshot arrives, the one
+ * that has just left the window of the newest, which a negative index may
+ * still name; at the end (final), those of the window. */
 static void drop_unkept(rd_t *r, int final)
 {
     const ht_read_opts_t *o = r->opts;
     if (!o || !o->nkeep)
         return;
-    size_t nk = o->nkeep < 2 ? o->nkeep : 2;
     uint64_t window = 0;
-    for (size_t i = 0; i < nk; i++)
+    for (size_t i = 0; i < o->nkeep && i < 2; i++)
         if (o->keep[i] < 0 && (uint64_t)-o->keep[i] > window)
             window = (uint64_t)-o->keep[i];
     ht_trace_t *t = r->t;
     size_t from = t->nsnaps > window ? t->nsnaps - window : 0;
-    size_t d = final ? from : from - 1, to = final ? t->nsnaps : from;
-    if (!final && !from)
-        return;
-    for (; d < to; d++) {
-        int want = 0;
-        for (size_t i = 0; i < nk; i++)
-            want |= o->keep[i] >= 0 ? (uint64_t)o->keep[i] == d
-                                    : final && (uint64_t)-o->keep[i] == t->nsnaps - d;
-        if (!want) {
+    size_t d = from, to = t->nsnaps;    /* final: the window */
+    if (!final) {
+        if (!from)
+            return;
+        d = from - 1;                   /* the one that has just left it */
+        to = from;
+    }
+    for (; d < to; d++)
+        if (!kept(o, d, t->nsnaps, final)) {
             free(t->snaps[d].sites);
             t->snaps[d].sites = NULL;
         }
-    }
 }
 
 static int rec_snap_end(rd_t *r, cur_t *c)
@@ -567,8 +565,9 @@ static int rec_snap_end(rd_t *r, cur_t *c)
         return -1;
     if (grow((void **)&t->snaps, &r->cap_snaps, t->nsnaps + 1, sizeof(ht_tsnapshot_t)) != 0)
         return -1;
-    if (note_seen(r, &r->snap) != 0 || note_changes(r, &r->snap) != 0)
+    if (grow_seen(r) != 0 || note_changes(r, &r->snap) != 0)
         return -1;
+    ht_trace_note_seen(t, &r->snap, t->node_seen_ns);
     r->snap.seq = (uint32_t)t->nsnaps;
     r->snap.file_seq = seq > UINT32_MAX ? UINT32_MAX : (uint32_t)seq;
     t->snaps[t->nsnaps++] = r->snap;
@@ -782,8 +781,7 @@ done:
     drop_pending(&r);
     drop_unkept(&r, 1);
     /* node_seen_ns covers every node (those after the last snapshot: none) */
-    ht_tsnapshot_t none = { 0 };
-    if (note_seen(&r, &none) != 0) {
+    if (grow_seen(&r) != 0) {
         free(t->node_seen_ns);
         t->node_seen_ns = NULL;
     }
@@ -848,8 +846,10 @@ void ht_trace_free(ht_trace_t *t)
         free(t->modules[i].path);
     free(t->modules);
     free(t->nodes);
-    for (size_t i = 0; i < t->nsnaps; i++)
-        free(t->snaps[i].sites), free(t->snaps[i].changes);
+    for (size_t i = 0; i < t->nsnaps; i++) {
+        free(t->snaps[i].sites);
+        free(t->snaps[i].changes);
+    }
     free(t->snaps);
     free(t->node_seen_ns);
     for (size_t i = 0; i < t->njit; i++)

@@ -215,6 +215,28 @@ typedef struct ht_trace_s {
     uint64_t truncated_at;      /* byte offset of the damage */
 } ht_trace_t;
 
+/* A site's live figures at position pos (growth's view of a snapshot). */
+static inline ht_tchange_t ht_tsite_change(const ht_tsite_t *x, size_t pos)
+{
+    return (ht_tchange_t){ .pos = (uint32_t)pos, .stack = x->stack, .live_blocks = x->live_blocks,
+                           .live_bytes = x->live_bytes, .kind = x->kind };
+}
+
+/* Notes in seen[] (per node; UINT64_MAX: not yet) sn's time for every node
+ * of its sites' stacks not seen before: applied to the snapshots in order,
+ * each node's first snapshot (the reader's node_seen_ns). */
+static inline void ht_trace_note_seen(const ht_trace_t *t, const ht_tsnapshot_t *sn, uint64_t *seen)
+{
+    for (size_t j = 0; j < sn->nsites; j++) {
+        uint32_t n = sn->sites[j].stack;
+        while (n != 0 && n < t->nnodes && seen[n] == UINT64_MAX) {
+            seen[n] = sn->time_ns;
+            uint32_t p = t->nodes[n].parent;
+            n = p < n ? p : 0;
+        }
+    }
+}
+
 /* Reads a trace. On a truncated or damaged file it keeps everything before
  * the damage, sets truncated/truncated_at and still returns 0; it returns
  * -1 only when nothing usable was read, with a message naming the file and
