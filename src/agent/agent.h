@@ -188,7 +188,10 @@ typedef struct ht_site_s {
     uint32_t stack;
     uint8_t kind;               /* HT_KIND_HEAP / HT_KIND_MMAP (trace.h) */
     uint8_t used;
-    uint16_t pad;
+    uint8_t dirty;              /* changed since the writer last read it
+                                   (set after each update, cleared by the
+                                   snapshot that writes the site) */
+    uint8_t pad;
     ht_spinlock_t lock;         /* guards the counters below */
     uint32_t epoch;             /* the process peak's epoch at_peak belongs to */
     uint64_t live_blocks, live_bytes;
@@ -220,6 +223,9 @@ HT_INTERNAL void ht__site_grow(ht_site_t *s, uint64_t bytes);
 HT_INTERNAL extern ht_site_t *ht__sites;     /* the records (sites.c) */
 static HT_ALWAYS_INLINE uint32_t ht__site_index(const ht_site_t *s) { return (uint32_t)(s - ht__sites); }
 static HT_ALWAYS_INLINE ht_site_t *ht__site_by_index(uint32_t i) { return &ht__sites[i]; }
+/* Per record: the site's position in the trace file's list plus 1 (0:
+ * not listed yet); writer.c's, kept beside the records. */
+HT_INTERNAL uint32_t *ht__site_wpos(void);
 /* Number of sites ever created and the i-th one (i < count), for snapshots. */
 HT_INTERNAL uint32_t ht__site_count(void);
 HT_INTERNAL ht_site_t *ht__site_at(uint32_t i);

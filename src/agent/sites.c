@@ -12,7 +12,7 @@
  * agent's re-entry guard means a thread never waits for a lock it holds.
  *
  * Memory: 64 bytes per site (and 8 for its blocks at the peak, 16 for its
- * temporary blocks and bytes), plus 4
+ * temporary blocks and bytes, 4 for its position in the trace), plus 4
  * bytes of index per stack-database node
  * id below the highest id seen (a 16 KiB block per 4096 ids touched).
  * Async-signal-safe, allocation-free. */
@@ -48,6 +48,7 @@ static uint64_t *g_peak_blocks;     /* per record: live blocks at the peak's
                                        written only at an epoch's first touch) */
 static uint64_t (*g_temp)[2];       /* per record: temporary blocks and bytes
                                        (ht__site_free's; written only then) */
+static uint32_t *g_wpos;            /* per record: its position in the trace + 1 */
 static uint32_t g_max_sites;        /* MAX_SITES, fewer under an address-space limit */
 static uint32_t g_nsites;           /* records handed out */
 static int g_init_state;            /* 0 no, 1 ready, -1 failed */
@@ -85,12 +86,14 @@ static HT_NOINLINE int sites_init(void)
         ht_site_t *s = ht__reserve((size_t)g_max_sites * sizeof(ht_site_t));
         uint64_t *pk = ht__reserve((size_t)g_max_sites * sizeof(uint64_t));
         uint64_t(*tp)[2] = ht__reserve((size_t)g_max_sites * sizeof *g_temp);
-        if (a && b && s && pk && tp) {
+        uint32_t *wp = ht__reserve((size_t)g_max_sites * sizeof(uint32_t));
+        if (a && b && s && pk && tp && wp) {
             g_index[0] = a;
             g_index[1] = b;
             ht__sites = s;
             g_peak_blocks = pk;
             g_temp = tp;
+            g_wpos = wp;
             ht_store_release(&g_init_state, 1);
         } else {
             ht_store_release(&g_init_state, -1);
@@ -291,7 +294,9 @@ void ht__sites_release(void)
     ht__unmap(ht__sites, (size_t)g_max_sites * sizeof(ht_site_t));
     ht__unmap(g_peak_blocks, (size_t)g_max_sites * sizeof(uint64_t));
     ht__unmap(g_temp, (size_t)g_max_sites * sizeof *g_temp);
+    ht__unmap(g_wpos, (size_t)g_max_sites * sizeof(uint32_t));
     ht__sites = NULL;
+    g_wpos = NULL;
     g_peak_blocks = NULL;
     g_temp = NULL;
     g_nsites = 0;
@@ -349,6 +354,7 @@ static HT_ALWAYS_INLINE void add(ht_site_t *s, uint64_t blocks, uint64_t bytes)
     s->total_bytes += bytes;
     if (lb > s->peak_bytes)
         s->peak_bytes = lb;
+    ht_store_release(&s->dirty, 1);     /* after the figures: see stage_snapshot */
     ht__unlock(&s->lock);
     proc_add((int64_t)bytes, (int64_t)blocks);
 }
@@ -369,6 +375,7 @@ static HT_ALWAYS_INLINE void release(ht_site_t *s, uint64_t blocks, uint64_t byt
         t[0]++;
         t[1] += bytes;
     }
+    ht_store_release(&s->dirty, 1);
     ht__unlock(&s->lock);
     proc_add(-(int64_t)bytes, -(int64_t)blocks);
 }
@@ -393,6 +400,8 @@ uint32_t ht__site_count(void)
     uint32_t n = ht_load_acquire(&g_nsites);
     return n > g_max_sites ? g_max_sites : n;
 }
+
+uint32_t *ht__site_wpos(void) { return g_wpos; }
 
 ht_site_t *ht__site_at(uint32_t i)
 {

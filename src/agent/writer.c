@@ -108,7 +108,13 @@ static struct {
     uint16_t jn_serial[NODE_BATCH];     /* ... by these registrations */
     uint32_t njn;
     int ppid;
-    uint64_t at_peak[1024][2];  /* a SITES record's sites' bytes and blocks at the peak */
+    /* snapshots list what changed since the last one (docs/format.md) */
+    uint32_t base;              /* sites the last snapshot written whole listed
+                                   (0: the next one starts a fresh list) */
+    uint32_t base_epoch;        /* the peak epoch that snapshot read */
+    uint32_t fails;             /* flushes that failed (a snapshot during
+                                   which one did was not written whole) */
+    uint64_t at_peak[1024][3];  /* a chunk's sites' position and bytes and blocks at the peak */
     uint64_t temp[1024][3];     /* its sites with temporary blocks: position, blocks, bytes */
 } W;
 
@@ -326,6 +332,7 @@ static int flush(void)
             m->staged = 0;
         }
     } else {
+        W.fails++;
         ht_fetch_add(&ht__drops.write_errors, HT_BLOCK_HEADER_LEN + stored);
         /* what the lost block carried goes out again with the next one */
         W.node_mark = W.node_mark_ok;
@@ -984,7 +991,16 @@ static void stage_possible(uint32_t seq, const ht_reach_t *r, uint32_t nposs)
     } while (left);
 }
 
-static void stage_snapshot(int reason, ht_reach_t *reach)
+/* One snapshot: its process figures, then its sites as changes to the
+ * list the last snapshot written whole left in the file (W.base sites; 0:
+ * a fresh list, in a new file or after a failed write). A site keeps the
+ * position it was first listed at (ht__site_wpos); one is written again
+ * only when the program changed it since (its dirty flag), so a quiet
+ * program's snapshot is a few bytes per 1,024 sites, not ~1.2 a site. Its
+ * figures at the peak follow, relative to its live ones when the peak
+ * moved (or the list is fresh), else as changes; its temporary blocks as
+ * changes. Returns the sites listed. */
+static uint32_t stage_snapshot(int reason, ht_reach_t *reach)
 {
     ht_totals_t t;
     ht__totals(&t);
@@ -1003,16 +1019,22 @@ static void stage_snapshot(int reason, ht_reach_t *reach)
     put_varint(ht__peak_ns());      /* appended in the sixteenth session */
     rec_end(at);
 
-    uint32_t n = ht__site_count(), nsites = 0, i = 0, nlost = 0, nposs = 0;
+    uint32_t n = ht__site_count(), i = 0, nlost = 0, nposs = 0;
+    uint32_t *wpos = ht__site_wpos();
+    uint32_t base = wpos ? W.base : 0, nsites = base;
     uint32_t epoch = ht__peak_epoch();
-    while (i < n) {
-        at = rec_begin(HT_REC_SITES);
+    int fresh = base == 0, peak_changes = !fresh && epoch == W.base_epoch;
+    int reach_done = reach && reach->status == HT_REACH_DONE;
+    do {
+        at = rec_begin(HT_REC_SITE_DELTA);
         put_varint(seq);
+        put_varint(base);
         size_t cnt_at = W.raw_len;
         W.raw_len += 3;         /* count placeholder, a 3-byte varint */
-        uint32_t cnt = 0, ntemp = 0;
-        for (; i < n && cnt < 1024; i++) {
+        uint32_t cnt = 0, ntemp = 0, npeak = 0;
+        for (uint32_t end = n - i < 1024 ? n : i + 1024; i < end; i++) {
             ht_site_t *s = ht__site_at(i);
+            ht_reach_site_t *r = reach_done && i < reach->nsites ? &reach->sites[i] : NULL;
             /* a site made since stage_nodes may name a stack whose nodes
              * the file does not hold yet (the program runs on while we
              * write): it waits for the next snapshot. Writing it made the
@@ -1020,33 +1042,59 @@ static void stage_snapshot(int reason, ht_reach_t *reach)
              * position for REACH and POSSIBLE to name. */
             if (!s || ht_load_relaxed(&s->total_blocks) == 0 ||
                 (s->stack >= W.node_mark && s->stack != HT_STACK_ID_OVERFLOW)) {
-                if (reach && reach->status == HT_REACH_DONE && i < reach->nsites)
-                    __builtin_memset(&reach->sites[i], 0, sizeof reach->sites[i]);
+                if (r)
+                    __builtin_memset(r, 0, sizeof *r);
+                if (fresh && wpos && wpos[i])
+                    wpos[i] = 0;
                 continue;
             }
+            int added = fresh || wpos[i] == 0;
+            /* written again when the program changed it since the last
+             * write: the exchange (a full barrier) comes before the figures
+             * are read, and an update sets the flag after its figures, so
+             * an update this read misses sets it again. A fresh list does
+             * not clear the flags: a fork child would copy every page of
+             * the records. A site with lost blocks is written whatever its
+             * flag, so that the counts are capped by the figures written. */
+            int dirty = added || (r && (r->lost_blocks | r->ilost_blocks | r->plost_blocks));
+            if (!fresh && ht_load_relaxed(&s->dirty) && __atomic_exchange_n(&s->dirty, 0, __ATOMIC_SEQ_CST))
+                dirty = 1;
+            uint32_t pos = added ? nsites++ : wpos[i] - 1;
+            if (added)
+                wpos[i] = pos + 1;
             uint64_t lk = ht_load_relaxed(&s->live_blocks), lb = ht_load_relaxed(&s->live_bytes);
-            put_varint(s->stack);
-            put_varint(s->kind);
-            put_varint(lk);
-            put_varint(lb);
-            uint64_t tk_all = ht_load_relaxed(&s->total_blocks), tb_all = ht_load_relaxed(&s->total_bytes);
-            put_varint(tk_all);
-            put_varint(tb_all);
-            put_varint(ht_load_relaxed(&s->peak_bytes));
-            W.at_peak[cnt][0] = ht__site_at_peak(s, epoch, &W.at_peak[cnt][1]);
-            /* read after the totals, which the program may have raised
-             * since: never more than they say */
-            uint64_t tb, tk = ht__site_temp(s, &tb);
-            tk = tk < tk_all ? tk : tk_all;
-            tb = tb < tb_all ? tb : tb_all;
-            if (tk) {
-                W.temp[ntemp][0] = nsites + cnt;
-                W.temp[ntemp][1] = tk;
-                W.temp[ntemp++][2] = tb;
+            if (dirty) {
+                uint64_t tk_all = ht_load_relaxed(&s->total_blocks), tb_all = ht_load_relaxed(&s->total_bytes);
+                put_varint(pos);
+                if (added) {
+                    put_varint(s->stack);
+                    put_varint(s->kind);
+                }
+                put_varint(lk);
+                put_varint(lb);
+                put_varint(tk_all);
+                put_varint(tb_all);
+                put_varint(ht_load_relaxed(&s->peak_bytes));
+                cnt++;
+                /* read after the totals, which the program may have raised
+                 * since: never more than they say */
+                uint64_t tb, tk = ht__site_temp(s, &tb);
+                tk = tk < tk_all ? tk : tk_all;
+                tb = tb < tb_all ? tb : tb_all;
+                if (tk) {
+                    W.temp[ntemp][0] = pos;
+                    W.temp[ntemp][1] = tk;
+                    W.temp[ntemp++][2] = tb;
+                }
             }
-            if (reach && reach->status == HT_REACH_DONE && i < reach->nsites) {
-                ht_reach_site_t *r = &reach->sites[i];
-                r->pos = nsites + cnt;
+            uint64_t pk, pb = ht__site_at_peak(s, epoch, &pk);
+            if (peak_changes ? dirty : pb != lb || pk != lk) {
+                W.at_peak[npeak][0] = pos;
+                W.at_peak[npeak][1] = pb;
+                W.at_peak[npeak++][2] = pk;
+            }
+            if (r) {
+                r->pos = pos;
                 /* the program ran on after the scan: a block it found lost
                  * may be freed since (through a pointer the scan could not
                  * see, e.g. a disguised one). What is counted lost is never
@@ -1055,29 +1103,29 @@ static void stage_snapshot(int reason, ht_reach_t *reach)
                 r->ilost_blocks = r->ilost_blocks < lk - r->lost_blocks ? r->ilost_blocks : lk - r->lost_blocks;
                 r->lost_bytes = r->lost_bytes < lb ? r->lost_bytes : lb;
                 r->ilost_bytes = r->ilost_bytes < lb - r->lost_bytes ? r->ilost_bytes : lb - r->lost_bytes;
-                uint64_t pk = lk - r->lost_blocks - r->ilost_blocks, pb = lb - r->lost_bytes - r->ilost_bytes;
-                r->plost_blocks = r->plost_blocks < pk ? r->plost_blocks : pk;
-                r->plost_bytes = r->plost_bytes < pb ? r->plost_bytes : pb;
+                uint64_t qk = lk - r->lost_blocks - r->ilost_blocks, qb = lb - r->lost_bytes - r->ilost_bytes;
+                r->plost_blocks = r->plost_blocks < qk ? r->plost_blocks : qk;
+                r->plost_bytes = r->plost_bytes < qb ? r->plost_bytes : qb;
                 nlost += (r->lost_blocks | r->ilost_blocks) != 0;
                 nposs += r->plost_blocks != 0;
             }
-            cnt++;
         }
         W.raw[cnt_at] = (uint8_t)(0x80 | (cnt & 0x7f));
         W.raw[cnt_at + 1] = (uint8_t)(0x80 | ((cnt >> 7) & 0x7f));
         W.raw[cnt_at + 2] = (uint8_t)((cnt >> 14) & 0x7f);
         rec_end(at);
-        /* the same sites' bytes and blocks at the process's peak, in order */
-        at = rec_begin(HT_REC_PEAK);
+        /* the chunk's sites' figures at the process's peak */
+        at = rec_begin(HT_REC_PEAK_DELTA);
         put_varint(seq);
-        put_varint(nsites);
-        put_varint(cnt);
-        for (uint32_t k = 0; k < cnt; k++) {
+        put_varint((uint64_t)peak_changes);
+        put_varint(npeak);
+        for (uint32_t k = 0; k < npeak; k++) {
             put_varint(W.at_peak[k][0]);
             put_varint(W.at_peak[k][1]);
+            put_varint(W.at_peak[k][2]);
         }
         rec_end(at);
-        /* and those of them with temporary blocks (always written: a
+        /* and the temporary blocks of those written (always a record: a
          * reader tells "none" from "not recorded" by its presence) */
         at = rec_begin(HT_REC_TEMP);
         put_varint(seq);
@@ -1088,8 +1136,8 @@ static void stage_snapshot(int reason, ht_reach_t *reach)
             put_varint(W.temp[k][2]);
         }
         rec_end(at);
-        nsites += cnt;
-    }
+    } while (i < n);
+    W.base_epoch = epoch;
     if (reach) {
         stage_reach(seq, reach, nlost);
         if (reach->status == HT_REACH_DONE)
@@ -1111,6 +1159,7 @@ static void stage_snapshot(int reason, ht_reach_t *reach)
     put_varint(ht_load_relaxed(&ht__drops.table_full));
     put_varint(st.drops);
     rec_end(at);
+    return nsites;
 }
 
 int ht__snapshot_write(int reason, int ctx, ht_reach_t *reach)
@@ -1121,9 +1170,12 @@ int ht__snapshot_write(int reason, int ctx, ht_reach_t *reach)
     if (!W.finished && ensure_file() == 0) {
         stage_nodes();
         seq = (int)W.seq;
-        stage_snapshot(reason, reach);
+        uint32_t fails = W.fails, nsites = stage_snapshot(reason, reach);
         if (flush() != 0)
             seq = -1;
+        /* the next snapshot lists changes to this one's sites if every
+         * block of it reached the file, else a fresh list */
+        W.base = W.fails == fails ? nsites : 0;
     } else if (!W.finished) {
         ht_fetch_add(&ht__drops.write_errors, 1);
     }
@@ -1168,6 +1220,7 @@ static void forget_file(void)
     HT_RESET(W.finished, 0);
     HT_RESET(W.size, 0);
     HT_RESET(W.seq, 0);
+    HT_RESET(W.base, 0);
     HT_RESET(W.node_mark, 0);
     HT_RESET(W.node_mark_ok, 0);
     HT_RESET(W.raw_len, 0);

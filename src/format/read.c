@@ -50,11 +50,23 @@ typedef struct {
     size_t nloaded;
     int loaded_dirty;
     int have_process;
-    /* the snapshot being assembled */
+    /* the snapshot being assembled; its sites are cur[0, snap.nsites):
+     * the list the last snapshot left (version 2 snapshots list changes
+     * to it), changed by this one's records */
     int pending;
     ht_tsnapshot_t snap;
-    size_t cap_sites;
     uint64_t snap_seq;
+    ht_tsite_t *cur;
+    size_t cap_cur;
+    int list;                   /* how the pending snapshot lists its sites:
+                                   0 not yet, 1 SITES (whole), 2 SITE_DELTA */
+    uint64_t base;              /* its SITE_DELTA records' base */
+    int last_ok;                /* cur[0, nlast) holds the last snapshot's sites */
+    size_t nlast;
+    int peak_rel;               /* its PEAK_DELTA records' mode (-1: none yet) */
+    uint32_t *peak_mark;        /* per position: peak_gen if named by one */
+    size_t cap_mark;
+    uint32_t peak_gen;
     size_t cap_seen;            /* t->node_seen_ns's capacity */
     ht_tchange_t *prev;         /* with opts->changes: the last snapshot's */
     size_t nprev, cap_prev;     /* sites' live figures, by position */
@@ -306,9 +318,9 @@ static int rec_nodes(rd_t *r, cur_t *c)
 
 static void drop_pending(rd_t *r)
 {
-    free(r->snap.sites);
+    if (r->pending && r->list)
+        r->last_ok = 0;         /* cur is half changed */
     memset(&r->snap, 0, sizeof r->snap);
-    r->cap_sites = 0;
     r->pending = 0;
 }
 
@@ -331,34 +343,109 @@ static int rec_snap_begin(rd_t *r, cur_t *c)
         return -1;
     s->reason = (uint8_t)reason;
     r->pending = 1;
+    r->list = 0;
+    r->peak_rel = -1;
+    r->peak_gen++;
     return 0;
 }
 
+/* Room for n sites in cur (and their peak marks). */
+static int grow_cur(rd_t *r, size_t n)
+{
+    if (grow((void **)&r->cur, &r->cap_cur, n, sizeof(ht_tsite_t)) != 0 ||
+        grow((void **)&r->peak_mark, &r->cap_mark, n, sizeof(uint32_t)) != 0)
+        return -1;
+    r->snap.sites = r->cur;
+    return 0;
+}
+
+/* A site appended to the pending snapshot's list, zeroed. */
+static ht_tsite_t *append_site(rd_t *r, uint64_t stack, uint64_t kind)
+{
+    if (kind > 255 || (stack >= r->t->nnodes && stack != 0xffffffffu))
+        return NULL;
+    ht_tsite_t *x = &r->cur[r->snap.nsites];
+    memset(x, 0, sizeof *x);
+    r->peak_mark[r->snap.nsites++] = 0;
+    x->stack = (uint32_t)stack;
+    x->kind = (uint8_t)kind;
+    return x;
+}
+
+/* SITES (version 1): seq, count, then count sites (stack, kind, live
+ * blocks and bytes, total blocks and bytes, peak bytes): the snapshot's
+ * whole list, over its SITES records. */
 static int rec_sites(rd_t *r, cur_t *c)
 {
     ht_tsnapshot_t *s = &r->snap;
     uint64_t seq = get(c), n = get(c);
-    if (c->bad || !r->pending || seq != r->snap_seq || n > (uint64_t)(c->end - c->p) / 7)
+    if (c->bad || !r->pending || seq != r->snap_seq || r->list == 2 || n > (uint64_t)(c->end - c->p) / 7)
         return -1;
-    if (grow((void **)&s->sites, &r->cap_sites, s->nsites + (size_t)n, sizeof(ht_tsite_t)) != 0)
+    r->list = 1;
+    if (grow_cur(r, s->nsites + (size_t)n) != 0)
         return -1;
     for (uint64_t i = 0; i < n; i++) {
-        ht_tsite_t *x = &s->sites[s->nsites];
-        memset(x, 0, sizeof *x);
         uint64_t stack = get(c), kind = get(c);
+        ht_tsite_t *x = c->bad ? NULL : append_site(r, stack, kind);
+        if (!x)
+            return -1;
         x->live_blocks = get(c);
         x->live_bytes = get(c);
         x->total_blocks = get(c);
         x->total_bytes = get(c);
         x->peak_bytes = get(c);
-        if (c->bad || kind > 255 ||
-            (stack >= r->t->nnodes && stack != 0xffffffffu))
-            return -1;
-        x->stack = (uint32_t)stack;
-        x->kind = (uint8_t)kind;
-        s->nsites++;
     }
-    return 0;
+    return c->bad ? -1 : 0;
+}
+
+/* SITE_DELTA (version 2): seq, base, count, then count entries: pos,
+ * (stack, kind when pos is the list's length: a site appended), live
+ * blocks and bytes, total blocks and bytes, peak bytes. The snapshot's
+ * list starts as the last snapshot's (base: its length) or empty (base
+ * 0); sites not named keep their figures, at-peak and temporary counts. */
+static int rec_site_delta(rd_t *r, cur_t *c)
+{
+    ht_tsnapshot_t *s = &r->snap;
+    uint64_t seq = get(c), base = get(c), n = get(c);
+    if (c->bad || !r->pending || seq != r->snap_seq || r->list == 1 || n > (uint64_t)(c->end - c->p) / 6)
+        return -1;
+    if (r->list == 0) {
+        if (base && (!r->last_ok || base != r->nlast))
+            return -1;          /* the list it changes was not read */
+        r->list = 2;
+        r->base = base;
+        if (grow_cur(r, (size_t)base) != 0)
+            return -1;
+        s->nsites = (size_t)base;
+        /* what a snapshot's check found is its own */
+        for (size_t i = 0; i < s->nsites; i++) {
+            ht_tsite_t *x = &r->cur[i];
+            x->lost_blocks = x->lost_bytes = x->ilost_blocks = x->ilost_bytes = 0;
+            x->plost_blocks = x->plost_bytes = 0;
+        }
+    } else if (base != r->base) {
+        return -1;
+    }
+    if (grow_cur(r, s->nsites + (size_t)n) != 0)
+        return -1;
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t pos = get(c);
+        ht_tsite_t *x = NULL;
+        if (!c->bad && pos < s->nsites) {
+            x = &r->cur[pos];
+        } else if (!c->bad && pos == s->nsites) {
+            uint64_t stack = get(c), kind = get(c);
+            x = c->bad ? NULL : append_site(r, stack, kind);
+        }
+        if (!x)
+            return -1;
+        x->live_blocks = get(c);
+        x->live_bytes = get(c);
+        x->total_blocks = get(c);
+        x->total_bytes = get(c);
+        x->peak_bytes = get(c);
+    }
+    return c->bad ? -1 : 0;
 }
 
 /* REACH: seq, status, threads, scanned_bytes, time_ns, count, then count
@@ -418,10 +505,35 @@ static int rec_peak(rd_t *r, cur_t *c)
     return 0;
 }
 
+/* PEAK_DELTA (version 2): seq, relative, count, then count triples: a
+ * site's position, its live bytes and blocks at the process's peak. With
+ * relative 0 the sites no record of the snapshot names had as much live
+ * then as now (applied at its end); with 1 they keep the last snapshot's
+ * figures. */
+static int rec_peak_delta(rd_t *r, cur_t *c)
+{
+    ht_tsnapshot_t *s = &r->snap;
+    uint64_t seq = get(c), rel = get(c), n = get(c);
+    if (c->bad || !r->pending || seq != r->snap_seq || r->list != 2 || rel > 1 ||
+        (r->peak_rel >= 0 && rel != (uint64_t)r->peak_rel) || n > (uint64_t)(c->end - c->p) / 3)
+        return -1;
+    r->peak_rel = (int)rel;
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t pos = get(c), b = get(c), k = get(c);
+        if (c->bad || pos >= s->nsites)
+            return -1;
+        r->cur[pos].at_peak_bytes = b;
+        r->cur[pos].at_peak_blocks = k;
+        r->peak_mark[pos] = r->peak_gen;
+    }
+    s->has_peak = 1;
+    return 0;
+}
+
 /* TEMP: seq, n, then n triples: the position of a site among those the
- * snapshot's SITES records listed so far (increasing), its temporary
- * blocks and their bytes. One follows each SITES record; sites it does
- * not name had none. */
+ * snapshot's records listed so far, its temporary blocks and their bytes.
+ * One follows each SITES or SITE_DELTA record; sites it does not name
+ * keep what the list started from (none, in a fresh list). */
 static int rec_temp(rd_t *r, cur_t *c)
 {
     ht_tsnapshot_t *s = &r->snap;
@@ -431,8 +543,9 @@ static int rec_temp(rd_t *r, cur_t *c)
     uint64_t next = 0;
     for (uint64_t i = 0; i < n; i++) {
         uint64_t pos = get(c), k = get(c), b = get(c);
-        if (c->bad || pos < next || pos >= s->nsites || k > s->sites[pos].total_blocks ||
-            b > s->sites[pos].total_bytes)
+        /* increasing in version 1's whole lists */
+        if (c->bad || pos >= s->nsites || (r->list == 1 && pos < next) ||
+            k > s->sites[pos].total_blocks || b > s->sites[pos].total_bytes)
             return -1;
         s->sites[pos].temp_blocks = k;
         s->sites[pos].temp_bytes = b;
@@ -560,19 +673,37 @@ static void drop_unkept(rd_t *r, int final)
 static int rec_snap_end(rd_t *r, cur_t *c)
 {
     ht_trace_t *t = r->t;
+    ht_tsnapshot_t *s = &r->snap;
     uint64_t seq = get(c), n = get(c);
-    if (c->bad || !r->pending || seq != r->snap_seq || n != r->snap.nsites)
+    if (c->bad || !r->pending || seq != r->snap_seq || n != s->nsites)
         return -1;
     if (grow((void **)&t->snaps, &r->cap_snaps, t->nsnaps + 1, sizeof(ht_tsnapshot_t)) != 0)
         return -1;
-    if (grow_seen(r) != 0 || note_changes(r, &r->snap) != 0)
+    if (r->peak_rel == 0)
+        for (size_t i = 0; i < s->nsites; i++)
+            if (r->peak_mark[i] != r->peak_gen) {
+                r->cur[i].at_peak_bytes = r->cur[i].live_bytes;
+                r->cur[i].at_peak_blocks = r->cur[i].live_blocks;
+            }
+    /* the snapshot's own copy of the list (drop_unkept frees those a
+     * read does not keep) */
+    s->sites = malloc((s->nsites ? s->nsites : 1) * sizeof(ht_tsite_t));
+    if (!s->sites)
         return -1;
-    ht_trace_note_seen(t, &r->snap, t->node_seen_ns);
-    r->snap.seq = (uint32_t)t->nsnaps;
-    r->snap.file_seq = seq > UINT32_MAX ? UINT32_MAX : (uint32_t)seq;
-    t->snaps[t->nsnaps++] = r->snap;
-    memset(&r->snap, 0, sizeof r->snap);
-    r->cap_sites = 0;
+    if (s->nsites)
+        memcpy(s->sites, r->cur, s->nsites * sizeof(ht_tsite_t));
+    r->nlast = s->nsites;
+    r->last_ok = 1;
+    if (grow_seen(r) != 0 || note_changes(r, s) != 0) {
+        free(s->sites);
+        s->sites = NULL;
+        return -1;
+    }
+    ht_trace_note_seen(t, s, t->node_seen_ns);
+    s->seq = (uint32_t)t->nsnaps;
+    s->file_seq = seq > UINT32_MAX ? UINT32_MAX : (uint32_t)seq;
+    t->snaps[t->nsnaps++] = *s;
+    memset(s, 0, sizeof *s);
     r->pending = 0;
     drop_unkept(r, 0);
     return 0;
@@ -654,6 +785,8 @@ static int parse_payload(rd_t *r, const uint8_t *p, size_t len)
         case HT_REC_NODES: rc = rec_nodes(r, &c); break;
         case HT_REC_SNAP_BEGIN: rc = rec_snap_begin(r, &c); break;
         case HT_REC_SITES: rc = rec_sites(r, &c); break;
+        case HT_REC_SITE_DELTA: rc = rec_site_delta(r, &c); break;
+        case HT_REC_PEAK_DELTA: rc = rec_peak_delta(r, &c); break;
         case HT_REC_PEAK: rc = rec_peak(r, &c); break;
         case HT_REC_TEMP: rc = rec_temp(r, &c); break;
         case HT_REC_POSSIBLE: rc = rec_possible(r, &c); break;
@@ -706,8 +839,8 @@ int ht_trace_read_mem_opts(const void *buf, size_t len, const char *name, const 
         return -1;
     }
     t->version = ht_rd_u32(b + 8);
-    if (t->version != HT_FORMAT_VERSION) {
-        set_err(&r, 8, "unsupported trace version %u (this reader knows %u)", t->version,
+    if (t->version < 1 || t->version > HT_FORMAT_VERSION) {
+        set_err(&r, 8, "unsupported trace version %u (this reader knows 1 to %u)", t->version,
                 HT_FORMAT_VERSION);
         return -1;
     }
@@ -790,6 +923,8 @@ done:
     free(r.mod_index);
     free(r.loaded);
     free(r.prev);
+    free(r.cur);
+    free(r.peak_mark);
     return 0;
 }
 

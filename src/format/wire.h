@@ -13,7 +13,7 @@
 /* File header: 8-byte magic, u32 version, u32 flags (all little-endian). */
 #define HT_FILE_MAGIC      "HTRACE\r\n"
 #define HT_FILE_HEADER_LEN 16
-#define HT_FORMAT_VERSION  1
+#define HT_FORMAT_VERSION  2      /* written; readers also read 1 */
 
 /* Block header: u32 magic, u32 codec, u32 stored_len, u32 raw_len,
  * u32 payload_check, u32 header_check; then stored_len payload bytes. */
@@ -41,7 +41,9 @@ enum {
     HT_REC_REACH = 12,
     HT_REC_PEAK = 13,
     HT_REC_TEMP = 14,
-    HT_REC_POSSIBLE = 15
+    HT_REC_POSSIBLE = 15,
+    HT_REC_SITE_DELTA = 16,     /* version 2: sites as changes to the last snapshot's */
+    HT_REC_PEAK_DELTA = 17      /* version 2: figures at the peak, likewise */
 };
 
 static inline void ht_wr_u32(uint8_t *p, uint32_t v)

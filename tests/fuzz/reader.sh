@@ -21,6 +21,7 @@ for z in 0 1; do
     HEAPTRAIL_COMPRESS=$z "$B/heaptrail" run -o series$z.ht "$B/tests/progs/snapseries" 60 12 >/dev/null 2>&1
 done
 cp ./*.ht "$C/"
+cp "$B/../tests/data/v1/"*.ht "$C/"     # version 1 traces (before the fiftieth session)
 "$F" -max_total_time="${FUZZ_TIME:-30}" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
     -artifact_prefix="$B/fuzz/" -print_final_stats=1 "$C" >"$B/fuzz/last.log" 2>&1
 rc=$?

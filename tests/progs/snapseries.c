@@ -1,4 +1,4 @@
-/* snapseries.c [SITES [ROUNDS]] -- a trace of many snapshots (ht_snapshot
+/* snapseries.c [SITES [ROUNDS [TRACE]]] -- a trace of many snapshots (ht_snapshot
  * after each round), as `heaptrail run --interval` writes over hours: SITES
  * distinct stacks (default 4000) each keep a 32-byte block live; then each
  * of ROUNDS rounds (default 300) frees and reallocates a block at one of
@@ -6,8 +6,13 @@
  * (round % 7: steady growth), and every 20th round adds a new site (a
  * 48-byte block kept live). No stdio, so libc leaves nothing of its own.
  * Truth for growth over the snapshots: the 7 sites grew by
- * 100 x (ROUNDS - 1) bytes in ROUNDS - 1 blocks in all. */
+ * 100 x (ROUNDS - 1) bytes in ROUNDS - 1 blocks in all.
+ * With TRACE (the trace's path), round 2's snapshot fails: the file is
+ * renamed away while it is written, and back after; the snapshots after
+ * it must read as those of a run without the gap. */
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include "heaptrail.h"
 
 static void *volatile sink;
@@ -38,8 +43,14 @@ int main(int argc, char **argv)
 {
     unsigned sites = argc > 1 ? (unsigned)atoi(argv[1]) : 4000;
     unsigned rounds = argc > 2 ? (unsigned)atoi(argv[2]) : 300;
-    if (sites < 50 || sites > (1u << 14))
+    const char *trace = argc > 3 ? argv[3] : NULL;
+    static char away[4096];
+    if (sites < 50 || sites > (1u << 14) || (trace && strlen(trace) + 6 > sizeof away))
         return 2;
+    if (trace) {
+        memcpy(away, trace, strlen(trace));
+        memcpy(away + strlen(trace), ".away", 6);
+    }
     for (unsigned i = 0; i < sites; i++)
         path(i, 14, 32, &blocks[i]);
     for (unsigned r = 0; r < rounds; r++) {
@@ -49,7 +60,13 @@ int main(int argc, char **argv)
         steady(r % 7);
         if (r % 20 == 19)
             path(sites + r, 15, 48, &blocks[sites + r]);
-        ht_snapshot();
+        int gap = trace && r == 2;
+        if (gap && rename(trace, away) != 0)
+            return 3;
+        if (ht_snapshot() >= 0 && gap)
+            return 4;           /* written where no file was */
+        if (gap && rename(away, trace) != 0)
+            return 3;
     }
     return 0;
 }

@@ -184,10 +184,51 @@ static int check_kept(const char *path, const ht_trace_t *t)
     return bad;
 }
 
+static void print_sites(const ht_trace_t *t, const ht_tsnapshot_t *s)
+{
+    static char buf[1 << 16];
+    for (size_t i = 0; i < s->nsites; i++) {
+        const ht_tsite_t *x = &s->sites[i];
+        frames(t, x->stack, buf, sizeof buf);
+        printf("site kind=%s live_blocks=%llu live_bytes=%llu total_blocks=%llu total_bytes=%llu "
+               "peak_bytes=%llu lost_blocks=%llu lost_bytes=%llu ilost_blocks=%llu ilost_bytes=%llu "
+               "at_peak=%llu at_peak_blocks=%llu temp_blocks=%llu temp_bytes=%llu frames=%s "
+               "plost_blocks=%llu plost_bytes=%llu\n",
+               x->kind == HT_KIND_MMAP ? "mmap" : "heap", (unsigned long long)x->live_blocks,
+               (unsigned long long)x->live_bytes, (unsigned long long)x->total_blocks,
+               (unsigned long long)x->total_bytes, (unsigned long long)x->peak_bytes,
+               (unsigned long long)x->lost_blocks, (unsigned long long)x->lost_bytes,
+               (unsigned long long)x->ilost_blocks, (unsigned long long)x->ilost_bytes,
+               (unsigned long long)x->at_peak_bytes, (unsigned long long)x->at_peak_blocks,
+               (unsigned long long)x->temp_blocks, (unsigned long long)x->temp_bytes, buf,
+               (unsigned long long)x->plost_blocks, (unsigned long long)x->plost_bytes);
+    }
+}
+
+/* --all: every snapshot and all its sites, without times (which differ
+ * between two runs of one program): two traces of a deterministic program
+ * run without address randomization compare equal line for line. */
+static int dump_all(const ht_trace_t *t)
+{
+    printf("trace complete=%d truncated=%d snaps=%zu nodes=%zu\n", t->complete, t->truncated, t->nsnaps,
+           t->nnodes);
+    for (size_t k = 0; k < t->nsnaps; k++) {
+        const ht_tsnapshot_t *s = &t->snaps[k];
+        printf("snap %u reason=%u live_blocks=%llu live_bytes=%llu total_blocks=%llu total_bytes=%llu "
+               "total_frees=%llu sites=%zu reach=%u has_peak=%u has_temp=%u has_possible=%u\n",
+               s->seq, s->reason, (unsigned long long)s->live_blocks, (unsigned long long)s->live_bytes,
+               (unsigned long long)s->total_blocks, (unsigned long long)s->total_bytes,
+               (unsigned long long)s->total_frees, s->nsites, s->reach, s->has_peak, s->has_temp,
+               s->has_possible);
+        print_sites(t, s);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: trace_dump FILE [--match S [--snapshot N]]\n");
+        fprintf(stderr, "usage: trace_dump FILE [--match S [--snapshot N] | --kept | --all]\n");
         return 2;
     }
     ht_trace_t t;
@@ -200,6 +241,8 @@ int main(int argc, char **argv)
         return check_kept(argv[1], &t);
     g_dwfl = calloc(t.nmodules + 1, sizeof *g_dwfl);
     g_mod = calloc(t.nmodules + 1, sizeof *g_mod);
+    if (argc >= 3 && !strcmp(argv[2], "--all"))
+        return dump_all(&t);
     const char *match = argc >= 4 && !strcmp(argv[2], "--match") ? argv[3] : NULL;
     static char buf[1 << 16];
     if (match) {
@@ -271,25 +314,8 @@ int main(int argc, char **argv)
                at_peak_sum(s), (unsigned long long)s->peak_ns, (unsigned long long)s->time_ns, s->has_temp,
                s->has_possible);
     }
-    if (t.nsnaps) {
-        const ht_tsnapshot_t *s = &t.snaps[t.nsnaps - 1];
-        for (size_t i = 0; i < s->nsites; i++) {
-            const ht_tsite_t *x = &s->sites[i];
-            frames(&t, x->stack, buf, sizeof buf);
-            printf("site kind=%s live_blocks=%llu live_bytes=%llu total_blocks=%llu total_bytes=%llu "
-                   "peak_bytes=%llu lost_blocks=%llu lost_bytes=%llu ilost_blocks=%llu ilost_bytes=%llu "
-                   "at_peak=%llu at_peak_blocks=%llu temp_blocks=%llu temp_bytes=%llu frames=%s "
-                   "plost_blocks=%llu plost_bytes=%llu\n",
-                   x->kind == HT_KIND_MMAP ? "mmap" : "heap", (unsigned long long)x->live_blocks,
-                   (unsigned long long)x->live_bytes, (unsigned long long)x->total_blocks,
-                   (unsigned long long)x->total_bytes, (unsigned long long)x->peak_bytes,
-                   (unsigned long long)x->lost_blocks, (unsigned long long)x->lost_bytes,
-                   (unsigned long long)x->ilost_blocks, (unsigned long long)x->ilost_bytes,
-                   (unsigned long long)x->at_peak_bytes, (unsigned long long)x->at_peak_blocks,
-                   (unsigned long long)x->temp_blocks, (unsigned long long)x->temp_bytes, buf,
-                   (unsigned long long)x->plost_blocks, (unsigned long long)x->plost_bytes);
-        }
-    }
+    if (t.nsnaps)
+        print_sites(&t, &t.snaps[t.nsnaps - 1]);
     ht_trace_free(&t);
     return 0;
 }
