@@ -372,6 +372,17 @@ static ht_tsite_t *append_site(rd_t *r, uint64_t stack, uint64_t kind)
     return x;
 }
 
+/* A site's figures as SITES and SITE_DELTA give them: live blocks and
+ * bytes, total blocks and bytes, peak bytes. */
+static void get_figures(cur_t *c, ht_tsite_t *x)
+{
+    x->live_blocks = get(c);
+    x->live_bytes = get(c);
+    x->total_blocks = get(c);
+    x->total_bytes = get(c);
+    x->peak_bytes = get(c);
+}
+
 /* SITES (version 1): seq, count, then count sites (stack, kind, live
  * blocks and bytes, total blocks and bytes, peak bytes): the snapshot's
  * whole list, over its SITES records. */
@@ -389,11 +400,7 @@ static int rec_sites(rd_t *r, cur_t *c)
         ht_tsite_t *x = c->bad ? NULL : append_site(r, stack, kind);
         if (!x)
             return -1;
-        x->live_blocks = get(c);
-        x->live_bytes = get(c);
-        x->total_blocks = get(c);
-        x->total_bytes = get(c);
-        x->peak_bytes = get(c);
+        get_figures(c, x);
     }
     return c->bad ? -1 : 0;
 }
@@ -439,11 +446,7 @@ static int rec_site_delta(rd_t *r, cur_t *c)
         }
         if (!x)
             return -1;
-        x->live_blocks = get(c);
-        x->live_bytes = get(c);
-        x->total_blocks = get(c);
-        x->total_bytes = get(c);
-        x->peak_bytes = get(c);
+        get_figures(c, x);
     }
     return c->bad ? -1 : 0;
 }
