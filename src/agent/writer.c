@@ -114,6 +114,9 @@ static struct {
     uint32_t base_epoch;        /* the peak epoch that snapshot read */
     uint32_t fails;             /* flushes that failed (a snapshot during
                                    which one did was not written whole) */
+    int in_snapshot;            /* a snapshot is being staged ... */
+    int abandoned;              /* ... and one of its blocks failed: the
+                                   rest of it is dropped, not written */
     uint64_t at_peak[1024][3];  /* a chunk's sites' position and bytes and blocks at the peak */
     uint64_t temp[1024][3];     /* its sites with temporary blocks: position, blocks, bytes */
 } W;
@@ -298,6 +301,14 @@ static int flush(void)
 {
     if (W.raw_len == 0)
         return 0;
+    if (W.abandoned) {
+        /* the rest of a snapshot a lost block began: alone, a reader
+         * would take it for damage (records without their SNAP_BEGIN) or,
+         * worse, for the whole of a leak check's REACH records */
+        ht_fetch_add(&ht__drops.write_errors, W.raw_len);
+        W.raw_len = 0;
+        return -1;
+    }
     uint8_t *hdr = W.out;
     uint8_t *payload = W.out + HT_BLOCK_HEADER_LEN;
     size_t cap = W.out_cap - HT_BLOCK_HEADER_LEN;
@@ -333,6 +344,7 @@ static int flush(void)
         }
     } else {
         W.fails++;
+        W.abandoned = W.in_snapshot;
         ht_fetch_add(&ht__drops.write_errors, HT_BLOCK_HEADER_LEN + stored);
         /* what the lost block carried goes out again with the next one */
         W.node_mark = W.node_mark_ok;
@@ -1136,7 +1148,7 @@ static uint32_t stage_snapshot(int reason, ht_reach_t *reach)
             put_varint(W.temp[k][2]);
         }
         rec_end(at);
-    } while (i < n);
+    } while (i < n && !W.abandoned);
     W.base_epoch = epoch;
     if (reach) {
         stage_reach(seq, reach, nlost);
@@ -1170,9 +1182,11 @@ int ht__snapshot_write(int reason, int ctx, ht_reach_t *reach)
     if (!W.finished && ensure_file() == 0) {
         stage_nodes();
         seq = (int)W.seq;
+        W.in_snapshot = 1;
         uint32_t fails = W.fails, nsites = stage_snapshot(reason, reach);
         if (flush() != 0)
             seq = -1;
+        W.in_snapshot = W.abandoned = 0;
         /* the next snapshot lists changes to this one's sites if every
          * block of it reached the file, else a fresh list */
         W.base = W.fails == fails ? nsites : 0;
