@@ -112,11 +112,10 @@ static struct {
     uint32_t base;              /* sites the last snapshot written whole listed
                                    (0: the next one starts a fresh list) */
     uint32_t base_epoch;        /* the peak epoch that snapshot read */
-    uint32_t fails;             /* flushes that failed (a snapshot during
-                                   which one did was not written whole) */
     int in_snapshot;            /* a snapshot is being staged ... */
     int abandoned;              /* ... and one of its blocks failed: the
-                                   rest of it is dropped, not written */
+                                   rest of it is dropped, not written, and
+                                   the next one starts a fresh list */
     uint64_t at_peak[1024][3];  /* a chunk's sites' position and bytes and blocks at the peak */
     uint64_t temp[1024][3];     /* its sites with temporary blocks: position, blocks, bytes */
 } W;
@@ -343,7 +342,6 @@ static int flush(void)
             m->staged = 0;
         }
     } else {
-        W.fails++;
         W.abandoned = W.in_snapshot;
         ht_fetch_add(&ht__drops.write_errors, HT_BLOCK_HEADER_LEN + stored);
         /* what the lost block carried goes out again with the next one */
@@ -1056,7 +1054,7 @@ static uint32_t stage_snapshot(int reason, ht_reach_t *reach)
                 (s->stack >= W.node_mark && s->stack != HT_STACK_ID_OVERFLOW)) {
                 if (r)
                     __builtin_memset(r, 0, sizeof *r);
-                if (fresh && wpos && wpos[i])
+                if (fresh && wpos[i])
                     wpos[i] = 0;
                 continue;
             }
@@ -1183,13 +1181,13 @@ int ht__snapshot_write(int reason, int ctx, ht_reach_t *reach)
         stage_nodes();
         seq = (int)W.seq;
         W.in_snapshot = 1;
-        uint32_t fails = W.fails, nsites = stage_snapshot(reason, reach);
+        uint32_t nsites = stage_snapshot(reason, reach);
         if (flush() != 0)
             seq = -1;
-        W.in_snapshot = W.abandoned = 0;
         /* the next snapshot lists changes to this one's sites if every
          * block of it reached the file, else a fresh list */
-        W.base = W.fails == fails ? nsites : 0;
+        W.base = W.abandoned ? 0 : nsites;
+        W.in_snapshot = W.abandoned = 0;
     } else if (!W.finished) {
         ht_fetch_add(&ht__drops.write_errors, 1);
     }
