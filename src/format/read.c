@@ -359,10 +359,13 @@ static int grow_cur(rd_t *r, size_t n)
     return 0;
 }
 
-/* A site appended to the pending snapshot's list, zeroed. */
+/* A site appended to the pending snapshot's list, zeroed. A kind this
+ * reader does not know, or custom (2) before version 3, is damage: a new
+ * kind comes with a new version (docs/format.md, Compatibility). */
 static ht_tsite_t *append_site(rd_t *r, uint64_t stack, uint64_t kind)
 {
-    if (kind > 255 || (stack >= r->t->nnodes && stack != 0xffffffffu))
+    if (kind > HT_KIND_CUSTOM || (kind == HT_KIND_CUSTOM && r->t->version < 3) ||
+        (stack >= r->t->nnodes && stack != 0xffffffffu))
         return NULL;
     ht_tsite_t *x = &r->cur[r->snap.nsites];
     memset(x, 0, sizeof *x);

@@ -35,7 +35,10 @@ typedef struct ht_tnode_s {
                                    code it could not unwind */
 } ht_tnode_t;
 
-enum { HT_KIND_HEAP = 0, HT_KIND_MMAP = 1 };
+/* kinds of site: heap blocks; anonymous mappings; blocks of the program's
+ * own allocator (ht_custom_alloc: they lie inside heap blocks or mappings
+ * already counted, so they are kept apart from both, and from the totals) */
+enum { HT_KIND_HEAP = 0, HT_KIND_MMAP = 1, HT_KIND_CUSTOM = 2 };
 
 /* One allocation site (stack and kind) in one snapshot. */
 typedef struct ht_tsite_s {

@@ -13,7 +13,7 @@
 /* File header: 8-byte magic, u32 version, u32 flags (all little-endian). */
 #define HT_FILE_MAGIC      "HTRACE\r\n"
 #define HT_FILE_HEADER_LEN 16
-#define HT_FORMAT_VERSION  2      /* written; readers also read 1 */
+#define HT_FORMAT_VERSION  3      /* written; readers also read 1 and 2 */
 
 /* Block header: u32 magic, u32 codec, u32 stored_len, u32 raw_len,
  * u32 payload_check, u32 header_check; then stored_len payload bytes. */

@@ -1495,12 +1495,12 @@ static void test_delta_records(void)
     /* a later version: refused, by name */
     wbuf_t pl = { 0 }, b = { 0 };
     write_process(&pl, &b);
-    g_version = 3;
+    g_version = 4;
     CHECK_EQ(w_file(path, &pl), 0);
     ht_trace_t t;
     char err[256];
     CHECK_EQ(ht_trace_read(path, &t, err, sizeof err), -1);
-    CHECK(streq(err, ADIR "/delta.ht: offset 8: unsupported trace version 3 (this reader knows 1 to 2)"));
+    CHECK(streq(err, ADIR "/delta.ht: offset 8: unsupported trace version 4 (this reader knows 1 to 3)"));
     free(pl.p), free(b.p);
     g_version = 1;
     remove(path);
