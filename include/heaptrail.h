@@ -218,6 +218,36 @@ HT_API int ht_snapshot(void);
  *  block. */
 HT_API long ht_leak_check(void);
 
+/*! ht_custom_alloc(), ht_custom_free() :
+ *  For a program's own allocator (a pool, an arena, a free list over
+ *  memory it got from malloc or mmap): announce each block it hands out
+ *  and each one it takes back, as Valgrind's VALGRIND_MALLOCLIKE_BLOCK /
+ *  VALGRIND_FREELIKE_BLOCK and heaptrack's heaptrack_report_alloc/free
+ *  do. Under `heaptrail run` such a block gets the stack of the call to
+ *  ht_custom_alloc (innermost frame: its caller, the allocator) and is
+ *  counted per stack like a heap block, in a group of its own: "custom
+ *  allocator blocks never freed" at exit, `[custom]` rows in reports.
+ *  Its bytes lie inside memory already counted (the pool's own heap
+ *  blocks or mappings), so they are never added to the heap's figures,
+ *  the process's totals or its peak; and the leak check does not judge
+ *  them (the pool's memory around a block holds whatever it held, used
+ *  or not): a custom block announced and never freed is reported as
+ *  such, without a reachable/lost verdict.
+ *  `p` NULL is ignored; `size` may be 0. Announcing an address that is
+ *  live already ends the earlier block there (as a free); freeing an
+ *  address never announced (or freed already) is counted with the
+ *  trace's unknown frees and otherwise ignored. To follow a realloc,
+ *  call ht_custom_free(old) then ht_custom_alloc(new, size).
+ *  Without the agent (or after `heaptrail detach`, or in a program the
+ *  agent was attached to, whose calls were bound to these stubs already)
+ *  they do nothing.
+ *  Thread-safe; async-signal-safe (a call made while the agent itself
+ *  runs on that thread -- a signal handler interrupting a malloc -- is
+ *  dropped and counted); each ht_custom_alloc costs a stack capture,
+ *  as a malloc under the agent does. */
+HT_API void ht_custom_alloc(const void *p, size_t size);
+HT_API void ht_custom_free(const void *p);
+
 #ifdef __cplusplus
 }
 #endif

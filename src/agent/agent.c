@@ -933,6 +933,7 @@ static int64_t give_back_tables(void)
             ht__sites_release();
             ht__live_release();
             ht__mmaps_release();
+            ht__custom_release();
             ht__stackdb_release();
             ht__writer_release();
             ht__trails_release();
@@ -1281,6 +1282,7 @@ static void fork_prepare(void)
     ht__writer_fork_prepare();
     ht__stackdb_fork_prepare();
     ht__mmaps_fork_prepare();
+    ht__custom_fork_prepare();
     ht__live_fork_prepare();
 }
 
@@ -1289,6 +1291,7 @@ static void fork_parent(void)
     if (!t_fork_locked)
         return;
     ht__live_fork_parent();
+    ht__custom_fork_parent();
     ht__mmaps_fork_parent();
     ht__stackdb_fork_parent();
     ht__writer_fork_parent();
@@ -1305,6 +1308,7 @@ static void fork_child(void)
         ht__jit_fork_release();
         ht__gdbjit_fork_release();   /* no poll was halfway: keep its state */
         ht__live_fork_child();
+        ht__custom_fork_child();
         ht__mmaps_fork_child();
         ht__stackdb_fork_child();
     }

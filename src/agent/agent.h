@@ -186,7 +186,7 @@ static HT_ALWAYS_INLINE void ht__unlock(ht_spinlock_t *l)
 /* ---- sites.c: per-(stack, kind) statistics ----------------------------- */
 typedef struct ht_site_s {
     uint32_t stack;
-    uint8_t kind;               /* HT_KIND_HEAP / HT_KIND_MMAP (trace.h) */
+    uint8_t kind;               /* HT_KIND_* (trace.h) */
     uint8_t used;
     uint8_t dirty;              /* changed since the writer last read it
                                    (set after each update, cleared by the
@@ -209,6 +209,11 @@ typedef struct ht_totals_s {
 HT_INTERNAL ht_site_t *ht__site_get(uint32_t stack, int kind);
 /* Account an allocation / a release of `size` bytes at `s`. */
 HT_INTERNAL void ht__site_alloc(ht_site_t *s, uint64_t size);
+/* The same for a custom site (HT_KIND_CUSTOM): its figures only, never
+ * the process's live counters, peak or totals (its bytes lie inside heap
+ * blocks or mappings counted already). */
+HT_INTERNAL void ht__site_custom_alloc(ht_site_t *s, uint64_t size);
+HT_INTERNAL void ht__site_custom_free(ht_site_t *s, uint64_t size);
 /* `temp`: the block was temporary (freed by the thread that made it, with
  * no allocation or free of that thread in between), counted as such. */
 HT_INTERNAL void ht__site_free(ht_site_t *s, uint64_t size, int temp);
@@ -237,7 +242,8 @@ HT_INTERNAL uint32_t ht__peak_epoch(void);
  * clock); 0 before the first allocation or if earlier than start-up. */
 HT_INTERNAL uint64_t ht__peak_ns(void);
 HT_INTERNAL uint64_t ht__site_at_peak(const ht_site_t *s, uint32_t epoch, uint64_t *blocks);
-/* Process totals (sums of the sites plus the process-wide high-water marks). */
+/* Process totals (sums of the heap and mmap sites plus the process-wide
+ * high-water marks). */
 HT_INTERNAL void ht__totals(ht_totals_t *t);
 /* Start-up (not async-signal-safe): the thread-exit hook. */
 HT_INTERNAL void ht__sites_start(void);
@@ -260,6 +266,17 @@ HT_INTERNAL int ht__live_insert(uintptr_t addr, uint64_t size, uint32_t site,
                                 uint32_t *old_site, uint64_t *old_size);
 /* Removes `addr`; returns 1 and its size and site number if it was present. */
 HT_INTERNAL int ht__live_remove(uintptr_t addr, uint64_t *size, uint32_t *site);
+/* custom.c: the same for blocks of the program's own allocators
+ * (ht_custom_alloc), in a table of their own; inside a solo section.
+ * insert: 0, -1 not stored (counted), 1 the address was announced
+ * already (*old_site, *old_size: that block, which ends here). */
+HT_INTERNAL int ht__custom_insert(uintptr_t addr, uint64_t size, uint32_t site,
+                                  uint32_t *old_site, uint64_t *old_size);
+HT_INTERNAL int ht__custom_remove(uintptr_t addr, uint64_t *size, uint32_t *site);
+HT_INTERNAL void ht__custom_release(void);
+HT_INTERNAL void ht__custom_fork_prepare(void);
+HT_INTERNAL void ht__custom_fork_parent(void);
+HT_INTERNAL void ht__custom_fork_child(void);
 /* Prefetches the slot an insertion of `addr` will probe first, if its
  * shard's table is large (a malloc calls it before capturing the stack,
  * so the cache miss overlaps the capture). */

@@ -433,6 +433,78 @@ HT_API void free(void *p)
         real.free(p);
 }
 
+/* ---- the program's own allocators (include/heaptrail.h) ---------------- */
+
+/* Blocks a pool or arena hands out, announced by the program: their own
+ * sites (kind custom) and table (custom.c), never the heap's figures or
+ * the process's totals, since the pool's memory is counted already. The
+ * stack is the announcing call's, as a malloc hook's is malloc's caller's. */
+static HT_NOINLINE void record_custom(const void *p, size_t n, void **frames, int nf, uint64_t hash,
+                                      uint32_t *memo)
+{
+    ht__note_acted();
+    t_last = 0;     /* an allocation in between: the heap block before is not temporary */
+    ht_site_t *s = site_of(frames, nf, hash, memo, HT_KIND_CUSTOM);
+    if (ht_unlikely(!s))
+        return;
+    int solo = ht__solo_enter();
+    ht__site_custom_alloc(s, n);
+    uint32_t osite;
+    uint64_t osize;
+    int rc = ht__custom_insert((uintptr_t)p, n, ht__site_index(s), &osite, &osize);
+    if (ht_unlikely(rc < 0))
+        ht__site_custom_free(s, n);
+    else if (rc > 0)
+        ht__site_custom_free(ht__site_by_index(osite), osize);
+    ht__solo_exit(solo);
+    SCRUB_REGS();
+}
+
+HT_API void ht_custom_alloc(const void *p, size_t size)
+{
+    if (ht_unlikely(p == NULL))
+        return;
+    if (ht_unlikely(ht__guard)) {
+        note_reentry();
+        return;
+    }
+    if (ht__agent.on != HT_ON_FULL)
+        return;
+    ht__guard = 1;
+    void *frames[HT_MAX_FRAMES];
+    uint64_t hash;
+    uint32_t *memo;
+    /* skip 1: frames[0] would be the return address into this function */
+    int nf = ht__capture_memo(1, ht__agent.max_frames, frames, &hash, &memo);
+    record_custom(p, size, frames, nf, hash, memo);
+    ht__guard_leave();
+}
+
+HT_API void ht_custom_free(const void *p)
+{
+    if (ht_unlikely(p == NULL))
+        return;
+    if (ht_unlikely(ht__guard)) {
+        note_reentry();
+        return;
+    }
+    if (ht__agent.on != HT_ON_FULL)
+        return;
+    ht__guard = 1;
+    ht__note_acted();
+    t_last = 0;
+    uint64_t size;
+    uint32_t site;
+    int solo = ht__solo_enter();
+    if (ht__custom_remove((uintptr_t)p, &size, &site))
+        ht__site_custom_free(ht__site_by_index(site), size);
+    else
+        ht_fetch_add(&ht__drops.unknown_frees, 1);
+    ht__solo_exit(solo);
+    SCRUB_REGS();
+    ht__guard_leave();
+}
+
 /* The next definition of a name libc may lack, looked up at the first
  * call of its hook (not in resolve(), above), once: a program that calls
  * the hook with no definition after it (a weak reference binds to ours)

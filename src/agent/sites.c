@@ -39,8 +39,8 @@ static HT_ALWAYS_INLINE uint64_t ticks(void)
 
 typedef struct { uint32_t *l1[L1_SIZE]; } site_index_t;
 
-static site_index_t *g_index[2];    /* per kind */
-static uint64_t g_l1_end[2];        /* per kind: past the last level-1 slot
+static site_index_t *g_index[3];    /* per kind */
+static uint64_t g_l1_end[3];        /* per kind: past the last level-1 slot
                                        filled (what a release reads) */
 ht_site_t *ht__sites;                /* reserved g_max_sites records */
 static uint64_t *g_peak_blocks;     /* per record: live blocks at the peak's
@@ -80,6 +80,7 @@ static HT_NOINLINE int sites_init(void)
     if (g_init_state == 0) {
         site_index_t *a = ht__reserve(sizeof(site_index_t));
         site_index_t *b = ht__reserve(sizeof(site_index_t));
+        site_index_t *c = ht__reserve(sizeof(site_index_t));
         /* a quarter of heaptrail's address-space allowance at most */
         uint64_t fit = ht__reserve_share(4, (uint64_t)MAX_SITES * sizeof(ht_site_t)) / sizeof(ht_site_t);
         g_max_sites = fit < 4096 ? 4096 : (uint32_t)fit;
@@ -87,9 +88,10 @@ static HT_NOINLINE int sites_init(void)
         uint64_t *pk = ht__reserve((size_t)g_max_sites * sizeof(uint64_t));
         uint64_t(*tp)[2] = ht__reserve((size_t)g_max_sites * sizeof *g_temp);
         uint32_t *wp = ht__reserve((size_t)g_max_sites * sizeof(uint32_t));
-        if (a && b && s && pk && tp && wp) {
+        if (a && b && c && s && pk && tp && wp) {
             g_index[0] = a;
             g_index[1] = b;
+            g_index[2] = c;
             ht__sites = s;
             g_peak_blocks = pk;
             g_temp = tp;
@@ -125,7 +127,7 @@ static HT_NOINLINE ht_site_t *site_create(uint32_t **slot_l2p, uint32_t stack, i
         if (__atomic_compare_exchange_n(slot_l2p, &expect, fresh, 0, __ATOMIC_ACQ_REL,
                                         __ATOMIC_ACQUIRE)) {
             l2 = fresh;
-            raise_max(&g_l1_end[kind & 1], (stack >> L2_BITS) + 1);
+            raise_max(&g_l1_end[kind], (stack >> L2_BITS) + 1);
         } else {
             ht__unmap(fresh, L2_SIZE * sizeof(uint32_t));
             l2 = expect;
@@ -161,7 +163,7 @@ ht_site_t *ht__site_get(uint32_t stack, int kind)
         ht_fetch_add(&ht__drops.table_full, 1);     /* no records: counted, not lost silently */
         return NULL;
     }
-    site_index_t *ix = g_index[kind & 1];
+    site_index_t *ix = g_index[kind];
     uint32_t **slot = &ix->l1[stack >> L2_BITS];
     uint32_t *l2 = ht_load_acquire(slot);
     if (ht_likely(l2 != NULL)) {
@@ -283,7 +285,7 @@ void ht__sites_release(void)
 {
     if (ht_load_acquire(&g_init_state) != 1)
         return;
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < 3; k++) {
         uint64_t end = ht_load_acquire(&g_l1_end[k]);
         for (uint32_t i = 0; i < end && i < L1_SIZE; i++)
             if (g_index[k]->l1[i])
@@ -342,8 +344,9 @@ static HT_ALWAYS_INLINE void proc_add(int64_t bytes, int64_t blocks)
         flush_or_register();
 }
 
-/* `blocks` new blocks (1, or 0 when a live one grows) of `bytes` at s */
-static HT_ALWAYS_INLINE void add(ht_site_t *s, uint64_t blocks, uint64_t bytes)
+/* `blocks` new blocks (1, or 0 when a live one grows) of `bytes` at s;
+ * `proc`: in the process's live counters too (all but custom sites) */
+static HT_ALWAYS_INLINE void add(ht_site_t *s, uint64_t blocks, uint64_t bytes, int proc)
 {
     ht__lock(&s->lock);
     epoch_touch(s);
@@ -356,15 +359,17 @@ static HT_ALWAYS_INLINE void add(ht_site_t *s, uint64_t blocks, uint64_t bytes)
         s->peak_bytes = lb;
     ht_store_release(&s->dirty, 1);     /* after the figures: see stage_snapshot */
     ht__unlock(&s->lock);
-    proc_add((int64_t)bytes, (int64_t)blocks);
+    if (proc)
+        proc_add((int64_t)bytes, (int64_t)blocks);
 }
 
-void ht__site_alloc(ht_site_t *s, uint64_t size) { add(s, 1, size); }
+void ht__site_alloc(ht_site_t *s, uint64_t size) { add(s, 1, size, 1); }
 
 /* `temp`: a temporary block (heaptrack's "temporary allocation": freed by
  * the thread that made it before that thread allocated or freed anything
  * else), counted beside the record, whose line is full, under its lock. */
-static HT_ALWAYS_INLINE void release(ht_site_t *s, uint64_t blocks, uint64_t bytes, int temp)
+static HT_ALWAYS_INLINE void release(ht_site_t *s, uint64_t blocks, uint64_t bytes, int temp,
+                                     int proc)
 {
     ht__lock(&s->lock);
     epoch_touch(s);
@@ -377,10 +382,15 @@ static HT_ALWAYS_INLINE void release(ht_site_t *s, uint64_t blocks, uint64_t byt
     }
     ht_store_release(&s->dirty, 1);
     ht__unlock(&s->lock);
-    proc_add(-(int64_t)bytes, -(int64_t)blocks);
+    if (proc)
+        proc_add(-(int64_t)bytes, -(int64_t)blocks);
 }
 
-void ht__site_free(ht_site_t *s, uint64_t size, int temp) { release(s, 1, size, temp); }
+void ht__site_free(ht_site_t *s, uint64_t size, int temp) { release(s, 1, size, temp, 1); }
+
+void ht__site_custom_alloc(ht_site_t *s, uint64_t size) { add(s, 1, size, 0); }
+
+void ht__site_custom_free(ht_site_t *s, uint64_t size) { release(s, 1, size, 0, 0); }
 
 uint64_t ht__site_temp(const ht_site_t *s, uint64_t *bytes)
 {
@@ -389,9 +399,9 @@ uint64_t ht__site_temp(const ht_site_t *s, uint64_t *bytes)
     return ht_load_relaxed(&t[0]);
 }
 
-void ht__site_release(ht_site_t *s, uint64_t blocks, uint64_t bytes) { release(s, blocks, bytes, 0); }
+void ht__site_release(ht_site_t *s, uint64_t blocks, uint64_t bytes) { release(s, blocks, bytes, 0, 1); }
 
-void ht__site_grow(ht_site_t *s, uint64_t bytes) { add(s, 0, bytes); }
+void ht__site_grow(ht_site_t *s, uint64_t bytes) { add(s, 0, bytes, 1); }
 
 uint32_t ht__site_count(void)
 {
@@ -415,8 +425,8 @@ void ht__totals(ht_totals_t *t)
     uint32_t n = ht__site_count();
     for (uint32_t i = 0; i < n; i++) {
         ht_site_t *s = ht__site_at(i);
-        if (!s)
-            continue;
+        if (!s || s->kind == HT_KIND_CUSTOM)
+            continue;           /* inside blocks counted already */
         uint64_t lk = ht_load_relaxed(&s->live_blocks), tk = ht_load_relaxed(&s->total_blocks);
         t->live_blocks += lk;
         t->live_bytes += ht_load_relaxed(&s->live_bytes);

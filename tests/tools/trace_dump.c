@@ -4,10 +4,12 @@
  *
  *   trace_dump FILE             header, drops, modules, every snapshot,
  *                               the last snapshot's sites
- *   trace_dump FILE --match S [--snapshot N]
+ *   trace_dump FILE --match S [--snapshot N] [--kind K]
  *                               one line: live/total sums over the last
  *                               (or Nth) snapshot's sites whose innermost
  *                               frame (the allocation's caller) contains S
+ *                               (S "f;g": the innermost f, the next g), of
+ *                               kind K (heap, mmap, custom; default any)
  *   trace_dump FILE --kept      reads FILE again keeping the sites of
  *                               snapshots 1 and -2 only, with changes (as
  *                               growth does), and checks that read against
@@ -21,6 +23,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include "format/trace.h"
+
+static const char *kind_name(int kind)
+{
+    return kind == HT_KIND_MMAP ? "mmap" : kind == HT_KIND_CUSTOM ? "custom" : "heap";
+}
 
 static Dwfl **g_dwfl;
 static Dwfl_Module **g_mod;
@@ -80,12 +87,14 @@ static void frames(const ht_trace_t *t, uint32_t id, char *out, size_t cap)
     }
 }
 
-/* the sites' live bytes at the process's peak, summed */
+/* the sites' live bytes at the process's peak, summed (the heap's and
+ * the mappings': custom blocks lie inside them) */
 static unsigned long long at_peak_sum(const ht_tsnapshot_t *s)
 {
     unsigned long long n = 0;
     for (size_t i = 0; i < s->nsites; i++)
-        n += s->sites[i].at_peak_bytes;
+        if (s->sites[i].kind != HT_KIND_CUSTOM)
+            n += s->sites[i].at_peak_bytes;
     return n;
 }
 
@@ -194,7 +203,7 @@ static void print_sites(const ht_trace_t *t, const ht_tsnapshot_t *s)
                "peak_bytes=%llu lost_blocks=%llu lost_bytes=%llu ilost_blocks=%llu ilost_bytes=%llu "
                "at_peak=%llu at_peak_blocks=%llu temp_blocks=%llu temp_bytes=%llu frames=%s "
                "plost_blocks=%llu plost_bytes=%llu\n",
-               x->kind == HT_KIND_MMAP ? "mmap" : "heap", (unsigned long long)x->live_blocks,
+               kind_name(x->kind), (unsigned long long)x->live_blocks,
                (unsigned long long)x->live_bytes, (unsigned long long)x->total_blocks,
                (unsigned long long)x->total_bytes, (unsigned long long)x->peak_bytes,
                (unsigned long long)x->lost_blocks, (unsigned long long)x->lost_bytes,
@@ -228,7 +237,7 @@ static int dump_all(const ht_trace_t *t)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: trace_dump FILE [--match S [--snapshot N] | --kept | --all]\n");
+        fprintf(stderr, "usage: trace_dump FILE [--match S [--snapshot N] [--kind K] | --kept | --all]\n");
         return 2;
     }
     ht_trace_t t;
@@ -248,12 +257,26 @@ int main(int argc, char **argv)
     if (match) {
         unsigned long long lb = 0, lk = 0, tb = 0, tk = 0, sites = 0, all = 0, pk = 0, pn = 0;
         unsigned long long xb = 0, xk = 0, ib = 0, ik = 0, mb = 0, mk = 0, qb = 0, qk = 0;
-        size_t at = argc >= 6 && !strcmp(argv[4], "--snapshot") ? (size_t)atol(argv[5]) : t.nsnaps - 1;
+        size_t at = t.nsnaps - 1;
+        const char *kind = NULL;
+        for (int a = 4; a + 1 < argc; a += 2) {
+            if (!strcmp(argv[a], "--snapshot"))
+                at = (size_t)atol(argv[a + 1]);
+            else if (!strcmp(argv[a], "--kind"))
+                kind = argv[a + 1];
+        }
+        int depth = 1;          /* frames compared: one more per ';' in S */
+        for (const char *c = match; *c; c++)
+            depth += *c == ';';
         if (at < t.nsnaps) {
             const ht_tsnapshot_t *s = &t.snaps[at];
             for (size_t i = 0; i < s->nsites; i++) {
+                if (kind && strcmp(kind, kind_name(s->sites[i].kind)))
+                    continue;
                 frames(&t, s->sites[i].stack, buf, sizeof buf);
-                char *semi = strchr(buf, ';');
+                char *semi = buf;
+                for (int k = 0; k < depth && semi; k++)
+                    semi = strchr(semi + (k > 0), ';');
                 if (semi)
                     *semi = 0;
                 if (!strstr(buf, match))
