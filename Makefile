@@ -391,7 +391,7 @@ soak: deps-test
 	@$(MAKE) --no-print-directory all
 	@SOAK_RUNS=$(SOAK_RUNS) SOAK_BUSY=$(SOAK_BUSY) sh bench/soak.sh
 
-all-tests: all $(TEST_BIN) $(BUILD)/tests/progs/freeptr_nopie $(BUILD)/tests/progs/attachee_now $(BUILD)/tests/progs/ownmalloc_early $(BUILD)/bench/allocbench $(BUILD)/bench/stackrec.so $(BUILD)/bench/livesim $(BUILD)/bench/churn $(BUILD)/bench/threadstart $(BUILD)/bench/forkexit $(BUILD)/examples/leaky $(PROG_BIN) $(PROGXX_BIN) $(TESTLIB_BIN) $(TOOL_BIN) $(FUZZ_BIN) $(AGREE_LIB) \
+all-tests: all $(TEST_BIN) $(BUILD)/tests/progs/freeptr_nopie $(BUILD)/tests/progs/attachee_now $(BUILD)/tests/progs/ownmalloc_early $(BUILD)/bench/allocbench $(BUILD)/bench/stackrec.so $(BUILD)/bench/livesim $(BUILD)/bench/churn $(BUILD)/bench/custombench $(BUILD)/bench/threadstart $(BUILD)/bench/forkexit $(BUILD)/examples/leaky $(PROG_BIN) $(PROGXX_BIN) $(TESTLIB_BIN) $(TOOL_BIN) $(FUZZ_BIN) $(AGREE_LIB) \
 	    $(ANALYZE_DEPS) windows-tests
 
 # ---- demo ----------------------------------------------------------------
@@ -473,6 +473,10 @@ $(BUILD)/bench/livesim: bench/livesim.c
 $(BUILD)/bench/churn: bench/churn.c
 	@mkdir -p $(dir $@)
 	$(CC) $(BENCH_CFLAGS) -o $@ $<
+
+$(BUILD)/bench/custombench: bench/custombench.c $(BUILD)/libheaptrail.so
+	@mkdir -p $(dir $@)
+	$(CC) $(BENCH_CFLAGS) -Iinclude -o $@ $< -L$(BUILD) -lheaptrail -Wl,-rpath,'$$ORIGIN/..'
 # threads started in a process with many mappings (by hand:
 # docs/BENCHMARKS.md, "New threads in a process with many mappings")
 $(BUILD)/bench/threadstart: bench/threadstart.c
