@@ -19,6 +19,7 @@ for z in 0 1; do
     HEAPTRAIL_COMPRESS=$z "$B/heaptrail" run -o dl$z.ht "$B/tests/progs/dlopen_leak" "$B/tests/libs/libdlleak.so" >/dev/null 2>&1
     HEAPTRAIL_COMPRESS=$z "$B/heaptrail" run -o reach$z.ht "$B/tests/progs/reach" >/dev/null 2>&1
     HEAPTRAIL_COMPRESS=$z "$B/heaptrail" run -o series$z.ht "$B/tests/progs/snapseries" 60 12 >/dev/null 2>&1
+    HEAPTRAIL_COMPRESS=$z "$B/heaptrail" run -o custom$z.ht "$B/tests/progs/custompool" >/dev/null 2>&1
 done
 cp ./*.ht "$C/"
 cp "$B/../tests/data/v1/"*.ht "$C/"     # version 1 traces (before the fiftieth session)
