@@ -492,8 +492,10 @@ static int summary(const char *path, int when, int64_t seq, ht_supp_t *supp, int
         ht__session_init(&ses, &sopts, NULL, NULL);
         ht__session_add(&ses, path, &t);
         sup = ht__xmalloc((s->nsites ? s->nsites : 1) * sizeof *sup);
-        for (size_t i = 0; i < supp->n; i++)
+        for (size_t i = 0; i < supp->n; i++) {
             supp->sites[i] = supp->blocks[i] = supp->bytes[i] = 0;
+            supp->custom_sites[i] = supp->custom_blocks[i] = supp->custom_bytes[i] = 0;
+        }
         for (size_t i = 0; i < s->nsites; i++) {
             const ht_tsite_t *x = &s->sites[i];
             sup[i] = x->live_blocks && x->stack != 0xffffffffu ? ht__supp_match(supp, &ses, 0, x->stack) : -1;
@@ -501,20 +503,32 @@ static int summary(const char *path, int when, int64_t seq, ht_supp_t *supp, int
         ht__session_free(&ses);
     }
     uint64_t sup_bytes = 0, sup_n = 0, sup_sites = 0, sup_lost = 0, sup_lost_n = 0;
+    uint64_t sup_custom = 0, sup_custom_n = 0, sup_custom_sites = 0;
     /* the stacks to show: at exit every live site, now only those with
      * unreachable blocks (the point of a leak check) */
     leak_t *leaks = calloc(s->nsites ? s->nsites : 1, sizeof *leaks);
-    size_t nleaks = 0, nlive = 0;
-    uint64_t bytes = 0, blocks = 0;
+    size_t nleaks = 0;
     /* reachability (s->reach == HT_REACH_DONE): lost, indirectly lost, the
      * live heap it was computed over, and mmap regions (never checked) */
     uint64_t lost = 0, lost_n = 0, ilost = 0, ilost_n = 0, heap = 0, heap_n = 0, lost_sites = 0;
     uint64_t plost = 0, plost_n = 0, plost_sites = 0;   /* possibly lost (has_possible) */
     uint64_t heap_sites = 0;
+    /* anonymous mappings, and custom allocator blocks: inside heap blocks
+     * or mappings counted already, so apart from everything else */
+    uint64_t map = 0, map_n = 0, map_sites = 0, custom = 0, custom_n = 0, custom_sites = 0;
     for (size_t i = 0; leaks && i < s->nsites; i++) {
         const ht_tsite_t *x = &s->sites[i];
         if (x->live_blocks == 0)
             continue;
+        if (sup && sup[i] >= 0 && x->kind == HT_KIND_CUSTOM) {
+            supp->custom_sites[sup[i]]++;
+            supp->custom_blocks[sup[i]] += x->live_blocks;
+            supp->custom_bytes[sup[i]] += x->live_bytes;
+            sup_custom += x->live_bytes;
+            sup_custom_n += x->live_blocks;
+            sup_custom_sites++;
+            continue;
+        }
         if (sup && sup[i] >= 0) {
             supp->sites[sup[i]]++;
             supp->blocks[sup[i]] += x->live_blocks;
@@ -526,11 +540,14 @@ static int summary(const char *path, int when, int64_t seq, ht_supp_t *supp, int
             sup_lost_n += x->lost_blocks + x->ilost_blocks;
             continue;
         }
-        nlive++;
         if (!now || x->lost_blocks || x->ilost_blocks || x->plost_blocks)
             leaks[nleaks++].s = x;
-        bytes += x->live_bytes;
-        blocks += x->live_blocks;
+        if (x->kind == HT_KIND_CUSTOM) {   /* never checked either */
+            custom += x->live_bytes;
+            custom_n += x->live_blocks;
+            custom_sites++;
+            continue;
+        }
         lost += x->lost_bytes;
         lost_n += x->lost_blocks;
         ilost += x->ilost_bytes;
@@ -543,11 +560,16 @@ static int summary(const char *path, int when, int64_t seq, ht_supp_t *supp, int
             heap += x->live_bytes;
             heap_n += x->live_blocks;
             heap_sites++;
+        } else {
+            map += x->live_bytes;
+            map_n += x->live_blocks;
+            map_sites++;
         }
     }
     /* heap blocks first, anonymous mappings apart: a JVM's or V8's
      * reserved gigabytes would drown the heap (java -version: 7,987 MB of
-     * mappings beside 7.5 MB of heap) */
+     * mappings beside 7.5 MB of heap); then custom allocator blocks, which
+     * lie inside either (added to them, they would count twice) */
     char b1[32], b2[32], b3[32];
     if (now)
         fprintf(out, "heaptrail: in use now: %s bytes in %s %s from %s allocation %s", commas(heap, b1),
@@ -558,10 +580,14 @@ static int summary(const char *path, int when, int64_t seq, ht_supp_t *supp, int
                 commas(heap, b1), commas(heap_n, b2), ht__plural(heap_n, "block", "blocks"),
                 commas(heap_sites, b3),
                 ht__plural(heap_sites, "site", "sites"));
-    if (nlive > heap_sites)
+    if (map_sites)
         fprintf(out, "; anonymous mappings %s: %s bytes in %s %s from %s %s", now ? "live" : "never unmapped",
-                commas(bytes - heap, b1), commas(blocks - heap_n, b2), blocks - heap_n == 1 ? "region" : "regions",
-                commas(nlive - heap_sites, b3), nlive - heap_sites == 1 ? "site" : "sites");
+                commas(map, b1), commas(map_n, b2), map_n == 1 ? "region" : "regions",
+                commas(map_sites, b3), map_sites == 1 ? "site" : "sites");
+    if (custom_sites)
+        fprintf(out, "; custom allocator blocks %s: %s bytes in %s %s from %s %s", now ? "live" : "never freed",
+                commas(custom, b1), commas(custom_n, b2), ht__plural(custom_n, "block", "blocks"),
+                commas(custom_sites, b3), ht__plural(custom_sites, "site", "sites"));
     /* the process's peak (heaptrack's "peak heap memory consumption"),
      * when the agent timed it */
     if (s->has_peak && s->peak_ns)
@@ -612,23 +638,33 @@ static int summary(const char *path, int when, int64_t seq, ht_supp_t *supp, int
         fprintf(out, "heaptrail: reachability not computed: the program's heaptrail agent predates "
                      "leak checks (it wrote a plain snapshot)\n");
     }
-    if (sup_sites) {
+    if (sup_sites || sup_custom_sites) {
         fprintf(out, "heaptrail: suppressed: %s bytes in %s %s from %s %s", commas(sup_bytes, b1),
                 commas(sup_n, b2), ht__plural(sup_n, "block", "blocks"), commas(sup_sites, b3),
                 ht__plural(sup_sites, "site", "sites"));
         if (reach)
             fprintf(out, " (unreachable: %s bytes in %s %s)", commas(sup_lost, b1), commas(sup_lost_n, b2),
                     ht__plural(sup_lost_n, "block", "blocks"));
+        if (sup_custom_sites)
+            fprintf(out, "; custom allocator blocks: %s bytes in %s %s from %s %s", commas(sup_custom, b1),
+                    commas(sup_custom_n, b2), ht__plural(sup_custom_n, "block", "blocks"),
+                    commas(sup_custom_sites, b3), ht__plural(sup_custom_sites, "site", "sites"));
         fputs(", by\n", out);
         for (size_t i = 0; i < supp->n; i++) {
-            if (!supp->sites[i])
+            if (!supp->sites[i] && !supp->custom_sites[i])
                 continue;
             fputs("  leak:", out);
             ht__put_clean(out, supp->pat[i]);
-            fprintf(out, "  %s %s, %s bytes in %s %s\n", commas(supp->sites[i], b1),
+            fprintf(out, "  %s %s, %s bytes in %s %s", commas(supp->sites[i], b1),
                     ht__plural(supp->sites[i], "site", "sites"), commas(supp->bytes[i], b2),
                     commas(supp->blocks[i], b3),
                     ht__plural(supp->blocks[i], "block", "blocks"));
+            if (supp->custom_sites[i])
+                fprintf(out, "; custom allocator blocks: %s %s, %s bytes in %s %s",
+                        commas(supp->custom_sites[i], b1), ht__plural(supp->custom_sites[i], "site", "sites"),
+                        commas(supp->custom_bytes[i], b2), commas(supp->custom_blocks[i], b3),
+                        ht__plural(supp->custom_blocks[i], "block", "blocks"));
+            fputc('\n', out);
         }
     }
     if (now) {
@@ -682,12 +718,12 @@ static int summary(const char *path, int when, int64_t seq, ht_supp_t *supp, int
     name_wants(&t, w, nw);
     for (size_t i = 0, at = 0; i < nleaks && i < TOP_STACKS; i++) {
         const ht_tsite_t *x = leaks[i].s;
-        int map = x->kind == HT_KIND_MMAP;
+        int region = x->kind == HT_KIND_MMAP;
         fprintf(out, "  %s bytes in %s %s (%s", commas(x->live_bytes, b1), commas(x->live_blocks, b2),
-                map ? ht__plural(x->live_blocks, "region", "regions")
-                    : ht__plural(x->live_blocks, "block", "blocks"),
-                map ? "mmap" : "heap");
-        if (reach && !map) {
+                region ? ht__plural(x->live_blocks, "region", "regions")
+                       : ht__plural(x->live_blocks, "block", "blocks"),
+                ht__kind_name(x->kind));
+        if (reach && x->kind == HT_KIND_HEAP) {    /* mappings and custom blocks are never checked */
             if (x->lost_blocks)
                 fprintf(out, "; definitely lost: %s bytes in %s %s", commas(x->lost_bytes, b1),
                         commas(x->lost_blocks, b2), ht__plural(x->lost_blocks, "block", "blocks"));

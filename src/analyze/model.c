@@ -426,10 +426,11 @@ static uint32_t site_node(const ht_trace_t *t, uint32_t stack)
     return stack < t->nnodes ? stack : 0;   /* HT_STACK_ID_OVERFLOW: no stack */
 }
 
-/* Whether --suppressions leaves the site out. `count`: it is in the
- * report's own snapshot, with this value: counted in r's supp_* and the
- * pattern's. */
-static int suppressed(ht_session_t *s, ht_report_t *r, uint32_t input, uint32_t stack, int count,
+/* Whether --suppressions leaves the site (stack, kind) out. `count`: it
+ * is in the report's own snapshot, with this value: counted in r's supp_*
+ * and the pattern's (a custom site's in supp_custom_* and the pattern's
+ * custom_*). */
+static int suppressed(ht_session_t *s, ht_report_t *r, uint32_t input, uint32_t stack, int kind, int count,
                       int64_t bytes, int64_t blocks)
 {
     ht_supp_t *sp = s->opts ? s->opts->supp : NULL;
@@ -438,7 +439,14 @@ static int suppressed(ht_session_t *s, ht_report_t *r, uint32_t input, uint32_t 
     int p = ht__supp_match(sp, s, input, site_node(s->in[input].t, stack));
     if (p < 0)
         return 0;
-    if (count) {
+    if (count && kind == HT_KIND_CUSTOM) {     /* inside blocks counted already: apart */
+        r->supp_custom_bytes += bytes;
+        r->supp_custom_blocks += blocks;
+        r->supp_custom_sites++;
+        sp->custom_sites[p]++;
+        sp->custom_bytes[p] += (uint64_t)bytes;
+        sp->custom_blocks[p] += (uint64_t)blocks;
+    } else if (count) {
         r->supp_bytes += bytes;
         r->supp_blocks += blocks;
         r->supp_sites++;
@@ -808,9 +816,14 @@ static int sites_are_rows(const ht_session_t *s)
 
 /* What a report counts of a site: live memory, (--allocated) all it
  * allocated since the start, (--peak) what it held at the process's
- * peak, or (--temporary) its temporary allocations. */
+ * peak, or (--temporary) its temporary allocations. A custom site counts
+ * nothing in a --temporary report: it ranks the calls a program could
+ * save to its allocator, and a custom block's calls are the program's
+ * own allocator's, whose heap blocks (or mappings) are counted already. */
 static int64_t site_bytes(const ht_report_t *r, const ht_tsite_t *site)
 {
+    if (r->type == HT_REPORT_TEMPORARY && site->kind == HT_KIND_CUSTOM)
+        return 0;
     return (int64_t)(r->type == HT_REPORT_ALLOCATED   ? site->total_bytes
                      : r->type == HT_REPORT_PEAK      ? site->at_peak_bytes
                      : r->type == HT_REPORT_TEMPORARY ? site->temp_bytes
@@ -818,6 +831,8 @@ static int64_t site_bytes(const ht_report_t *r, const ht_tsite_t *site)
 }
 static int64_t site_blocks(const ht_report_t *r, const ht_tsite_t *site)
 {
+    if (r->type == HT_REPORT_TEMPORARY && site->kind == HT_KIND_CUSTOM)
+        return 0;
     return (int64_t)(r->type == HT_REPORT_ALLOCATED   ? site->total_blocks
                      : r->type == HT_REPORT_PEAK      ? site->at_peak_blocks
                      : r->type == HT_REPORT_TEMPORARY ? site->temp_blocks
@@ -826,9 +841,12 @@ static int64_t site_blocks(const ht_report_t *r, const ht_tsite_t *site)
 
 /* A site's lost, indirectly lost and (when the report counts them,
  * r->possible) possibly lost blocks added to l, times sign (a diff
- * subtracts its older snapshot's). */
+ * subtracts its older snapshot's). Only heap blocks are checked: an mmap
+ * or custom site has none (REACH never names one). */
 static void add_lost_signed(const ht_report_t *r, ht_rowlost_t *l, const ht_tsite_t *site, int64_t sign)
 {
+    if (site->kind != HT_KIND_HEAP)
+        return;
     l->lost_bytes += sign * (int64_t)site->lost_bytes;
     l->lost_blocks += sign * (int64_t)site->lost_blocks;
     l->ilost_bytes += sign * (int64_t)site->ilost_bytes;
@@ -845,16 +863,17 @@ static void add_lost(const ht_report_t *r, ht_rowlost_t *l, const ht_tsite_t *si
 }
 
 /* A site with reachability (its live `bytes` and `blocks`) added to one
- * snapshot's totals: lost, sites with lost blocks, the live heap. */
+ * snapshot's totals: lost, sites with lost blocks, the live heap (heap
+ * sites only: mappings and custom blocks are never checked). */
 static void add_reach_to(const ht_report_t *r, ht_rowlost_t *l, size_t *lost_sites, int64_t *heap_bytes,
                          int64_t *heap_blocks, const ht_tsite_t *site, int64_t bytes, int64_t blocks)
 {
+    if (site->kind != HT_KIND_HEAP)
+        return;
     add_lost(r, l, site);
     *lost_sites += site->lost_blocks > 0;
-    if (site->kind == HT_KIND_HEAP) {
-        *heap_bytes += bytes;
-        *heap_blocks += blocks;
-    }
+    *heap_bytes += bytes;
+    *heap_blocks += blocks;
 }
 
 /* A counted site (its live `bytes` and `blocks`) added to the report's
@@ -866,10 +885,28 @@ static void add_reach_total(ht_report_t *r, const ht_tsite_t *site, int64_t byte
                      blocks);
 }
 
+/* The custom clause of a report's totals line, appended at buf + n
+ * (its length so far): "; custom allocator blocks never freed: C bytes in
+ * B blocks from K sites", worded like the mappings' clause; nothing when
+ * no custom site is counted. Returns the new length. */
+static int custom_clause(const ht_report_t *r, char *buf, size_t len, int n)
+{
+    if (!r->custom_sites || n < 0 || (size_t)n >= len)
+        return n;
+    const char *what = r->type == HT_REPORT_LEAKS ? "never freed" : r->type == HT_REPORT_ALLOCATED ? "made"
+                       : r->type == HT_REPORT_PEAK ? "live at the peak" : "live";
+    return n + snprintf(buf + n, len - (size_t)n, "; custom allocator blocks %s: %lld bytes in %lld %s from %zu %s",
+                        what, (long long)r->custom_bytes, (long long)r->custom_blocks,
+                        r->custom_blocks == 1 ? "block" : "blocks", r->custom_sites,
+                        r->custom_sites == 1 ? "site" : "sites");
+}
+
 const char *ht__totals_line(const ht_report_t *r, char *buf, size_t len)
 {
+    /* total_* hold the heap and the mappings (custom blocks never), the
+     * stack count every kind's sites */
     int64_t hb = r->total_bytes - r->map_bytes, hn = r->total_blocks - r->map_blocks;
-    size_t hs = r->stack_count - r->map_sites;
+    size_t hs = r->stack_count - r->map_sites - r->custom_sites;
     if (r->type == HT_REPORT_TEMPORARY) {
         snprintf(buf, len, "%lld temporary %s of %lld (%.1f%%), %lld bytes, from %zu allocation %s",
                  (long long)hn, hn == 1 ? "allocation" : "allocations", (long long)r->all_blocks,
@@ -887,20 +924,47 @@ const char *ht__totals_line(const ht_report_t *r, char *buf, size_t len)
         if (n > 0 && (size_t)n < len)
             n += snprintf(buf + n, len - (size_t)n, ")");
         if (r->map_sites && n > 0 && (size_t)n < len)
-            snprintf(buf + n, len - (size_t)n, "; anonymous mappings live at the peak: %lld bytes in %lld %s from %zu %s",
-                     (long long)r->map_bytes, (long long)r->map_blocks, r->map_blocks == 1 ? "region" : "regions",
-                     r->map_sites, r->map_sites == 1 ? "site" : "sites");
+            n += snprintf(buf + n, len - (size_t)n, "; anonymous mappings live at the peak: %lld bytes in %lld %s from %zu %s",
+                          (long long)r->map_bytes, (long long)r->map_blocks, r->map_blocks == 1 ? "region" : "regions",
+                          r->map_sites, r->map_sites == 1 ? "site" : "sites");
+        custom_clause(r, buf, len, n);
         return buf;
     }
     int n = snprintf(buf, len, "%lld bytes %s in %lld %s from %zu allocation %s", (long long)hb,
                      r->type == HT_REPORT_LEAKS ? "leaked" : r->type == HT_REPORT_ALLOCATED ? "allocated" : "in use",
                      (long long)hn, hn == 1 ? "block" : "blocks", hs, hs == 1 ? "site" : "sites");
     if (r->map_sites && n > 0 && (size_t)n < len)
-        snprintf(buf + n, len - (size_t)n, "; anonymous mappings %s: %lld bytes in %lld %s from %zu %s",
-                 r->type == HT_REPORT_LEAKS ? "never unmapped" : r->type == HT_REPORT_ALLOCATED ? "made" : "live",
-                 (long long)r->map_bytes, (long long)r->map_blocks, r->map_blocks == 1 ? "region" : "regions",
-                 r->map_sites, r->map_sites == 1 ? "site" : "sites");
+        n += snprintf(buf + n, len - (size_t)n, "; anonymous mappings %s: %lld bytes in %lld %s from %zu %s",
+                      r->type == HT_REPORT_LEAKS ? "never unmapped" : r->type == HT_REPORT_ALLOCATED ? "made" : "live",
+                      (long long)r->map_bytes, (long long)r->map_blocks, r->map_blocks == 1 ? "region" : "regions",
+                      r->map_sites, r->map_sites == 1 ? "site" : "sites");
+    custom_clause(r, buf, len, n);
     return buf;
+}
+
+const char *ht__custom_change(const ht_report_t *r, char *buf, size_t len)
+{
+    buf[0] = 0;
+    if (r->type == HT_REPORT_GROWTH && r->custom_sites)
+        snprintf(buf, len, "; custom allocator blocks: %zu %s grew, by %lld bytes in %lld %s", r->custom_sites,
+                 r->custom_sites == 1 ? "stack" : "stacks", (long long)r->custom_bytes, (long long)r->custom_blocks,
+                 ht__plural(r->custom_blocks, "block", "blocks"));
+    else if (r->type == HT_REPORT_DIFF && (r->custom_sites || r->custom_a_blocks || r->custom_b_blocks ||
+                                           r->custom_a_bytes || r->custom_b_bytes))
+        snprintf(buf, len, "; custom allocator blocks: %+lld bytes, %+lld %s from %zu %s (%lld bytes in %lld %s "
+                           "before, %lld bytes in %lld %s after)",
+                 (long long)r->custom_bytes, (long long)r->custom_blocks,
+                 ht__plural(r->custom_blocks, "block", "blocks"), r->custom_sites,
+                 r->custom_sites == 1 ? "stack" : "stacks", (long long)r->custom_a_bytes,
+                 (long long)r->custom_a_blocks, ht__plural(r->custom_a_blocks, "block", "blocks"),
+                 (long long)r->custom_b_bytes, (long long)r->custom_b_blocks,
+                 ht__plural(r->custom_b_blocks, "block", "blocks"));
+    return buf;
+}
+
+const char *ht__kind_name(int kind)
+{
+    return kind == HT_KIND_MMAP ? "mmap" : kind == HT_KIND_CUSTOM ? "custom" : "heap";
 }
 
 const char *ht__supp_line(const ht_report_t *r, char *buf, size_t len)
@@ -908,13 +972,19 @@ const char *ht__supp_line(const ht_report_t *r, char *buf, size_t len)
     const ht_supp_t *sp = r->ses->opts ? r->ses->opts->supp : NULL;
     if (!sp)
         return NULL;
-    if (!r->supp_sites)
-        snprintf(buf, len, "suppressed: nothing (no stack matched the %zu %s)", sp->n,
-                 sp->n == 1 ? "pattern" : "patterns");
+    int n;
+    if (!r->supp_sites && !r->supp_custom_sites)
+        n = snprintf(buf, len, "suppressed: nothing (no stack matched the %zu %s)", sp->n,
+                     sp->n == 1 ? "pattern" : "patterns");
     else
-        snprintf(buf, len, "suppressed: %lld bytes in %lld %s from %zu %s", (long long)r->supp_bytes,
-                 (long long)r->supp_blocks, r->supp_blocks == 1 ? "block" : "blocks", r->supp_sites,
-                 r->supp_sites == 1 ? "site" : "sites");
+        n = snprintf(buf, len, "suppressed: %lld bytes in %lld %s from %zu %s", (long long)r->supp_bytes,
+                     (long long)r->supp_blocks, r->supp_blocks == 1 ? "block" : "blocks", r->supp_sites,
+                     r->supp_sites == 1 ? "site" : "sites");
+    if (r->supp_custom_sites && n > 0 && (size_t)n < len)
+        snprintf(buf + n, len - (size_t)n, "; custom allocator blocks: %lld bytes in %lld %s from %zu %s",
+                 (long long)r->supp_custom_bytes, (long long)r->supp_custom_blocks,
+                 r->supp_custom_blocks == 1 ? "block" : "blocks", r->supp_custom_sites,
+                 r->supp_custom_sites == 1 ? "site" : "sites");
     return buf;
 }
 
@@ -922,13 +992,25 @@ double ht__row_share(const ht_report_t *r, const ht_row_t *row)
 {
     if (r->type == HT_REPORT_TEMPORARY)
         return r->total_blocks ? 100.0 * (double)row->blocks / (double)r->total_blocks : 0.0;
-    int64_t of = row->kind == HT_KIND_MMAP ? r->map_bytes : r->total_bytes - r->map_bytes;
+    int64_t of = row->kind == HT_KIND_MMAP     ? r->map_bytes
+                 : row->kind == HT_KIND_CUSTOM ? r->custom_bytes
+                                               : r->total_bytes - r->map_bytes;
     return of ? 100.0 * (double)row->bytes / (double)of : 0.0;
 }
 
-/* A counted site's part in the report's mapping totals (map_*). */
-static void add_map_total(ht_report_t *r, const ht_tsite_t *site, int64_t bytes, int64_t blocks)
+/* A counted site added to the report's totals: a custom one to custom_*
+ * alone (its bytes lie inside heap blocks or mappings counted already),
+ * any other to total_*, and a mapping's also to map_*. */
+static void add_kind_total(ht_report_t *r, const ht_tsite_t *site, int64_t bytes, int64_t blocks)
 {
+    if (site->kind == HT_KIND_CUSTOM) {
+        r->custom_bytes += bytes;
+        r->custom_blocks += blocks;
+        r->custom_sites++;
+        return;
+    }
+    r->total_bytes += bytes;
+    r->total_blocks += blocks;
     if (site->kind == HT_KIND_MMAP) {
         r->map_bytes += bytes;
         r->map_blocks += blocks;
@@ -967,12 +1049,10 @@ static void report_from_sites(ht_session_t *s, const ht_tsnapshot_t *sn, ht_repo
         int64_t bytes = site_bytes(r, site), blocks = site_blocks(r, site);
         if (!bytes && !blocks)
             continue;
-        if (suppressed(s, r, 0, site->stack, 1, bytes, blocks))
+        if (suppressed(s, r, 0, site->stack, site->kind, 1, bytes, blocks))
             continue;
         count++;
-        r->total_bytes += bytes;
-        r->total_blocks += blocks;
-        add_map_total(r, site, bytes, blocks);
+        add_kind_total(r, site, bytes, blocks);
         add_reach_total(r, site, bytes, blocks);
         uint32_t node = site_node(in->t, site->stack);
         uint64_t key = ht__mix64(((uint64_t)node << 8) + site->kind);
@@ -1031,8 +1111,9 @@ static void report_from_sites(ht_session_t *s, const ht_tsnapshot_t *sn, ht_repo
     r->nshown = shown;
     r->row_count = count;
     r->stack_count = count;
-    r->rest_bytes = r->total_bytes - held;
-    r->rest_blocks = r->total_blocks - held_blocks;
+    /* the rows held include custom ones */
+    r->rest_bytes = r->total_bytes + r->custom_bytes - held;
+    r->rest_blocks = r->total_blocks + r->custom_blocks - held_blocks;
 }
 
 /* --peak on a snapshot without PEAK records: an error, never zeros. */
@@ -1081,7 +1162,7 @@ int ht__report_build(ht_session_t *s, int64_t snapshot, int mode, ht_report_t *r
     r->possible = r->reach == HT_REACH_DONE && sn->has_possible;
     if (r->type == HT_REPORT_TEMPORARY)
         for (size_t i = 0; i < sn->nsites; i++)
-            if (sn->sites[i].kind == HT_KIND_HEAP && !suppressed(s, r, 0, sn->sites[i].stack, 0, 0, 0))
+            if (sn->sites[i].kind == HT_KIND_HEAP && !suppressed(s, r, 0, sn->sites[i].stack, HT_KIND_HEAP, 0, 0, 0))
                 r->all_blocks += (int64_t)sn->sites[i].total_blocks;
     if (sites_are_rows(s)) {
         report_from_sites(s, sn, r);
@@ -1097,7 +1178,7 @@ int ht__report_build(ht_session_t *s, int64_t snapshot, int mode, ht_report_t *r
         int64_t bytes = site_bytes(r, site), blocks = site_blocks(r, site);
         if (!bytes && !blocks)
             continue;
-        if (suppressed(s, r, 0, site->stack, 1, bytes, blocks))
+        if (suppressed(s, r, 0, site->stack, site->kind, 1, bytes, blocks))
             continue;
         probe_t p;
         probe_make(&a, &p, 0, site->stack, site->kind);
@@ -1111,9 +1192,7 @@ int ht__report_build(ht_session_t *s, int64_t snapshot, int mode, ht_report_t *r
         if (row->lost)
             add_lost(r, row->lost, site);
         add_reach_total(r, site, bytes, blocks);
-        add_map_total(r, site, bytes, blocks);
-        r->total_bytes += bytes;
-        r->total_blocks += blocks;
+        add_kind_total(r, site, bytes, blocks);
     }
     ht__progress_end(&pr);
     free(a.slots);
@@ -1189,7 +1268,7 @@ int ht__diff_build(ht_session_t *s, int64_t na, int64_t nb, int peak, ht_report_
             /* --peak: what the site held at the peak */
             int64_t bytes = (int64_t)(peak ? site->at_peak_bytes : site->live_bytes);
             int64_t blocks = (int64_t)(peak ? site->at_peak_blocks : site->live_blocks);
-            if (suppressed(s, r, in, site->stack, !pass, bytes, blocks))
+            if (suppressed(s, r, in, site->stack, site->kind, !pass, bytes, blocks))
                 continue;
             probe_t p;
             probe_make(&a, &p, in, site->stack, site->kind);
@@ -1222,19 +1301,24 @@ int ht__diff_build(ht_session_t *s, int64_t na, int64_t nb, int peak, ht_report_
         ht_row_t *row = &a.rows[i];
         row->bytes = row->x->b_bytes - row->x->a_bytes;
         row->blocks = row->x->b_blocks - row->x->a_blocks;
-        r->total_a_bytes += row->x->a_bytes;
-        r->total_a_blocks += row->x->a_blocks;
-        r->total_b_bytes += row->x->b_bytes;
-        r->total_b_blocks += row->x->b_blocks;
+        int custom = row->kind == HT_KIND_CUSTOM;   /* kept apart from the totals */
+        *(custom ? &r->custom_a_bytes : &r->total_a_bytes) += row->x->a_bytes;
+        *(custom ? &r->custom_a_blocks : &r->total_a_blocks) += row->x->a_blocks;
+        *(custom ? &r->custom_b_bytes : &r->total_b_bytes) += row->x->b_bytes;
+        *(custom ? &r->custom_b_blocks : &r->total_b_blocks) += row->x->b_blocks;
         if (!row->bytes && !row->blocks && !(row->lost && reach_changed(row->lost)))
             continue;
         if (!row->nstacks)
             row->nstacks = 1;
+        if (custom)
+            r->custom_sites += row->nstacks;
         a.rows[k++] = *row;
     }
     a.nrows = k;
     r->total_bytes = r->total_b_bytes - r->total_a_bytes;
     r->total_blocks = r->total_b_blocks - r->total_a_blocks;
+    r->custom_bytes = r->custom_b_bytes - r->custom_a_bytes;
+    r->custom_blocks = r->custom_b_blocks - r->custom_a_blocks;
     free(a.slots);
     a.slots = NULL;
     sort_rows(&a, RANK_BYTES);
@@ -1304,7 +1388,7 @@ int ht__growth_build(ht_session_t *s, ht_report_t *r, char *err, size_t errlen)
             const ht_tchange_t *site = &v.cur[i];
             if (!site->live_bytes && !site->live_blocks)
                 continue;
-            if (suppressed(s, r, 0, site->stack, k == t->nsnaps - 1, (int64_t)site->live_bytes,
+            if (suppressed(s, r, 0, site->stack, site->kind, k == t->nsnaps - 1, (int64_t)site->live_bytes,
                            (int64_t)site->live_blocks))
                 continue;
             probe_t p;
@@ -1359,8 +1443,14 @@ int ht__growth_build(ht_session_t *s, ht_report_t *r, char *err, size_t errlen)
         if (row->bytes <= 0 || x->ups < need || x->ups <= x->downs)
             continue;
         x->steadiness = (double)((int64_t)x->ups - (int64_t)x->downs) / x->intervals;
-        r->total_bytes += row->bytes;
-        r->total_blocks += row->blocks;
+        if (row->kind == HT_KIND_CUSTOM) {     /* kept apart from the totals */
+            r->custom_bytes += row->bytes;
+            r->custom_blocks += row->blocks;
+            r->custom_sites += row->nstacks;
+        } else {
+            r->total_bytes += row->bytes;
+            r->total_blocks += row->blocks;
+        }
         a.rows[kept++] = *row;
     }
     a.nrows = kept;
@@ -1380,7 +1470,7 @@ int ht__growth_build(ht_session_t *s, ht_report_t *r, char *err, size_t errlen)
         size_t nsites = view_step(&v, &t->snaps[k]);
         for (size_t i = 0; i < nsites; i++) {
             const ht_tchange_t *site = &v.cur[i];
-            if (!site->live_bytes || suppressed(s, r, 0, site->stack, 0, 0, 0))
+            if (!site->live_bytes || suppressed(s, r, 0, site->stack, site->kind, 0, 0, 0))
                 continue;
             probe_t p;
             probe_make(&b, &p, 0, site->stack, site->kind);

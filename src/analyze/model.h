@@ -152,6 +152,18 @@ typedef struct ht_report_s {
      * its own kind's total */
     int64_t map_bytes, map_blocks;
     size_t map_sites;
+    /* Blocks of the program's own allocator (kind custom, ht_custom_alloc),
+     * and their sites (diff: stacks that changed; growth: that grew):
+     * their bytes lie inside heap blocks or mappings counted already, so
+     * they are never part of the total_* figures (which stay the heap's
+     * and the mappings', the process's), of the shares, of reachability
+     * or of the temporary report; the headline gives them a clause of
+     * their own, and a custom row's share is of custom_bytes. In a diff
+     * custom_* are after minus before, custom_a_* and custom_b_* each
+     * snapshot's; in growth, what the custom rows grew by. */
+    int64_t custom_bytes, custom_blocks;
+    size_t custom_sites;
+    int64_t custom_a_bytes, custom_a_blocks, custom_b_bytes, custom_b_blocks;
     int64_t total_a_bytes, total_a_blocks;  /* diff: before */
     int64_t total_b_bytes, total_b_blocks;  /* diff: after */
     uint32_t nsnaps;            /* growth: snapshots compared */
@@ -185,6 +197,8 @@ typedef struct ht_report_s {
      * (per pattern in opts->supp) */
     int64_t supp_bytes, supp_blocks;
     size_t supp_sites;
+    int64_t supp_custom_bytes, supp_custom_blocks;  /* custom sites left out, */
+    size_t supp_custom_sites;                       /* kept apart as above */
 } ht_report_t;
 
 /* A frame as renderers see it: one per source-level frame (an address with
@@ -254,14 +268,26 @@ HT_INTERNAL const char *ht__reach_unseen(const ht_tsnapshot_t *s, char *buf, siz
  * function (nothing it allocates is seen), 0 if only C++ operators are
  * (their blocks are seen where they come from malloc). */
 HT_INTERNAL const char *ht__foreign_text(const ht_trace_t *t, int *warn, char *buf, size_t len);
-/* A leaks, in-use or allocated report's totals line: heap blocks, then
- * anonymous mappings apart ("...; anonymous mappings never unmapped: M
- * bytes in R regions from K sites"). */
+/* A leaks, in-use, allocated or peak report's totals line: heap blocks,
+ * then anonymous mappings apart ("...; anonymous mappings never unmapped:
+ * M bytes in R regions from K sites"), then custom allocator blocks apart
+ * ("; custom allocator blocks never freed: C bytes in B blocks from K
+ * sites"). */
 HT_INTERNAL const char *ht__totals_line(const ht_report_t *r, char *buf, size_t len);
+/* A diff's or growth's clause on custom allocator blocks ("; custom
+ * allocator blocks: +400 bytes, +1 block from 1 stack (800 bytes in 2
+ * blocks before, 1200 bytes in 3 blocks after)"; growth's "; custom
+ * allocator blocks: 1 stack grew, by 1200 bytes in 3 blocks"), or "" when
+ * the report has none. */
+HT_INTERNAL const char *ht__custom_change(const ht_report_t *r, char *buf, size_t len);
+/* The name of a site kind: "heap", "mmap", "custom" (JSON's "kind",
+ * pprof's label, the run summary's stacks). */
+HT_INTERNAL const char *ht__kind_name(int kind);
 /* With --suppressions, what they left out ("suppressed: N bytes in B
  * blocks from S sites"), else NULL. */
 HT_INTERNAL const char *ht__supp_line(const ht_report_t *r, char *buf, size_t len);
-/* A row's share, in percent, of its kind's total (heap or mappings). */
+/* A row's share, in percent, of its kind's total (heap, mappings or
+ * custom allocator blocks). */
 HT_INTERNAL double ht__row_share(const ht_report_t *r, const ht_row_t *row);
 /* What a row weighs in a flame graph or folded stacks: its bytes; in a
  * --temporary report its blocks (a temporary allocation costs its calls,

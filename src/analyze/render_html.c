@@ -232,17 +232,24 @@ static void summary(const ht_report_t *r, FILE *f)
             html_text(f, ht__totals_line(r, line, sizeof line));
         }
         break;
-    case HT_REPORT_DIFF:
+    case HT_REPORT_DIFF: {
+        char cl[256];
         fprintf(f, "%+lld bytes, %+lld %s %sbetween the snapshots (%lld bytes before, %lld after)",
                 (long long)r->total_bytes, (long long)r->total_blocks,
                 ht__plural(r->total_blocks, "block", "blocks"), r->peak ? "at the peak " : "",
                 (long long)r->total_a_bytes, (long long)r->total_b_bytes);
+        html_text(f, ht__custom_change(r, cl, sizeof cl));
         break;
-    case HT_REPORT_GROWTH:
-        fprintf(f, "%zu %s grew, by %lld bytes in %lld %s together, over %u snapshots", nst,
-                ht__plural((int64_t)nst, "stack", "stacks"), (long long)r->total_bytes,
+    }
+    case HT_REPORT_GROWTH: {
+        char cl[256];
+        size_t ns = nst - r->custom_sites;  /* custom stacks are counted in their clause */
+        fprintf(f, "%zu %s grew, by %lld bytes in %lld %s together, over %u snapshots", ns,
+                ht__plural((int64_t)ns, "stack", "stacks"), (long long)r->total_bytes,
                 (long long)r->total_blocks, ht__plural(r->total_blocks, "block", "blocks"), r->nsnaps);
+        html_text(f, ht__custom_change(r, cl, sizeof cl));
         break;
+    }
     }
     fputs("</p>\n", f);
     char line[512];
@@ -329,6 +336,8 @@ static void table(const ht_report_t *r, FILE *f)
                 ht__row_share(r, row));
         if (row->lost && row->kind == HT_KIND_MMAP)
             fputs("<td class=\"n lost\" title=\"mmap regions are not checked\"></td>", f);
+        else if (row->lost && row->kind == HT_KIND_CUSTOM)
+            fputs("<td class=\"n lost\" title=\"custom allocator blocks are not checked\"></td>", f);
         else if (row->lost)
             lost_cell(r, row->lost, f);
         fputs("<td>", f);

@@ -212,6 +212,20 @@ int ht__render_json(const ht_report_t *r, FILE *f)
     if (r->type != HT_REPORT_DIFF && r->type != HT_REPORT_GROWTH)
         fprintf(f, ",\"mmap_bytes\":%lld,\"mmap_blocks\":%lld,\"mmap_sites\":%zu", (long long)r->map_bytes,
                 (long long)r->map_blocks, r->map_sites);
+    /* custom allocator blocks, apart from every figure above (they lie
+     * inside them): only when the report has some, as the text's clause */
+    char cl[256];
+    int diff = r->type == HT_REPORT_DIFF, custom = diff || r->type == HT_REPORT_GROWTH
+                                                       ? ht__custom_change(r, cl, sizeof cl)[0] != 0
+                                                       : r->custom_sites != 0;
+    if (custom)
+        fprintf(f, ",\"custom_bytes\":%lld,\"custom_blocks\":%lld,\"custom_sites\":%zu", (long long)r->custom_bytes,
+                (long long)r->custom_blocks, r->custom_sites);
+    if (diff && custom)
+        fprintf(f, ",\"custom_bytes_before\":%lld,\"custom_blocks_before\":%lld,\"custom_bytes_after\":%lld,"
+                   "\"custom_blocks_after\":%lld",
+                (long long)r->custom_a_bytes, (long long)r->custom_a_blocks, (long long)r->custom_b_bytes,
+                (long long)r->custom_b_blocks);
     if (r->type == HT_REPORT_DIFF && r->peak)
         fputs(",\"at_peak\":true", f);
     if (r->type == HT_REPORT_TEMPORARY)
@@ -249,13 +263,22 @@ int ht__render_json(const ht_report_t *r, FILE *f)
         json_reach(r, f);
     const ht_supp_t *sp = r->ses->opts ? r->ses->opts->supp : NULL;
     if (sp) {
-        fprintf(f, ",\"suppressed\":{\"bytes\":%lld,\"blocks\":%lld,\"sites\":%zu,\"patterns\":[",
+        fprintf(f, ",\"suppressed\":{\"bytes\":%lld,\"blocks\":%lld,\"sites\":%zu",
                 (long long)r->supp_bytes, (long long)r->supp_blocks, r->supp_sites);
+        if (r->supp_custom_sites)
+            fprintf(f, ",\"custom_bytes\":%lld,\"custom_blocks\":%lld,\"custom_sites\":%zu",
+                    (long long)r->supp_custom_bytes, (long long)r->supp_custom_blocks, r->supp_custom_sites);
+        fputs(",\"patterns\":[", f);
         for (size_t i = 0; i < sp->n; i++) {
             fputs(i ? ",{\"pattern\":" : "{\"pattern\":", f);
             ht__json_string(f, sp->pat[i]);
-            fprintf(f, ",\"sites\":%llu,\"bytes\":%llu,\"blocks\":%llu}", (unsigned long long)sp->sites[i],
+            fprintf(f, ",\"sites\":%llu,\"bytes\":%llu,\"blocks\":%llu", (unsigned long long)sp->sites[i],
                     (unsigned long long)sp->bytes[i], (unsigned long long)sp->blocks[i]);
+            if (sp->custom_sites[i])
+                fprintf(f, ",\"custom_sites\":%llu,\"custom_bytes\":%llu,\"custom_blocks\":%llu",
+                        (unsigned long long)sp->custom_sites[i], (unsigned long long)sp->custom_bytes[i],
+                        (unsigned long long)sp->custom_blocks[i]);
+            fputc('}', f);
         }
         fputs("]}", f);
     }
@@ -267,7 +290,7 @@ int ht__render_json(const ht_report_t *r, FILE *f)
         ht__progress_step(&pr, i, r->nshown);
         fprintf(f, "%s\n{\"bytes\":%lld,\"blocks\":%lld,\"kind\":\"%s\",\"stacks\":%u", i ? "," : "",
                 (long long)row->bytes, (long long)row->blocks,
-                row->kind == HT_KIND_MMAP ? "mmap" : "heap", row->nstacks);
+                ht__kind_name(row->kind), row->nstacks);
         if (r->by == HT_BY_FUNCTION) {
             fputs(",\"function\":", f);
             ht__json_string(f, row->label);

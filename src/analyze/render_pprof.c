@@ -279,10 +279,10 @@ int ht__render_pprof(const ht_report_t *r, FILE *f)
         varint(&vals, (uint64_t)row->alloc_bytes);
         f_bytes(&t, 2, vals.p, vals.len);
         ht__buf_free(&vals);
-        if (row->kind == HT_KIND_MMAP) {
+        if (row->kind != HT_KIND_HEAP) {   /* kind=mmap, kind=custom */
             ht_buf_t lab = { 0 };
             f_varint(&lab, 1, (uint64_t)str(&p, "kind"));
-            f_varint(&lab, 2, (uint64_t)str(&p, "mmap"));
+            f_varint(&lab, 2, (uint64_t)str(&p, ht__kind_name(row->kind)));
             f_msg(&t, 3, &lab);
             ht__buf_free(&lab);
         }

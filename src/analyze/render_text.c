@@ -144,7 +144,7 @@ const char *ht__reach_summary(const ht_report_t *r, char *buf, size_t len)
 /* ", definitely lost: ..., indirectly lost: ..., possibly lost: ..."
  * (the parts that are not 0; possibly lost only when the check counted
  * them) or ", still reachable" after a row's bytes in a report with
- * reachability; nothing for mmap rows (never checked). */
+ * reachability; nothing for mmap or custom rows (never checked). */
 static void print_row_lost(const ht_row_t *row, FILE *f)
 {
     const ht_rowlost_t *l = row->lost;
@@ -168,7 +168,7 @@ static void print_row_lost(const ht_row_t *row, FILE *f)
  * both snapshots have reachability and the row's unreachable memory
  * (definitely + indirectly lost) changed; then ", possibly lost: -64
  * bytes, -1 block" when both counted those and the row's changed;
- * nothing for mmap rows. */
+ * nothing for mmap or custom rows. */
 static void print_row_lost_change(const ht_row_t *row, FILE *f)
 {
     const ht_rowlost_t *l = row->lost;
@@ -240,6 +240,8 @@ static void row_group(const ht_report_t *r, const ht_row_t *row, FILE *f)
         int reserved = row->bytes == 0 && row->blocks > 0 && r->type != HT_REPORT_DIFF &&
                        r->type != HT_REPORT_GROWTH;
         fputs(reserved ? "  [mmap, reserved: no accessible pages]" : "  [mmap]", f);
+    } else if (row->kind == HT_KIND_CUSTOM) {
+        fputs("  [custom]", f);
     }
     fputc('\n', f);
 }
@@ -304,7 +306,12 @@ int ht__render_text(const ht_report_t *r, FILE *f)
         if (r->peak)
             fprintf(f, " (the peaks: %llu and %llu bytes)", (unsigned long long)r->snap_a->peak_bytes,
                     (unsigned long long)r->snap_b->peak_bytes);
-        fprintf(f, "; %zu %s changed\n", nst, ht__plural((int64_t)nst, "stack", "stacks"));
+        {
+            char cl[256];
+            size_t ns = nst - r->custom_sites;  /* custom stacks are counted in their clause */
+            fprintf(f, "; %zu %s changed%s\n", ns, ht__plural((int64_t)ns, "stack", "stacks"),
+                    ht__custom_change(r, cl, sizeof cl));
+        }
         {
             char line[512];
             if (ht__reach_summary(r, line, sizeof line))
@@ -314,22 +321,35 @@ int ht__render_text(const ht_report_t *r, FILE *f)
     case HT_REPORT_GROWTH:
         fprintf(f, "heaptrail growth: %s, %u snapshots over %.3f s%s\n", name, r->nsnaps,
                 (double)(r->snap_b->time_ns - r->snap_a->time_ns) / 1e9, by);
-        fprintf(f, "%zu %s grew, by %lld bytes in %lld %s together\n", nst,
-                ht__plural((int64_t)nst, "stack", "stacks"), (long long)r->total_bytes,
-                (long long)r->total_blocks, ht__plural(r->total_blocks, "block", "blocks"));
+        {
+            char cl[256];
+            size_t ns = nst - r->custom_sites;
+            fprintf(f, "%zu %s grew, by %lld bytes in %lld %s together%s\n", ns,
+                    ht__plural((int64_t)ns, "stack", "stacks"), (long long)r->total_bytes,
+                    (long long)r->total_blocks, ht__plural(r->total_blocks, "block", "blocks"),
+                    ht__custom_change(r, cl, sizeof cl));
+        }
         break;
     }
     print_trace_notes(r, f);
     char sl[256];
     if (ht__supp_line(r, sl, sizeof sl)) {
         const ht_supp_t *sp = r->ses->opts->supp;
-        fprintf(f, "%s%s\n", sl, r->supp_sites ? ", by" : "");
-        for (size_t i = 0; i < sp->n; i++)
-            if (sp->sites[i])
-                fprintf(f, "  leak:%s  %llu %s, %llu bytes in %llu %s\n", sp->pat[i],
-                        (unsigned long long)sp->sites[i], sp->sites[i] == 1 ? "site" : "sites",
-                        (unsigned long long)sp->bytes[i], (unsigned long long)sp->blocks[i],
-                        sp->blocks[i] == 1 ? "block" : "blocks");
+        fprintf(f, "%s%s\n", sl, r->supp_sites || r->supp_custom_sites ? ", by" : "");
+        for (size_t i = 0; i < sp->n; i++) {
+            if (!sp->sites[i] && !sp->custom_sites[i])
+                continue;
+            fprintf(f, "  leak:%s  %llu %s, %llu bytes in %llu %s", sp->pat[i],
+                    (unsigned long long)sp->sites[i], sp->sites[i] == 1 ? "site" : "sites",
+                    (unsigned long long)sp->bytes[i], (unsigned long long)sp->blocks[i],
+                    sp->blocks[i] == 1 ? "block" : "blocks");
+            if (sp->custom_sites[i])
+                fprintf(f, "; custom allocator blocks: %llu %s, %llu bytes in %llu %s",
+                        (unsigned long long)sp->custom_sites[i], sp->custom_sites[i] == 1 ? "site" : "sites",
+                        (unsigned long long)sp->custom_bytes[i], (unsigned long long)sp->custom_blocks[i],
+                        sp->custom_blocks[i] == 1 ? "block" : "blocks");
+            fputc('\n', f);
+        }
     }
     for (size_t i = 0; i < r->nshown; i++) {
         const ht_row_t *row = &r->rows[i];

@@ -19,6 +19,9 @@ void ht__supp_free(ht_supp_t *s)
     free(s->sites);
     free(s->blocks);
     free(s->bytes);
+    free(s->custom_sites);
+    free(s->custom_blocks);
+    free(s->custom_bytes);
     free(s->memo[0]);
     free(s->memo[1]);
     memset(s, 0, sizeof *s);
@@ -33,6 +36,9 @@ static void supp_add(ht_supp_t *s, const char *p, size_t len)
         s->sites = ht__xrealloc(s->sites, s->cap * sizeof *s->sites);
         s->blocks = ht__xrealloc(s->blocks, s->cap * sizeof *s->blocks);
         s->bytes = ht__xrealloc(s->bytes, s->cap * sizeof *s->bytes);
+        s->custom_sites = ht__xrealloc(s->custom_sites, s->cap * sizeof *s->custom_sites);
+        s->custom_blocks = ht__xrealloc(s->custom_blocks, s->cap * sizeof *s->custom_blocks);
+        s->custom_bytes = ht__xrealloc(s->custom_bytes, s->cap * sizeof *s->custom_bytes);
     }
     char *c = ht__xmalloc(len + 1), *g = ht__xmalloc(len + 3);
     memcpy(c, p, len);
@@ -49,6 +55,7 @@ static void supp_add(ht_supp_t *s, const char *p, size_t len)
     g[gn] = 0;
     s->glob[s->n] = g;
     s->sites[s->n] = s->blocks[s->n] = s->bytes[s->n] = 0;
+    s->custom_sites[s->n] = s->custom_blocks[s->n] = s->custom_bytes[s->n] = 0;
     s->n++;
 }
 

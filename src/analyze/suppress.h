@@ -21,6 +21,9 @@ typedef struct ht_supp_s {
     /* what each pattern suppressed: the first pattern that matches the
      * innermost matching frame gets the stack */
     uint64_t *sites, *blocks, *bytes;
+    /* and of custom allocator blocks, kept apart (they lie inside heap
+     * blocks or mappings: counted with them, they would count twice) */
+    uint64_t *custom_sites, *custom_blocks, *custom_bytes;
     /* per input (a diff has two): per node, the pattern matching it or a
      * frame further out, -1 none, -2 not known yet */
     int32_t *memo[2];

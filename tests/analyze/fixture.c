@@ -1,7 +1,7 @@
 /* fixture.c -- see fixture.h. Stacks are interned into the node tree of
  * trace.h (node = parent + address, innermost node = stack id); the
  * fixture's stack numbers map to node ids. Snapshot totals are the sums
- * of their sites. Lost counts are taken as written (the binary reader
+ * of their sites, custom ones aside (as the agent writes them). Lost counts are taken as written (the binary reader
  * rejects lost > live; fixtures are trusted). */
 #include <stdint.h>
 #include <stdio.h>
@@ -125,6 +125,10 @@ int fixture_load(const char *path, ht_trace_t *t, char *err, size_t errlen)
                 char *v = strtok_r(NULL, " \n", &save);
                 *lost[k] = v ? strtoull(v, NULL, 0) : 0;
             }
+            /* custom blocks lie inside heap blocks or mappings: never
+             * in the snapshot's totals (docs/format.md, SITES) */
+            if (x->kind == HT_KIND_CUSTOM)
+                continue;
             s->live_blocks += x->live_blocks;
             s->live_bytes += x->live_bytes;
             s->total_blocks += x->total_blocks;

@@ -17,7 +17,8 @@
  *   snapshot SEQ REASON TIME_NS
  *   site STACK KIND LIVE_BLOCKS LIVE_BYTES TOTAL_BLOCKS TOTAL_BYTES PEAK_BYTES
  *        [LOST_BLOCKS LOST_BYTES ILOST_BLOCKS ILOST_BYTES [PLOST_BLOCKS PLOST_BYTES]]
- *        (reachability, possibly lost last; 0 if absent)
+ *        (reachability, possibly lost last; 0 if absent; KIND as trace.h's
+ *        HT_KIND_*: 0 heap, 1 mmap, 2 custom, which the snapshot's totals leave out)
  *   reach STATUS THREADS [SCANNED_BYTES TIME_NS]   (after a snapshot line: its REACH
  *        header, STATUS as trace.h's HT_REACH_*; tests add it)
  *   possible                            (after a snapshot line: its check counted

@@ -2,7 +2,7 @@
 // Decodes a heaptrail pprof profile with the independent pprof-format
 // package and checks it against the JSON report of the same command:
 // sample types, one sample per site with values [blocks, bytes,
-// alloc_blocks, alloc_bytes], each sample's frames (function, file, line,
+// alloc_blocks, alloc_bytes] and its kind label, each sample's frames (function, file, line,
 // innermost first, inline frames expanded) and the module's mapping with
 // its build-id. Exits 1 with a message on the first difference.
 import { readFileSync } from 'node:fs';
@@ -36,6 +36,11 @@ rep.sites.forEach((site, i) => {
   const v = s.value.map((x) => Number(BigInt.asIntN(64, BigInt(x))));
   const want = [site.blocks, site.bytes, site.alloc_blocks, site.alloc_bytes];
   check(JSON.stringify(v) === JSON.stringify(want), `sample ${i} values ${v} != ${want}`);
+  // a mapping's or a custom allocator's sample carries the label kind=mmap
+  // or kind=custom; a heap sample none
+  const kinds = (s.label || []).filter((l) => S(l.key) === 'kind').map((l) => S(l.str));
+  check(JSON.stringify(kinds) === JSON.stringify(site.kind === 'heap' ? [] : [site.kind]),
+        `sample ${i} kind labels ${JSON.stringify(kinds)} for a site of kind ${site.kind}`);
   const frames = [];
   for (const id of s.locationId) {
     const loc = locs.get(Number(id));
