@@ -49,4 +49,18 @@ expect_eq "the leak check's verdict, with and without" "$(grep '^heaptrail: unre
     "$(grep '^heaptrail: unreachable' qerr)"
 expect_eq "summary: heap figures" "$(summary_numbers err)" "$(summary_numbers qerr)"
 
+# the custom group, apart: 144 + 320 + 896 + 160 bytes, 3 + 5 + 28 + 10 blocks
+expect_eq "summary: the custom clause" \
+    "$(grep '^heaptrail: .* bytes leaked' err | grep -o 'custom allocator blocks never freed: [^;]*')" \
+    "custom allocator blocks never freed: 1,520 bytes in 46 blocks from 4 sites"
+expect_eq "quiet summary: no custom clause" "$(grep -c 'custom allocator' qerr)" 0
+"$HT" report c.ht >rep 2>&1
+expect_eq "report: headline" "$(sed -n 2p rep)" \
+    "121000 bytes leaked in 13 blocks from 7 allocation sites; custom allocator blocks never freed: 1520 bytes in 46 blocks from 4 sites"
+expect_eq "report: custom rows (bytes blocks share, caller)" \
+    "$(grep -A2 '\[custom\]' rep | awk '/^#/ {r = $2 " " $5 " " $7} /^    / && !/pool_get/ {print r, $1}' | tr -d '(' | tr '\n' ';')" \
+    "896 28 58.9%) stress_worker;320 5 21.1%) worker_keep;160 10 10.5%) many_live;144 3 9.5%) keep_some;"
+"$HT" report c.ht -f json -o c.json 2>/dev/null
+expect_eq "json: custom rows" "$(grep -o '"kind":"custom"' c.json | wc -l)" 4
+
 done_
