@@ -460,17 +460,26 @@ static HT_NOINLINE void record_custom(const void *p, size_t n, void **frames, in
     SCRUB_REGS();
 }
 
-HT_API void ht_custom_alloc(const void *p, size_t size)
+/* Whether an announcement of p is recorded: raises the guard if so (a
+ * call made while the agent runs on this thread is dropped, counted) */
+static HT_ALWAYS_INLINE int custom_enter(const void *p)
 {
     if (ht_unlikely(p == NULL))
-        return;
+        return 0;
     if (ht_unlikely(ht__guard)) {
         note_reentry();
-        return;
+        return 0;
     }
     if (ht__agent.on != HT_ON_FULL)
-        return;
+        return 0;
     ht__guard = 1;
+    return 1;
+}
+
+HT_API void ht_custom_alloc(const void *p, size_t size)
+{
+    if (!custom_enter(p))
+        return;
     void *frames[HT_MAX_FRAMES];
     uint64_t hash;
     uint32_t *memo;
@@ -482,15 +491,8 @@ HT_API void ht_custom_alloc(const void *p, size_t size)
 
 HT_API void ht_custom_free(const void *p)
 {
-    if (ht_unlikely(p == NULL))
+    if (!custom_enter(p))
         return;
-    if (ht_unlikely(ht__guard)) {
-        note_reentry();
-        return;
-    }
-    if (ht__agent.on != HT_ON_FULL)
-        return;
-    ht__guard = 1;
     ht__note_acted();
     t_last = 0;
     uint64_t size;
