@@ -520,19 +520,15 @@ static int summary(const char *path, int when, int64_t seq, ht_supp_t *supp, int
         const ht_tsite_t *x = &s->sites[i];
         if (x->live_blocks == 0)
             continue;
+        if (sup && sup[i] >= 0)
+            ht__supp_count(supp, sup[i], x->kind == HT_KIND_CUSTOM, x->live_blocks, x->live_bytes);
         if (sup && sup[i] >= 0 && x->kind == HT_KIND_CUSTOM) {
-            supp->custom_sites[sup[i]]++;
-            supp->custom_blocks[sup[i]] += x->live_blocks;
-            supp->custom_bytes[sup[i]] += x->live_bytes;
             sup_custom += x->live_bytes;
             sup_custom_n += x->live_blocks;
             sup_custom_sites++;
             continue;
         }
         if (sup && sup[i] >= 0) {
-            supp->sites[sup[i]]++;
-            supp->blocks[sup[i]] += x->live_blocks;
-            supp->bytes[sup[i]] += x->live_bytes;
             sup_bytes += x->live_bytes;
             sup_n += x->live_blocks;
             sup_sites++;

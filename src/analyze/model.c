@@ -443,17 +443,13 @@ static int suppressed(ht_session_t *s, ht_report_t *r, uint32_t input, uint32_t 
         r->supp_custom_bytes += bytes;
         r->supp_custom_blocks += blocks;
         r->supp_custom_sites++;
-        sp->custom_sites[p]++;
-        sp->custom_bytes[p] += (uint64_t)bytes;
-        sp->custom_blocks[p] += (uint64_t)blocks;
     } else if (count) {
         r->supp_bytes += bytes;
         r->supp_blocks += blocks;
         r->supp_sites++;
-        sp->sites[p]++;
-        sp->bytes[p] += (uint64_t)bytes;
-        sp->blocks[p] += (uint64_t)blocks;
     }
+    if (count)
+        ht__supp_count(sp, p, kind == HT_KIND_CUSTOM, (uint64_t)blocks, (uint64_t)bytes);
     return 1;
 }
 

@@ -27,6 +27,13 @@ void ht__supp_free(ht_supp_t *s)
     memset(s, 0, sizeof *s);
 }
 
+void ht__supp_count(ht_supp_t *s, int p, int custom, uint64_t blocks, uint64_t bytes)
+{
+    (custom ? s->custom_sites : s->sites)[p]++;
+    (custom ? s->custom_blocks : s->blocks)[p] += blocks;
+    (custom ? s->custom_bytes : s->bytes)[p] += bytes;
+}
+
 static void supp_add(ht_supp_t *s, const char *p, size_t len)
 {
     if (s->n == s->cap) {

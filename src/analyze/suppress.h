@@ -40,4 +40,8 @@ HT_INTERNAL void ht__supp_free(ht_supp_t *s);
  * input `input` of session ses, or -1. Each node is looked at once. */
 HT_INTERNAL int ht__supp_match(ht_supp_t *s, ht_session_t *ses, uint32_t input, uint32_t node);
 
+/* Counts a site pattern p left out, with its blocks and bytes, in p's
+ * figures: a custom allocator site's (`custom`) apart. */
+HT_INTERNAL void ht__supp_count(ht_supp_t *s, int p, int custom, uint64_t blocks, uint64_t bytes);
+
 #endif
