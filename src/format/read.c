@@ -456,7 +456,8 @@ static int rec_site_delta(rd_t *r, cur_t *c)
 
 /* REACH: seq, status, threads, scanned_bytes, time_ns, count, then count
  * entries (position in this snapshot's site list, lost_blocks, lost_bytes,
- * ilost_blocks, ilost_bytes). Between the snapshot's SITES and SNAP_END. */
+ * ilost_blocks, ilost_bytes), then (newer agents) flags. Between the
+ * snapshot's SITES and SNAP_END. */
 static int rec_reach(rd_t *r, cur_t *c)
 {
     ht_tsnapshot_t *s = &r->snap;
@@ -487,6 +488,14 @@ static int rec_reach(rd_t *r, cur_t *c)
             x->lost_bytes + x->ilost_bytes > x->live_bytes || x->lost_bytes > x->live_bytes ||
             x->ilost_bytes > x->live_bytes)
             return -1;
+    }
+    /* the flags, appended in the fifty-second session (absent before) */
+    if (c->p < c->end) {
+        uint64_t flags = get(c);
+        if (c->bad)
+            return -1;
+        if (flags & HT_REACH_F_CUSTOM)
+            s->reach_custom = 1;
     }
     return 0;
 }

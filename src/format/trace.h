@@ -138,6 +138,11 @@ typedef struct ht_tsnapshot_s {
                                    HT_REACH_DONE, agents from the nineteenth
                                    session on; before, such blocks counted
                                    as still reachable) */
+    uint8_t reach_custom;       /* the check judged custom allocator blocks
+                                   too: their sites' lost_* and plost_* are
+                                   valid (REACH's flags, agents from the
+                                   fifty-second session on; before, custom
+                                   blocks were not checked) */
 } ht_tsnapshot_t;
 
 /* JIT code as the traced process saw it (perf maps, registration API). */

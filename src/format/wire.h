@@ -46,6 +46,9 @@ enum {
     HT_REC_PEAK_DELTA = 17      /* version 2: figures at the peak, likewise */
 };
 
+/* REACH's trailing flags (after its entries; absent in older files) */
+#define HT_REACH_F_CUSTOM 1u      /* custom allocator blocks were judged too */
+
 static inline void ht_wr_u32(uint8_t *p, uint32_t v)
 {
     p[0] = (uint8_t)v;
