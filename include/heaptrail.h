@@ -206,7 +206,8 @@ HT_API int ht_snapshot(void);
  *  TRACE --snapshot N` shows the stacks) and returns. Other threads are
  *  paused meanwhile (those asleep in a system call are read as they
  *  stand); the program then goes on.
- *  @return : the number of unreachable blocks (definitely lost plus those
+ *  @return : the number of unreachable blocks, heap blocks and blocks
+ *            announced with ht_custom_alloc (definitely lost plus those
  *            reachable only through them; not the possibly lost ones,
  *            reached only through pointers into blocks' middles, which
  *            the trace counts apart), or -1 if the program is not
@@ -229,10 +230,15 @@ HT_API long ht_leak_check(void);
  *  allocator blocks never freed" at exit, `[custom]` rows in reports.
  *  Its bytes lie inside memory already counted (the pool's own heap
  *  blocks or mappings), so they are never added to the heap's figures,
- *  the process's totals or its peak; and the leak check does not judge
- *  them (the pool's memory around a block holds whatever it held, used
- *  or not): a custom block announced and never freed is reported as
- *  such, without a reachable/lost verdict.
+ *  the process's totals or its peak. The leak check judges them as
+ *  blocks of their own, as memcheck does a mempool's: a custom block no
+ *  pointer leads to is definitely (or indirectly, or possibly) lost, and
+ *  the memory around it (the pool's superblock, static data) is read
+ *  without it, so what only a lost custom block points to is lost with
+ *  it. A pointer the pool keeps to the start of its superblock is one to
+ *  the object at that address too (memcheck says the same). A pool that
+ *  gives its memory back without ht_custom_free for each block leaves
+ *  them announced: lost, most often.
  *  `p` NULL is ignored; `size` may be 0. Announcing an address that is
  *  live already ends the earlier block there (as a free); freeing an
  *  address never announced (or freed already) is counted with the

@@ -294,6 +294,10 @@ typedef struct ht_live_block_s {
 HT_INTERNAL uint64_t ht__live_count(void);
 /* Copies up to `max` blocks (each shard under its lock); returns how many. */
 HT_INTERNAL size_t ht__live_copy(ht_live_block_t *out, size_t max);
+/* The same for custom blocks (custom.c): how many, and a copy of up to
+ * `max` of them, marks 0. */
+HT_INTERNAL uint64_t ht__custom_count(void);
+HT_INTERNAL size_t ht__custom_copy(ht_live_block_t *out, size_t max);
 
 /* ---- reach.c: reachability at exit and on demand ------------------------- */
 /* Computes which live heap blocks no pointer in the program's memory leads

@@ -6,9 +6,7 @@
  * (a pool's superblock from malloc, an arena's mapping): its address is
  * often that very heap block's (a pool's first object), and one table
  * keyed by address would take the one for the other. The leak check
- * never sees these blocks (it reads the live table): whether one is
- * reachable cannot be told from the memory around it, which the pool
- * holds whether the block is used or not.
+ * judges them as blocks of their own (reach.c: ht__custom_copy).
  *
  * One open-addressing table with linear probing and backward-shift
  * deletion (as live.c's small tables), under one spin lock (the site and
@@ -122,6 +120,25 @@ int ht__custom_remove(uintptr_t addr, uint64_t *size, uint32_t *site)
 out:
     ht__unlock(&g_lock);
     return rc;
+}
+
+uint64_t ht__custom_count(void) { return ht_load_relaxed(&g_used); }
+
+/* Under the plain spin lock, as ht__live_copy takes the shards' (the leak
+ * check's caller has stopped the program's other threads, or is a scan
+ * child alone in its copy of the process). */
+size_t ht__custom_copy(ht_live_block_t *out, size_t max)
+{
+    size_t n = 0;
+    ht__spin_lock(&g_lock);
+    for (uint64_t i = 0; g_tab && i <= g_mask && n < max; i++) {
+        if (!g_tab[i].addr)
+            continue;
+        out[n] = (ht_live_block_t){ g_tab[i].addr, g_tab[i].size, g_tab[i].site, 0 };
+        n++;
+    }
+    ht__spin_unlock(&g_lock);
+    return n;
 }
 
 void ht__custom_release(void)

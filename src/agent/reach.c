@@ -6,7 +6,10 @@
  *
  * Conservative marking, as a garbage collector does it:
  *  - candidates: every live heap block of the live table (mmap regions are
- *    not candidates), sorted by address so that any word can be looked up
+ *    not candidates), and every block the program announced with
+ *    ht_custom_alloc (custom.c; indexed apart, as they lie inside heap
+ *    blocks or roots, which are read less them: each_part_outside_custom),
+ *    sorted by address so that any word can be looked up
  *    (an interior pointer counts: it points anywhere inside the block,
  *    but only through start pointers, or what start_like() takes for
  *    them, is a block reached; one reached otherwise is possibly lost);
@@ -86,7 +89,8 @@ enum {
     M_LOADER = 1u << 9,         /*   the dynamic loader allocated it */
     M_COUNT = 1u << 10,         /*   its first word a count that divides the rest */
     M_VTABLE = 1u << 11,        /*   its first word a primary C++ vtable pointer */
-    M_STRING = 1u << 12         /*   an old-ABI std::string's representation */
+    M_STRING = 1u << 12,        /*   an old-ABI std::string's representation */
+    M_HOLDS = 1u << 13          /* a heap block with custom blocks inside */
 };
 
 typedef struct {
@@ -97,12 +101,13 @@ typedef struct {
 static ht_reach_t R;
 
 static struct {
-    ht_live_block_t *b;
-    size_t n, cap;
+    ht_live_block_t *b;         /* heap blocks [0, n), then custom ones [n, n + nc) */
+    size_t n, nc, cap;
     uint64_t *keys, *sample;    /* find_block's index */
     size_t nsample;
     const map_t *last_map;      /* drain's last mapping */
-    uintptr_t lo, span;         /* candidates lie in [lo, lo + span) */
+    uintptr_t lo, span;         /* heap candidates lie in [lo, lo + span) */
+    uintptr_t clo, cspan;       /* custom ones in [clo, clo + cspan) */
     uint32_t *stack;
     size_t top;
     uint32_t *cand;             /* blocks marked M_PCAND, in order */
@@ -931,6 +936,55 @@ static size_t first_ending_above(uintptr_t v)
     return lo;
 }
 
+/* Custom blocks (S.b[S.n, S.n + S.nc), by address): the first starting
+ * above v. They lie inside heap blocks, mappings or static data, so they
+ * have an index of their own; a program's announcements do not overlap
+ * one another (where they do, an address counts toward the block
+ * starting last at or below it). */
+static size_t custom_above(uintptr_t v)
+{
+    size_t lo = S.n, hi = S.n + S.nc;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (S.b[mid].addr <= v)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* The custom block holding address v, or -1. */
+static HT_NOINLINE long find_custom(uintptr_t v)
+{
+    size_t i = custom_above(v);
+    return i > S.n && v < block_end(&S.b[i - 1]) ? (long)(i - 1) : -1;
+}
+
+/* The first custom block ending above v (S.n + S.nc if none). */
+static size_t first_custom_ending_above(uintptr_t v)
+{
+    size_t i = custom_above(v);
+    return i > S.n && block_end(&S.b[i - 1]) > v ? i - 1 : i;
+}
+
+/* Calls fn on the parts of [a, end) (8-byte aligned) outside every custom
+ * block: what a heap block holding custom blocks, or a root, is read as.
+ * A custom block's memory is read once the block is reached, as its own. */
+static void each_part_outside_custom(uintptr_t a, uintptr_t end, int phase,
+                                     void (*fn)(uintptr_t, uintptr_t, int))
+{
+    for (size_t j = first_custom_ending_above(a); a < end && j < S.n + S.nc && S.b[j].addr < end; j++) {
+        uintptr_t cs = S.b[j].addr & ~(uintptr_t)7, ce = (block_end(&S.b[j]) + 7) & ~(uint64_t)7;
+        if (cs > a)
+            fn(a, cs < end ? cs : end, phase);
+        if (ce > a)
+            a = ce;
+    }
+    if (a < end)
+        fn(a, end, phase);
+}
+
 /* ---- marking ------------------------------------------------------------- */
 
 static HT_ALWAYS_INLINE uint32_t state(const ht_live_block_t *x) { return x->mark & M_STATE; }
@@ -1123,12 +1177,19 @@ static HT_NOINLINE int is_next_chunk_header(const ht_live_block_t *x, uintptr_t 
 /* The words w[0..nw), read from `at` (0: from registers). */
 static void scan_words(const uintptr_t *w, size_t nw, int phase, uintptr_t at)
 {
-    uintptr_t lo = S.lo, span = S.span;
+    uintptr_t lo = S.lo, span = S.span, clo = S.clo, cspan = S.cspan;
     for (size_t i = 0; i < nw; i++) {
         uintptr_t v = w[i];
         if (v - lo < span) {
             long k = find_block(v);
             if (k >= 0 && (v & 7 || !is_next_chunk_header(&S.b[k], v)))
+                visit(k, phase, v, at ? at + i * sizeof(uintptr_t) : 0);
+        }
+        /* a pointer into a custom block also points into the heap block
+         * around it: both are hit */
+        if (ht_unlikely(v - clo < cspan)) {
+            long k = find_custom(v);
+            if (k >= 0)
                 visit(k, phase, v, at ? at + i * sizeof(uintptr_t) : 0);
         }
     }
@@ -1242,11 +1303,10 @@ static void scan_touched(uintptr_t lo, uintptr_t hi, int phase, int direct)
 /* A root range: the pages ever touched. */
 static void scan_root_pages(uintptr_t lo, uintptr_t hi) { scan_touched(lo, hi, 1, 0); }
 
-/* A root range less the live blocks inside it. */
-static void scan_root(uintptr_t lo, uintptr_t hi)
+/* A root range less the live heap blocks inside it. */
+static void scan_root_less_heap(uintptr_t lo, uintptr_t hi, int phase)
 {
-    lo = (lo + 7) & ~(uintptr_t)7;
-    hi &= ~(uintptr_t)7;
+    (void)phase;
     for (size_t i = first_ending_above(lo); lo < hi && i < S.n && S.b[i].addr < hi; i++) {
         if (S.b[i].addr > lo)
             scan_root_pages(lo, S.b[i].addr & ~(uintptr_t)7);
@@ -1256,6 +1316,17 @@ static void scan_root(uintptr_t lo, uintptr_t hi)
     }
     if (lo < hi)
         scan_root_pages(lo, hi);
+}
+
+/* A root range less the live blocks, heap and custom, inside it. */
+static void scan_root(uintptr_t lo, uintptr_t hi)
+{
+    lo = (lo + 7) & ~(uintptr_t)7;
+    hi &= ~(uintptr_t)7;
+    if (S.nc)
+        each_part_outside_custom(lo, hi, 1, scan_root_less_heap);
+    else
+        scan_root_less_heap(lo, hi, 1);
 }
 
 /* A root range less heaptrail's own mappings. */
@@ -1308,24 +1379,43 @@ static const map_t *map_of(uintptr_t a)
  * 4.6 ms of reading at exit for nothing). */
 static HT_ALWAYS_INLINE int worth_reading(int phase) { return phase != 3 || S.nnone; }
 
+/* [a, end) in place, each readable mapping's part of it. */
+static void scan_in_place(uintptr_t a, uintptr_t end, int phase)
+{
+    const map_t *m = S.last_map;
+    if (!m || a < m->start || a >= m->end)
+        S.last_map = m = map_of(a);
+    while (m && m->start <= a && a < end) {
+        uintptr_t e = m->end < end ? m->end : end;
+        if (m->r)
+            scan_touched(a, e, phase, 1);
+        a = e;
+        m = m + 1 < S.maps + S.nmaps ? m + 1 : NULL;
+    }
+}
+
+static void scan_read_touched(uintptr_t a, uintptr_t end, int phase) { scan_touched(a, end, phase, 0); }
+
+/* A block's aligned words: [*a, return). A heap block is 16-aligned; a
+ * custom block may lie anywhere (its straddling words are read with
+ * neither it nor the memory around it: no pointer lies across them). */
+static HT_ALWAYS_INLINE uintptr_t block_words(const ht_live_block_t *x, uintptr_t *a)
+{
+    *a = (x->addr + 7) & ~(uintptr_t)7;
+    uintptr_t end = (x->addr + x->size) & ~(uintptr_t)7;
+    return end > *a ? end : *a;
+}
+
 static void drain(int phase)
 {
     if (S.direct) {
         while (S.top && worth_reading(phase)) {
             ht_live_block_t *x = &S.b[S.stack[--S.top]];
-            if (x->size < sizeof(uintptr_t))
-                continue;
-            uintptr_t a = x->addr, end = x->addr + (x->size & ~(uint64_t)7);
-            const map_t *m = S.last_map;
-            if (!m || a < m->start || a >= m->end)
-                S.last_map = m = map_of(a);
-            while (m && m->start <= a && a < end) {
-                uintptr_t e = m->end < end ? m->end : end;
-                if (m->r)
-                    scan_touched(a, e, phase, 1);
-                a = e;
-                m = m + 1 < S.maps + S.nmaps ? m + 1 : NULL;
-            }
+            uintptr_t a, end = block_words(x, &a);
+            if (ht_unlikely(x->mark & M_HOLDS))
+                each_part_outside_custom(a, end, phase, scan_in_place);
+            else if (a < end)
+                scan_in_place(a, end, phase);
         }
         S.top = 0;              /* what phase 3 left unread */
         return;
@@ -1335,12 +1425,16 @@ static void drain(int phase)
         size_t n = 0, used = 0;
         while (S.top && n < BATCH) {
             const ht_live_block_t *x = &S.b[S.stack[S.top - 1]];
-            size_t len = x->size & ~(uint64_t)7;
-            if (len > BUF_BYTES) {
+            uintptr_t a, end = block_words(x, &a);
+            size_t len = end - a;
+            if (len > BUF_BYTES || (x->mark & M_HOLDS)) {
                 if (n)
                     break;      /* alone, in pieces */
                 S.top--;
-                scan_touched(x->addr, x->addr + len, phase, 0);
+                if (x->mark & M_HOLDS)
+                    each_part_outside_custom(a, end, phase, scan_read_touched);
+                else
+                    scan_touched(a, end, phase, 0);
                 continue;
             }
             if (used + len > BUF_BYTES)
@@ -1349,7 +1443,7 @@ static void drain(int phase)
             if (!len)
                 continue;
             l[n] = (struct iovec){ S.buf + used, len };
-            r[n] = (struct iovec){ (void *)(uintptr_t)x->addr, len };
+            r[n] = (struct iovec){ (void *)a, len };
             n++;
             used += len;
         }
@@ -2128,7 +2222,7 @@ static HT_NOINLINE int scan(uintptr_t sp)
      * that pushed the process into the OOM killer would lose the exit
      * snapshot; under a MiB is not worth reading /proc/meminfo for) */
     uint64_t avail = 0;
-    for (size_t want = (size_t)ht__live_count();; want = S.cap * 2) {
+    for (size_t want = (size_t)(ht__live_count() + ht__custom_count());; want = S.cap * 2) {
         S.cap = want + want / 8 + 256;
         uint64_t need = (uint64_t)S.cap * (2 * sizeof *S.b + sizeof *S.keys + 2 * sizeof *S.stack);
         if (need >= (1u << 20) && !avail)
@@ -2141,7 +2235,8 @@ static HT_NOINLINE int scan(uintptr_t sp)
         if (!S.b || !S.stack || !S.cand)
             return HT_REACH_NOMEM;
         S.n = ht__live_copy(S.b, S.cap);
-        if (S.n < S.cap)
+        S.nc = S.n < S.cap ? ht__custom_copy(S.b + S.n, S.cap - S.n) : 0;
+        if (S.n + S.nc < S.cap)
             break;
         ht__unmap(S.b, S.cap * sizeof *S.b);
         ht__unmap(S.stack, S.cap * sizeof *S.stack);
@@ -2152,8 +2247,8 @@ static HT_NOINLINE int scan(uintptr_t sp)
     S.buf = ht__map(BUF_BYTES);
     if (!S.buf)
         return HT_REACH_NOMEM;
-    S.nnone = S.n;
-    if (sort_blocks(S.b, S.n) != 0)
+    S.nnone = S.n + S.nc;
+    if (sort_blocks(S.b, S.n) != 0 || sort_blocks(S.b + S.n, S.nc) != 0)
         return HT_REACH_NOMEM;
     S.keys = ht__map_populated(S.cap * sizeof *S.keys);
     S.sample = ht__map(((S.cap >> SAMPLE_BITS) + 1) * sizeof *S.sample);
@@ -2170,6 +2265,18 @@ static HT_NOINLINE int scan(uintptr_t sp)
         }
         S.lo = S.b[0].addr;
         S.span = hi - S.lo;
+    }
+    if (S.nc) {
+        uintptr_t hi = 0;
+        for (size_t i = S.n; i < S.n + S.nc; i++) {
+            if (block_end(&S.b[i]) > hi)
+                hi = block_end(&S.b[i]);
+            /* the heap blocks it lies in are read less their custom blocks */
+            for (size_t k = first_ending_above(S.b[i].addr); k < S.n && S.b[k].addr < block_end(&S.b[i]); k++)
+                S.b[k].mark |= M_HOLDS;
+        }
+        S.clo = S.b[S.n].addr;
+        S.cspan = hi - S.clo;
     }
     if (S.pagemap_fd < 0 && !g_scan_tid)       /* a scan child has opened its own */
         S.pagemap_fd = sys_open("/proc/self/pagemap");
@@ -2247,7 +2354,7 @@ static HT_NOINLINE int scan(uintptr_t sp)
     }
 
     /* phase 2: cliques of lost blocks */
-    for (size_t i = 0; i < S.n; i++) {
+    for (size_t i = 0; i < S.n + S.nc; i++) {
         if (state(&S.b[i]) != M_NONE)
             continue;
         set_state(&S.b[i], M_LEADER);
@@ -2262,7 +2369,7 @@ static HT_NOINLINE int scan(uintptr_t sp)
     R.sites = ht__map((size_t)(R.nsites ? R.nsites : 1) * sizeof *R.sites);
     if (!R.sites)
         return HT_REACH_NOMEM;
-    for (size_t i = 0; i < S.n; i++) {
+    for (size_t i = 0; i < S.n + S.nc; i++) {
         const ht_live_block_t *x = &S.b[i];
         uint32_t st = state(x);
         if (x->site >= R.nsites || st == M_REACHED)

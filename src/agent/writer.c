@@ -948,7 +948,8 @@ const char *ht__writer_path(void) { return W.created ? W.path : NULL; }
 
 /* ---- snapshots --------------------------------------------------------- */
 
-/* REACH records (docs/format.md): the header, then up to 1024 sites each. */
+/* REACH records (docs/format.md): the header, then up to 1024 sites each,
+ * then the flags (custom blocks judged: reach.c). */
 static void stage_reach(uint32_t seq, const ht_reach_t *r, uint32_t nlost)
 {
     uint32_t i = 0, left = r->status == HT_REACH_DONE ? nlost : 0;
@@ -972,6 +973,7 @@ static void stage_reach(uint32_t seq, const ht_reach_t *r, uint32_t nlost)
             put_varint(x->ilost_bytes);
             k++;
         }
+        put_varint(HT_REACH_F_CUSTOM);
         left -= cnt;
         rec_end(at);
     } while (left);
@@ -996,6 +998,7 @@ static void stage_possible(uint32_t seq, const ht_reach_t *r, uint32_t nposs)
             put_varint(x->plost_bytes);
             k++;
         }
+        put_varint(HT_REACH_F_CUSTOM);
         left -= cnt;
         rec_end(at);
     } while (left);

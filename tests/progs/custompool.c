@@ -13,16 +13,45 @@
  *   reannounce   one address announced twice without a free between
  *                (the first block ends there), then given back
  *   stress_worker  4 threads at once, 20,007 objects of 32 bytes each,
- *                7 each kept though their pools are destroyed (a pool
- *                that releases its memory without giving its blocks back
- *                leaves them announced: what the program said)
+ *                7 each kept though their pools are abandoned (a pool
+ *                that forgets its blocks without giving them back leaves
+ *                them announced: what the program said; its superblock
+ *                stays allocated, noted in a global)
  *   many_live    5,000 objects of 16 bytes live at once, given back in a
  *                scattered order but for 10
+ *   lost_list    4 objects of 48 bytes: one kept in a global, and a list
+ *                of three whose head pointer is dropped; the last node
+ *                holds the only pointer to a heap block (list_payload,
+ *                500 bytes)
+ *   mid_only     1 object of 48 bytes, a global points 16 bytes into it
+ *   static_arena 2 objects of 64 bytes from an arena in static memory
+ *                (arena_get): one kept in a global, the other not, and
+ *                holding the only pointer to a heap block
+ *                (static_payload, 300 bytes)
  * plus one give-back of an address never announced (an unknown free),
- * and on the heap: leak_heap's 1,000-byte block, never freed; the two
+ * and on the heap: leak_heap's 1,000-byte block, never freed; the
  * superblocks of the pools not destroyed stay reachable from globals.
- * With an argument "quiet" the pools announce nothing: the heap's
- * figures must be the same as with the announcements. */
+ * Objects are handed out zeroed (what they hold is the program's).
+ *
+ * The leak check at exit, custom blocks (with announcements):
+ *   keep_some 3 still reachable (g_keep); worker_keep 1 still reachable
+ *   (the pool's pointer to its superblock is one to its first object)
+ *   and 4 definitely lost; stress_worker 4 still reachable (the same: the
+ *   superblocks in g_abandoned) and 24 definitely lost; many_live 10
+ *   still reachable; lost_list 1 still reachable, 1 definitely lost (the
+ *   head), 2 indirectly lost; mid_only 1 possibly lost; static_arena 1
+ *   still reachable, 1 definitely lost.
+ * The heap: leak_heap's block definitely lost; list_payload and
+ * static_payload indirectly lost (only a lost custom block points to
+ * each: the superblock or static data around that block is read without
+ * it). With an argument "quiet" the pools announce nothing: the heap's
+ * figures must be the same as with the announcements, and its verdict
+ * too but for list_payload and static_payload, then still reachable
+ * (the superblock, reachable, and the static arena hold the pointers).
+ *
+ * Before the truths, main asks for a leak check (ht_leak_check) and
+ * prints what it returned: "CHECK n", the unreachable blocks, heap and
+ * custom: 3 + 32 announced, 1 quiet. */
 #include "heaptrail.h"
 #include <pthread.h>
 #include <stdio.h>
@@ -59,6 +88,7 @@ static __attribute__((noinline)) void *pool_get(pool_t *p)
         o = p->super + p->used;
         p->used += p->size;
     }
+    memset(o, 0, p->size);
     if (!g_quiet)
         ht_custom_alloc(o, p->size);
     return o;
@@ -79,7 +109,22 @@ static void pool_destroy(pool_t *p)
     memset(p, 0, sizeof *p);
 }
 
+/* forgets the pool's blocks, keeping its memory (noted in g_abandoned) */
+static void *volatile g_abandoned[64];
+static int g_nabandoned;
+static pthread_mutex_t g_abandon_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void pool_abandon(pool_t *p)
+{
+    pthread_mutex_lock(&g_abandon_lock);
+    for (int i = 0; i < p->nsupers; i++)
+        g_abandoned[g_nabandoned++] = p->supers[i];
+    pthread_mutex_unlock(&g_abandon_lock);
+    memset(p, 0, sizeof *p);
+}
+
 static pool_t g_small = { .size = 48 }, g_thread = { .size = 64 }, g_churn = { .size = 200 };
+static pool_t g_list = { .size = 48 };
 static void *volatile g_keep[128];
 static void *volatile g_heap_leak;
 
@@ -121,7 +166,7 @@ static __attribute__((noinline)) void *stress_worker(void *arg)
         pool_put(p, keep[i]);
     for (int i = 0; i < 7; i++)
         (void)pool_get(p);      /* the same 7 blocks again, kept: a free list reuses addresses */
-    pool_destroy(p);
+    pool_abandon(p);
     return NULL;
 }
 
@@ -149,6 +194,49 @@ static __attribute__((noinline)) void many_live(void)
         if (k >= 10)
             pool_put(&p, o[k]);
     }
+}
+
+static __attribute__((noinline)) void *list_payload(void) { return malloc(500); }
+
+static void *volatile g_sentinel, *volatile g_head, *volatile g_mid;
+
+static __attribute__((noinline)) void lost_list(void)
+{
+    g_sentinel = pool_get(&g_list);     /* (the superblock's first object) */
+    void **n2 = pool_get(&g_list), **n1 = pool_get(&g_list), **head = pool_get(&g_list);
+    head[0] = n1;
+    n1[0] = n2;
+    n2[0] = list_payload();
+    g_head = head;
+    g_head = NULL;              /* the list is lost */
+}
+
+static __attribute__((noinline)) void mid_only(void)
+{
+    g_mid = (char *)pool_get(&g_list) + 16;
+}
+
+static _Alignas(16) char g_arena[1024];
+static size_t g_arena_used;
+static void *volatile g_arena_keep;
+
+static __attribute__((noinline)) void *arena_get(size_t size)
+{
+    void *o = g_arena + g_arena_used;
+    g_arena_used += size;
+    memset(o, 0, size);
+    if (!g_quiet)
+        ht_custom_alloc(o, size);
+    return o;
+}
+
+static __attribute__((noinline)) void *static_payload(void) { return malloc(300); }
+
+static __attribute__((noinline)) void static_arena(void)
+{
+    g_arena_keep = arena_get(64);
+    void **lost = arena_get(64);
+    lost[1] = static_payload();
 }
 
 static __attribute__((noinline)) void reannounce(void)
@@ -187,16 +275,23 @@ int main(int argc, char **argv)
     churn();
     pool_destroy(&g_churn);
     many_live();
+    lost_list();
+    mid_only();
+    static_arena();
     reannounce();
     leak_heap();
     char out[1024];
-    int n = snprintf(out, sizeof out,
+    int n = snprintf(out, sizeof out, "CHECK %ld\n", ht_leak_check());
+    n += snprintf(out + n, sizeof out - (size_t)n,
                      "TRUTH site=keep_some live=3 bytes=144 total=100\n"
                      "TRUTH site=worker_keep live=5 bytes=320 total=5\n"
                      "TRUTH site=churn live=0 bytes=0 total=1000\n"
                      "TRUTH site=reannounce live=0 bytes=0 total=2\n"
                      "TRUTH site=stress_worker live=28 bytes=896 total=80028\n"
-                     "TRUTH site=many_live live=10 bytes=160 total=5000\n");
+                     "TRUTH site=many_live live=10 bytes=160 total=5000\n"
+                     "TRUTH site=lost_list live=4 bytes=192 total=4\n"
+                     "TRUTH site=mid_only live=1 bytes=48 total=1\n"
+                     "TRUTH site=static_arena live=2 bytes=128 total=2\n");
     fwrite(out, 1, (size_t)n, stdout);      /* (stdout's buffer: one more heap block) */
     return 0;
 }

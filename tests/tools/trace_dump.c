@@ -328,14 +328,14 @@ int main(int argc, char **argv)
         printf("snap %u reason=%u live_blocks=%llu live_bytes=%llu total_blocks=%llu total_bytes=%llu "
                "total_frees=%llu peak_bytes=%llu peak_blocks=%llu sites=%zu reach=%u reach_threads=%u "
                "reach_scanned=%llu reach_ns=%llu has_peak=%u at_peak=%llu peak_ns=%llu time_ns=%llu has_temp=%u "
-               "has_possible=%u\n",
+               "has_possible=%u reach_custom=%u\n",
                s->seq, s->reason, (unsigned long long)s->live_blocks, (unsigned long long)s->live_bytes,
                (unsigned long long)s->total_blocks, (unsigned long long)s->total_bytes,
                (unsigned long long)s->total_frees, (unsigned long long)s->peak_bytes,
                (unsigned long long)s->peak_blocks, s->nsites, s->reach, s->reach_threads,
                (unsigned long long)s->reach_roots_bytes, (unsigned long long)s->reach_ns, s->has_peak,
                at_peak_sum(s), (unsigned long long)s->peak_ns, (unsigned long long)s->time_ns, s->has_temp,
-               s->has_possible);
+               s->has_possible, s->reach_custom);
     }
     if (t.nsnaps)
         print_sites(&t, &t.snaps[t.nsnaps - 1]);
