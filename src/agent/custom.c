@@ -88,6 +88,23 @@ int ht__custom_insert(uintptr_t addr, uint64_t size, uint32_t site, uint32_t *ol
     return rc;
 }
 
+/* Empties slot i: backward shift, pulling later members of the run into
+ * the hole unless their home lies in (hole, j]. */
+static void delete_at(uint64_t i)
+{
+    uint64_t hole = i;
+    for (uint64_t j = (i + 1) & g_mask; g_tab[j].addr; j = (j + 1) & g_mask) {
+        uint64_t h = home(g_tab[j].addr);
+        int stays = hole <= j ? (h > hole && h <= j) : (h > hole || h <= j);
+        if (!stays) {
+            g_tab[hole] = g_tab[j];
+            hole = j;
+        }
+    }
+    g_tab[hole] = (cblock_t){ 0, 0, 0, 0 };
+    g_used--;
+}
+
 int ht__custom_remove(uintptr_t addr, uint64_t *size, uint32_t *site)
 {
     int rc = 0;
@@ -104,22 +121,27 @@ int ht__custom_remove(uintptr_t addr, uint64_t *size, uint32_t *site)
     *size = g_tab[i].size;
     *site = g_tab[i].site;
     rc = 1;
-    /* backward shift: pull later members of the run into the hole unless
-     * their home lies in (hole, j] */
-    uint64_t hole = i;
-    for (uint64_t j = (i + 1) & g_mask; g_tab[j].addr; j = (j + 1) & g_mask) {
-        uint64_t h = home(g_tab[j].addr);
-        int stays = hole <= j ? (h > hole && h <= j) : (h > hole || h <= j);
-        if (!stays) {
-            g_tab[hole] = g_tab[j];
-            hole = j;
-        }
-    }
-    g_tab[hole] = (cblock_t){ 0, 0, 0, 0 };
-    g_used--;
+    delete_at(i);
 out:
     ht__unlock(&g_lock);
     return rc;
+}
+
+uint64_t ht__custom_remove_range(uintptr_t lo, uintptr_t hi, void (*ended)(uint32_t site, uint64_t size))
+{
+    uint64_t n = 0;
+    ht__lock(&g_lock);
+    /* a deletion pulls members of slot i's run into slots i and after,
+     * never before: slot i is looked at again, the later ones in turn */
+    for (uint64_t i = 0; g_used && i <= g_mask; i++) {
+        while (g_tab[i].addr - lo < hi - lo) {
+            ended(g_tab[i].site, g_tab[i].size);
+            delete_at(i);
+            n++;
+        }
+    }
+    ht__unlock(&g_lock);
+    return n;
 }
 
 uint64_t ht__custom_count(void) { return ht_load_relaxed(&g_used); }

@@ -507,6 +507,25 @@ HT_API void ht_custom_free(const void *p)
     ht__guard_leave();
 }
 
+static void custom_ended(uint32_t site, uint64_t size)
+{
+    ht__site_custom_free(ht__site_by_index(site), size);
+}
+
+HT_API void ht_custom_free_range(const void *start, size_t len)
+{
+    if (!len || !custom_enter(start))
+        return;
+    ht__note_acted();
+    t_last = 0;
+    uintptr_t lo = (uintptr_t)start, hi = lo + len < lo ? UINTPTR_MAX : lo + len;
+    int solo = ht__solo_enter();
+    ht__custom_remove_range(lo, hi, custom_ended);
+    ht__solo_exit(solo);
+    SCRUB_REGS();
+    ht__guard_leave();
+}
+
 /* The next definition of a name libc may lack, looked up at the first
  * call of its hook (not in resolve(), above), once: a program that calls
  * the hook with no definition after it (a weak reference binds to ours)

@@ -24,6 +24,10 @@
  *                holds the only pointer to a heap block (list_payload,
  *                500 bytes)
  *   mid_only     1 object of 48 bytes, a global points 16 bytes into it
+ *   range_freed  31 objects of 24 bytes from two pools: one kept in a
+ *                global; the other pool's 30 given back at once with
+ *                ht_custom_free_range over its superblocks, then freed
+ *                (and one more range over memory holding no block)
  *   static_arena 2 objects of 64 bytes from an arena in static memory
  *                (arena_get): one kept in a global, the other not, and
  *                holding the only pointer to a heap block
@@ -39,8 +43,8 @@
  *   and 4 definitely lost; stress_worker 4 still reachable (the same: the
  *   superblocks in g_abandoned) and 24 definitely lost; many_live 10
  *   still reachable; lost_list 1 still reachable, 1 definitely lost (the
- *   head), 2 indirectly lost; mid_only 1 possibly lost; static_arena 1
- *   still reachable, 1 definitely lost.
+ *   head), 2 indirectly lost; mid_only 1 possibly lost; range_freed 1
+ *   still reachable; static_arena 1 still reachable, 1 definitely lost.
  * The heap: leak_heap's block definitely lost; list_payload and
  * static_payload indirectly lost (only a lost custom block points to
  * each: the superblock or static data around that block is read without
@@ -230,6 +234,22 @@ static __attribute__((noinline)) void *arena_get(size_t size)
     return o;
 }
 
+static void *volatile g_range_keep;
+
+static __attribute__((noinline)) void range_freed(void)
+{
+    static pool_t kept = { .size = 24 }, gone = { .size = 24 };
+    g_range_keep = pool_get(&kept);
+    for (int i = 0; i < 30; i++)
+        (void)pool_get(&gone);
+    for (int i = 0; i < gone.nsupers; i++)
+        if (!g_quiet)
+            ht_custom_free_range(gone.supers[i], SUPER);
+    pool_destroy(&gone);
+    if (!g_quiet)
+        ht_custom_free_range(&gone, sizeof gone);  /* holds no block: changes nothing */
+}
+
 static __attribute__((noinline)) void *static_payload(void) { return malloc(300); }
 
 static __attribute__((noinline)) void static_arena(void)
@@ -277,6 +297,7 @@ int main(int argc, char **argv)
     many_live();
     lost_list();
     mid_only();
+    range_freed();
     static_arena();
     reannounce();
     leak_heap();
@@ -291,6 +312,7 @@ int main(int argc, char **argv)
                      "TRUTH site=many_live live=10 bytes=160 total=5000\n"
                      "TRUTH site=lost_list live=4 bytes=192 total=4\n"
                      "TRUTH site=mid_only live=1 bytes=48 total=1\n"
+                     "TRUTH site=range_freed live=1 bytes=24 total=31\n"
                      "TRUTH site=static_arena live=2 bytes=128 total=2\n");
     fwrite(out, 1, (size_t)n, stdout);      /* (stdout's buffer: one more heap block) */
     return 0;
