@@ -192,7 +192,7 @@ typedef struct ht_report_s {
      * figure is: still reachable is custom_bytes (a diff's after:
      * custom_b_bytes; before: custom_a_bytes) - lost - ilost - plost.
      * Else custom blocks were not checked: their rows' `lost` stay 0 and
-     * every output says so. */
+     * no output gives them a verdict (the HTML cell: "not checked"). */
     int custom_reach;
     ht_rowlost_t custom_lost;
     size_t custom_lost_sites;   /* custom sites with directly lost blocks */
