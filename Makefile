@@ -197,13 +197,16 @@ CAPTURE_BIN += $(BUILD)/tests/capture_plt
 CLI_LIB_OBJ := $(filter-out $(BUILD)/obj/src/analyze/main.o,$(CLI_OBJ))
 ADIR := $(BUILD)/tests/analyze
 ANALYZE_BIN := $(patsubst tests/analyze/t_%.c,$(BUILD)/tests/analyze_%,$(wildcard tests/analyze/t_*.c))
-ANALYZE_DEPS := $(ADIR)/htdrive $(ADIR)/symfix.fix $(ADIR)/symfix2.fix $(ADIR)/cxxfix.fix \
+ANALYZE_DEPS := $(ADIR)/htdrive $(ADIR)/fixht $(ADIR)/symfix.fix $(ADIR)/symfix2.fix $(ADIR)/cxxfix.fix \
     $(ADIR)/stripped/symfix
 $(ADIR)/fixture.o: tests/analyze/fixture.c tests/analyze/fixture.h src/format/trace.h
 	@mkdir -p $(dir $@)
 	$(CC) $(TEST_CFLAGS) -Isrc -c -o $@ $<
 $(ADIR)/htdrive: tests/analyze/driver.c $(ADIR)/fixture.o $(CLI_LIB_OBJ) $(FORMAT_OBJ) $(LIBA)
 	$(CC) $(TEST_CFLAGS) -Isrc -Itests -o $@ $< $(ADIR)/fixture.o $(CLI_LIB_OBJ) $(FORMAT_OBJ) $(LIBA) $(LDLIBS_CLI) $(LDLIBS_CORE)
+# fixht: a fixture as a binary trace file (what reads real traces, on known truths)
+$(ADIR)/fixht: tests/analyze/fixht.c $(ADIR)/fixture.o src/format/wire.h
+	$(CC) $(TEST_CFLAGS) -Isrc -Itests -o $@ $< $(ADIR)/fixture.o
 $(BUILD)/tests/analyze_%: tests/analyze/t_%.c tests/check.h $(ADIR)/fixture.o $(CLI_LIB_OBJ) $(FORMAT_OBJ) $(LIBA) $(ANALYZE_DEPS)
 	$(CC) $(TEST_CFLAGS) -Isrc -Itests -o $@ $< $(ADIR)/fixture.o $(CLI_LIB_OBJ) $(FORMAT_OBJ) $(LIBA) $(LDLIBS_CLI) $(LDLIBS_CORE)
 $(ADIR)/libplugin_%.so: tests/analyze/plugin.c

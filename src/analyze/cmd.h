@@ -44,7 +44,8 @@ struct ht_supp_s;
 /* supp (may be NULL): leak suppressions (suppress.h); the sites they
  * match are counted apart and not listed. unreach (may be NULL) receives
  * 1 if the snapshot's leak check found unsuppressed unreachable blocks
- * (definitely or indirectly lost), 0 if it found none, -1 if there was no
+ * (definitely or indirectly lost: heap blocks, and custom allocator
+ * blocks when it judged them too), 0 if it found none, -1 if there was no
  * leak check (run --error-exitcode). */
 HT_INTERNAL int ht__run_summary(const char *path, int when, int64_t seq, struct ht_supp_s *supp,
                                 int *unreach, FILE *out);

@@ -121,7 +121,11 @@ void ht__sanitize_name(char *dst, size_t cap, const char *s)
     dst[n] = 0;
 }
 
-typedef struct { const ht_tsite_t *s; } leak_t;
+/* A stack the summary may list, with what its snapshot's check found
+ * unreachable (definitely + indirectly lost) and possibly lost in it: 0
+ * for blocks the check did not judge (mappings; custom blocks unless it
+ * judged them too). */
+typedef struct { const ht_tsite_t *s; uint64_t unreach, plost; } leak_t;
 
 static int by_bytes(const void *a, const void *b)
 {
@@ -135,12 +139,11 @@ static int by_bytes(const void *a, const void *b)
  * lost) first, then by possibly lost bytes, then as by_bytes. */
 static int by_lost(const void *a, const void *b)
 {
-    const ht_tsite_t *x = ((const leak_t *)a)->s, *y = ((const leak_t *)b)->s;
-    uint64_t ux = x->lost_bytes + x->ilost_bytes, uy = y->lost_bytes + y->ilost_bytes;
-    if (ux != uy)
-        return ux > uy ? -1 : 1;
-    if (x->plost_bytes != y->plost_bytes)
-        return x->plost_bytes > y->plost_bytes ? -1 : 1;
+    const leak_t *x = a, *y = b;
+    if (x->unreach != y->unreach)
+        return x->unreach > y->unreach ? -1 : 1;
+    if (x->plost != y->plost)
+        return x->plost > y->plost ? -1 : 1;
     return by_bytes(a, b);
 }
 
@@ -415,12 +418,63 @@ static const char *untraceable(const char *file)
 #define NO_EXIT_CALL "the program ended without passing through exit() or _exit() (a raw exit_group system " \
                      "call, as Go's runtime makes), so the agent took no snapshot at its end"
 
+/* One group's verdicts in a summary (the heap's; custom allocator
+ * blocks' when the check judged them): definitely lost, indirectly lost
+ * and possibly lost blocks, and the live blocks they were judged among
+ * (less all three: still reachable). */
+typedef struct {
+    uint64_t lost, lost_n, lost_sites, ilost, ilost_n, plost, plost_n, plost_sites;
+    uint64_t live, live_n;
+} verdicts_t;
+
+static void verdicts_add(verdicts_t *v, const ht_tsite_t *x)
+{
+    v->lost += x->lost_bytes;
+    v->lost_n += x->lost_blocks;
+    v->ilost += x->ilost_bytes;
+    v->ilost_n += x->ilost_blocks;
+    v->lost_sites += x->lost_blocks > 0;
+    v->plost += x->plost_bytes;
+    v->plost_n += x->plost_blocks;
+    v->plost_sites += x->plost_blocks > 0;
+}
+
+/* "1,000 bytes in 3 blocks from 2 sites (definitely lost; plus 96 bytes
+ * in 3 blocks reachable only through them)", or "none"; then "; possibly
+ * lost: ... (reached only through pointers into the middle of blocks)"
+ * when there are such blocks; then "; still reachable: ...". */
+static void print_verdicts(FILE *out, const verdicts_t *v)
+{
+    char b1[32], b2[32], b3[32], b4[32], b5[32], b6[32];
+    if (v->lost_n || v->ilost_n) {
+        fprintf(out, "%s bytes in %s %s from %s %s (definitely lost", commas(v->lost, b1), commas(v->lost_n, b2),
+                ht__plural(v->lost_n, "block", "blocks"), commas(v->lost_sites, b3),
+                ht__plural(v->lost_sites, "site", "sites"));
+        if (v->ilost_n)
+            fprintf(out, "; plus %s bytes in %s %s reachable only through them", commas(v->ilost, b4),
+                    commas(v->ilost_n, b5), ht__plural(v->ilost_n, "block", "blocks"));
+        fputc(')', out);
+    } else {
+        fputs("none", out);
+    }
+    if (v->plost_n)
+        fprintf(out, "; possibly lost: %s bytes in %s %s from %s %s (reached only through pointers "
+                     "into the middle of blocks)",
+                commas(v->plost, b4), commas(v->plost_n, b5), ht__plural(v->plost_n, "block", "blocks"),
+                commas(v->plost_sites, b3), ht__plural(v->plost_sites, "site", "sites"));
+    uint64_t rn = v->live_n - v->lost_n - v->ilost_n - v->plost_n;
+    fprintf(out, "; still reachable: %s bytes in %s %s", commas(v->live - v->lost - v->ilost - v->plost, b6),
+            commas(rn, b1), ht__plural(rn, "block", "blocks"));
+}
+
 /* The summary of one snapshot (cmd.h): `heaptrail run`'s at the end of a
  * run (the last snapshot, what is live there leaked, "at exit") and
  * `heaptrail snapshot --leaks`'s of the leak check the agent just wrote
  * (the snapshot the agent numbered `seq`, "now"). A totals line, the
- * reachability line, notes, then the top stacks (at exit: every live
- * site; now: only those with unreachable blocks). Cheap: one pass over
+ * reachability line (the heap's verdicts, then custom allocator blocks'
+ * when the check judged them), notes, then the top stacks (at exit:
+ * every live site; now: only those with unreachable blocks), by
+ * unreachable bytes when there was a check. Cheap: one pass over
  * the snapshot's sites, frames named only for the few stacks shown
  * (with suppressions, every live site's frames are symbolized first:
  * suppress.h). */
@@ -503,29 +557,36 @@ static int summary(const char *path, int when, int64_t seq, ht_supp_t *supp, int
         ht__session_free(&ses);
     }
     uint64_t sup_bytes = 0, sup_n = 0, sup_sites = 0, sup_lost = 0, sup_lost_n = 0;
-    uint64_t sup_custom = 0, sup_custom_n = 0, sup_custom_sites = 0;
+    uint64_t sup_custom = 0, sup_custom_n = 0, sup_custom_sites = 0, sup_custom_lost = 0, sup_custom_lost_n = 0;
     /* the stacks to show: at exit every live site, now only those with
      * unreachable blocks (the point of a leak check) */
     leak_t *leaks = calloc(s->nsites ? s->nsites : 1, sizeof *leaks);
     size_t nleaks = 0;
-    /* reachability (s->reach == HT_REACH_DONE): lost, indirectly lost, the
-     * live heap it was computed over, and mmap regions (never checked) */
-    uint64_t lost = 0, lost_n = 0, ilost = 0, ilost_n = 0, heap = 0, heap_n = 0, lost_sites = 0;
-    uint64_t plost = 0, plost_n = 0, plost_sites = 0;   /* possibly lost (has_possible) */
+    /* reachability (s->reach == HT_REACH_DONE): the heap's verdicts over
+     * the live heap, and mmap regions (never checked); custom allocator
+     * blocks' apart, when the check judged them too (s->reach_custom) */
+    verdicts_t hv = { 0 }, cv = { 0 };
     uint64_t heap_sites = 0;
+    int custom_judged = ht__site_judged(s, HT_KIND_CUSTOM);
     /* anonymous mappings, and custom allocator blocks: inside heap blocks
      * or mappings counted already, so apart from everything else */
-    uint64_t map = 0, map_n = 0, map_sites = 0, custom = 0, custom_n = 0, custom_sites = 0;
+    uint64_t map = 0, map_n = 0, map_sites = 0, custom_sites = 0;
     for (size_t i = 0; leaks && i < s->nsites; i++) {
         const ht_tsite_t *x = &s->sites[i];
         if (x->live_blocks == 0)
             continue;
+        /* its lost_* are verdicts: custom blocks' only when judged */
+        int judged = x->kind != HT_KIND_CUSTOM || custom_judged;
         if (sup && sup[i] >= 0)
             ht__supp_count(supp, sup[i], x->kind == HT_KIND_CUSTOM, x->live_blocks, x->live_bytes);
         if (sup && sup[i] >= 0 && x->kind == HT_KIND_CUSTOM) {
             sup_custom += x->live_bytes;
             sup_custom_n += x->live_blocks;
             sup_custom_sites++;
+            if (judged) {
+                sup_custom_lost += x->lost_bytes + x->ilost_bytes;
+                sup_custom_lost_n += x->lost_blocks + x->ilost_blocks;
+            }
             continue;
         }
         if (sup && sup[i] >= 0) {
@@ -536,25 +597,21 @@ static int summary(const char *path, int when, int64_t seq, ht_supp_t *supp, int
             sup_lost_n += x->lost_blocks + x->ilost_blocks;
             continue;
         }
-        if (!now || x->lost_blocks || x->ilost_blocks || x->plost_blocks)
-            leaks[nleaks++].s = x;
-        if (x->kind == HT_KIND_CUSTOM) {   /* never checked either */
-            custom += x->live_bytes;
-            custom_n += x->live_blocks;
+        if (!now || (judged && (x->lost_blocks || x->ilost_blocks || x->plost_blocks)))
+            leaks[nleaks++] = (leak_t){ x, judged ? x->lost_bytes + x->ilost_bytes : 0,
+                                        judged ? x->plost_bytes : 0 };
+        if (x->kind == HT_KIND_CUSTOM) {
+            cv.live += x->live_bytes;
+            cv.live_n += x->live_blocks;
             custom_sites++;
+            if (judged)
+                verdicts_add(&cv, x);
             continue;
         }
-        lost += x->lost_bytes;
-        lost_n += x->lost_blocks;
-        ilost += x->ilost_bytes;
-        ilost_n += x->ilost_blocks;
-        lost_sites += x->lost_blocks > 0;
-        plost += x->plost_bytes;
-        plost_n += x->plost_blocks;
-        plost_sites += x->plost_blocks > 0;
+        verdicts_add(&hv, x);
         if (x->kind == HT_KIND_HEAP) {
-            heap += x->live_bytes;
-            heap_n += x->live_blocks;
+            hv.live += x->live_bytes;
+            hv.live_n += x->live_blocks;
             heap_sites++;
         } else {
             map += x->live_bytes;
@@ -568,12 +625,12 @@ static int summary(const char *path, int when, int64_t seq, ht_supp_t *supp, int
      * lie inside either (added to them, they would count twice) */
     char b1[32], b2[32], b3[32];
     if (now)
-        fprintf(out, "heaptrail: in use now: %s bytes in %s %s from %s allocation %s", commas(heap, b1),
-                commas(heap_n, b2), ht__plural(heap_n, "block", "blocks"), commas(heap_sites, b3),
+        fprintf(out, "heaptrail: in use now: %s bytes in %s %s from %s allocation %s", commas(hv.live, b1),
+                commas(hv.live_n, b2), ht__plural(hv.live_n, "block", "blocks"), commas(heap_sites, b3),
                 ht__plural(heap_sites, "site", "sites"));
     else
         fprintf(out, "heaptrail: %s bytes leaked in %s %s from %s allocation %s (unique stacks)",
-                commas(heap, b1), commas(heap_n, b2), ht__plural(heap_n, "block", "blocks"),
+                commas(hv.live, b1), commas(hv.live_n, b2), ht__plural(hv.live_n, "block", "blocks"),
                 commas(heap_sites, b3),
                 ht__plural(heap_sites, "site", "sites"));
     if (map_sites)
@@ -582,7 +639,7 @@ static int summary(const char *path, int when, int64_t seq, ht_supp_t *supp, int
                 commas(map_sites, b3), map_sites == 1 ? "site" : "sites");
     if (custom_sites)
         fprintf(out, "; custom allocator blocks %s: %s bytes in %s %s from %s %s", now ? "live" : "never freed",
-                commas(custom, b1), commas(custom_n, b2), ht__plural(custom_n, "block", "blocks"),
+                commas(cv.live, b1), commas(cv.live_n, b2), ht__plural(cv.live_n, "block", "blocks"),
                 commas(custom_sites, b3), ht__plural(custom_sites, "site", "sites"));
     /* the process's peak (heaptrack's "peak heap memory consumption"),
      * when the agent timed it */
@@ -598,35 +655,22 @@ static int summary(const char *path, int when, int64_t seq, ht_supp_t *supp, int
     int warn;
     if (ht__foreign_text(&t, &warn, fw, sizeof fw))
         fprintf(out, "heaptrail: %s%s\n", warn ? "warning: " : "", fw);
-    char b4[32], b5[32], b6[32];
     int reach = s->reach == HT_REACH_DONE;
     if (reach) {
         fprintf(out, "heaptrail: unreachable %s: ", now ? "now" : "at exit");
-        if (lost_n || ilost_n) {
-            fprintf(out, "%s bytes in %s %s from %s %s (definitely lost", commas(lost, b1),
-                    commas(lost_n, b2), ht__plural(lost_n, "block", "blocks"), commas(lost_sites, b3),
-                    ht__plural(lost_sites, "site", "sites"));
-            if (ilost_n)
-                fprintf(out, "; plus %s bytes in %s %s reachable only through them", commas(ilost, b4),
-                        commas(ilost_n, b5), ht__plural(ilost_n, "block", "blocks"));
-            fputc(')', out);
-        } else {
-            fputs("none", out);
+        print_verdicts(out, &hv);
+        /* custom allocator blocks judged as blocks of their own: the same
+         * words, apart */
+        if (custom_judged && custom_sites) {
+            fputs("; custom allocator blocks unreachable: ", out);
+            print_verdicts(out, &cv);
         }
-        if (plost_n)
-            fprintf(out, "; possibly lost: %s bytes in %s %s from %s %s (reached only through pointers "
-                         "into the middle of blocks)",
-                    commas(plost, b4), commas(plost_n, b5), ht__plural(plost_n, "block", "blocks"),
-                    commas(plost_sites, b3), ht__plural(plost_sites, "site", "sites"));
-        fprintf(out, "; still reachable: %s bytes in %s %s", commas(heap - lost - ilost - plost, b6),
-                commas(heap_n - lost_n - ilost_n - plost_n, b1),
-                ht__plural(heap_n - lost_n - ilost_n - plost_n, "block", "blocks"));
         fputc('\n', out);
         char unseen[256];
         if (ht__reach_unseen(s, unseen, sizeof unseen))
             fprintf(out, "heaptrail: %s\n", unseen);
         if (unreach)
-            *unreach = lost_n || ilost_n;
+            *unreach = hv.lost_n || hv.ilost_n || cv.lost_n || cv.ilost_n;
     } else if (s->reach != HT_REACH_NONE) {
         char why[160];
         fprintf(out, "heaptrail: reachability not computed: %s\n", ht__reach_why(s, why, sizeof why));
@@ -645,6 +689,9 @@ static int summary(const char *path, int when, int64_t seq, ht_supp_t *supp, int
             fprintf(out, "; custom allocator blocks: %s bytes in %s %s from %s %s", commas(sup_custom, b1),
                     commas(sup_custom_n, b2), ht__plural(sup_custom_n, "block", "blocks"),
                     commas(sup_custom_sites, b3), ht__plural(sup_custom_sites, "site", "sites"));
+        if (sup_custom_sites && custom_judged)
+            fprintf(out, " (unreachable: %s bytes in %s %s)", commas(sup_custom_lost, b1),
+                    commas(sup_custom_lost_n, b2), ht__plural(sup_custom_lost_n, "block", "blocks"));
         fputs(", by\n", out);
         for (size_t i = 0; i < supp->n; i++) {
             if (!supp->sites[i] && !supp->custom_sites[i])
@@ -719,7 +766,8 @@ static int summary(const char *path, int when, int64_t seq, ht_supp_t *supp, int
                 region ? ht__plural(x->live_blocks, "region", "regions")
                        : ht__plural(x->live_blocks, "block", "blocks"),
                 ht__kind_name(x->kind));
-        if (reach && x->kind == HT_KIND_HEAP) {    /* mappings and custom blocks are never checked */
+        /* mappings are never checked, custom blocks when judged */
+        if (reach && (x->kind == HT_KIND_HEAP || (x->kind == HT_KIND_CUSTOM && custom_judged))) {
             if (x->lost_blocks)
                 fprintf(out, "; definitely lost: %s bytes in %s %s", commas(x->lost_bytes, b1),
                         commas(x->lost_blocks, b2), ht__plural(x->lost_blocks, "block", "blocks"));

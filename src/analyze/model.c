@@ -835,13 +835,22 @@ static int64_t site_blocks(const ht_report_t *r, const ht_tsite_t *site)
                                                       : site->live_blocks);
 }
 
+/* Whether the report's check judged a site of this kind: heap blocks,
+ * and custom allocator blocks when it judged those too (r->custom_reach;
+ * ht__site_judged for one snapshot). Mappings are never checked. */
+static int kind_judged(const ht_report_t *r, int kind)
+{
+    return kind == HT_KIND_HEAP || (kind == HT_KIND_CUSTOM && r->custom_reach);
+}
+
 /* A site's lost, indirectly lost and (when the report counts them,
  * r->possible) possibly lost blocks added to l, times sign (a diff
- * subtracts its older snapshot's). Only heap blocks are checked: an mmap
- * or custom site has none (REACH never names one). */
+ * subtracts its older snapshot's). Only the blocks the check judged
+ * count (kind_judged): a mapping's site has none (REACH never names one),
+ * nor a custom site's of a check that did not judge them. */
 static void add_lost_signed(const ht_report_t *r, ht_rowlost_t *l, const ht_tsite_t *site, int64_t sign)
 {
-    if (site->kind != HT_KIND_HEAP)
+    if (!kind_judged(r, site->kind))
         return;
     l->lost_bytes += sign * (int64_t)site->lost_bytes;
     l->lost_blocks += sign * (int64_t)site->lost_blocks;
@@ -859,17 +868,24 @@ static void add_lost(const ht_report_t *r, ht_rowlost_t *l, const ht_tsite_t *si
 }
 
 /* A site with reachability (its live `bytes` and `blocks`) added to one
- * snapshot's totals: lost, sites with lost blocks, the live heap (heap
- * sites only: mappings and custom blocks are never checked). */
-static void add_reach_to(const ht_report_t *r, ht_rowlost_t *l, size_t *lost_sites, int64_t *heap_bytes,
-                         int64_t *heap_blocks, const ht_tsite_t *site, int64_t bytes, int64_t blocks)
+ * snapshot's totals (a diff's before snapshot's when `before`): a heap
+ * site to the heap's lost, sites with lost blocks and live heap; a custom
+ * site, when the check judged custom blocks, to the custom group's lost
+ * and sites with lost blocks (its live figures are custom_* already).
+ * Mappings are never checked, nor custom blocks otherwise. */
+static void add_reach_to(ht_report_t *r, int before, const ht_tsite_t *site, int64_t bytes, int64_t blocks)
 {
+    if (site->kind == HT_KIND_CUSTOM && r->custom_reach) {
+        add_lost(r, before ? &r->custom_lost_a : &r->custom_lost, site);
+        *(before ? &r->custom_lost_sites_a : &r->custom_lost_sites) += site->lost_blocks > 0;
+        return;
+    }
     if (site->kind != HT_KIND_HEAP)
         return;
-    add_lost(r, l, site);
-    *lost_sites += site->lost_blocks > 0;
-    *heap_bytes += bytes;
-    *heap_blocks += blocks;
+    add_lost(r, before ? &r->total_lost_a : &r->total_lost, site);
+    *(before ? &r->lost_sites_a : &r->lost_sites) += site->lost_blocks > 0;
+    *(before ? &r->heap_a_bytes : &r->heap_bytes) += bytes;
+    *(before ? &r->heap_a_blocks : &r->heap_blocks) += blocks;
 }
 
 /* A counted site (its live `bytes` and `blocks`) added to the report's
@@ -877,8 +893,7 @@ static void add_reach_to(const ht_report_t *r, ht_rowlost_t *l, size_t *lost_sit
 static void add_reach_total(ht_report_t *r, const ht_tsite_t *site, int64_t bytes, int64_t blocks)
 {
     if (r->reach == HT_REACH_DONE)
-        add_reach_to(r, &r->total_lost, &r->lost_sites, &r->heap_bytes, &r->heap_blocks, site, bytes,
-                     blocks);
+        add_reach_to(r, 0, site, bytes, blocks);
 }
 
 /* The custom clause of a report's totals line, appended at buf + n
@@ -956,6 +971,16 @@ const char *ht__custom_change(const ht_report_t *r, char *buf, size_t len)
                  (long long)r->custom_b_bytes, (long long)r->custom_b_blocks,
                  ht__plural(r->custom_b_blocks, "block", "blocks"));
     return buf;
+}
+
+int ht__custom_verdicts(const ht_report_t *r)
+{
+    if (!r->custom_reach)
+        return 0;
+    if (r->type == HT_REPORT_DIFF)
+        return r->custom_sites || r->custom_a_blocks || r->custom_b_blocks || r->custom_a_bytes ||
+               r->custom_b_bytes;
+    return r->custom_sites != 0;
 }
 
 const char *ht__kind_name(int kind)
@@ -1055,9 +1080,11 @@ static void report_from_sites(ht_session_t *s, const ht_tsnapshot_t *sn, ht_repo
         sortkey_t v = { bytes, blocks, 0, key, (uint32_t)i };
         if (r->type == HT_REPORT_TEMPORARY)
             v = (sortkey_t){ blocks, bytes, 0, key, (uint32_t)i };
-        if (lost)
+        if (lost && kind_judged(r, site->kind))
             v = (sortkey_t){ (int64_t)(site->lost_bytes + site->ilost_bytes), (int64_t)site->plost_bytes,
                              bytes, key, (uint32_t)i };
+        else if (lost)  /* not checked: ranked as a still reachable site */
+            v = (sortkey_t){ 0, 0, bytes, key, (uint32_t)i };
         if (hold)
             heap_offer(k, &n, hold, &v);
         else
@@ -1156,6 +1183,7 @@ int ht__report_build(ht_session_t *s, int64_t snapshot, int mode, ht_report_t *r
     r->reach = r->type == HT_REPORT_LEAKS || (r->type == HT_REPORT_INUSE && !snap_at_end(sn))
                    ? sn->reach : HT_REACH_NONE;
     r->possible = r->reach == HT_REACH_DONE && sn->has_possible;
+    r->custom_reach = r->reach == HT_REACH_DONE && sn->reach_custom;
     if (r->type == HT_REPORT_TEMPORARY)
         for (size_t i = 0; i < sn->nsites; i++)
             if (sn->sites[i].kind == HT_KIND_HEAP && !suppressed(s, r, 0, sn->sites[i].stack, HT_KIND_HEAP, 0, 0, 0))
@@ -1251,6 +1279,9 @@ int ht__diff_build(ht_session_t *s, int64_t na, int64_t nb, int peak, ht_report_
     /* possibly lost only when both counted them: else one side's would
      * be compared with the other's still reachable */
     r->possible = r->reach == HT_REACH_DONE && sa->has_possible && sb->has_possible;
+    /* custom blocks' verdicts likewise: a check that did not judge them
+     * has none to compare */
+    r->custom_reach = r->reach == HT_REACH_DONE && sa->reach_custom && sb->reach_custom;
     agg_t a;
     agg_init(&a, s, r->by, sa->nsites + sb->nsites, 1, rows_lost(s, r));
     /* B first, so rows show the newer stack (both are equal anyway) */
@@ -1283,13 +1314,8 @@ int ht__diff_build(ht_session_t *s, int64_t na, int64_t nb, int peak, ht_report_
             row->alloc_blocks += sign * (int64_t)site->total_blocks;
             if (row->lost)
                 add_lost_signed(r, row->lost, site, sign);
-            if (r->reach != HT_REACH_DONE)
-                continue;
-            if (pass)
-                add_reach_to(r, &r->total_lost_a, &r->lost_sites_a, &r->heap_a_bytes, &r->heap_a_blocks,
-                             site, (int64_t)site->live_bytes, (int64_t)site->live_blocks);
-            else
-                add_reach_total(r, site, (int64_t)site->live_bytes, (int64_t)site->live_blocks);
+            if (r->reach == HT_REACH_DONE)
+                add_reach_to(r, pass, site, (int64_t)site->live_bytes, (int64_t)site->live_blocks);
         }
     }
     size_t k = 0;

@@ -156,9 +156,10 @@ typedef struct ht_report_s {
      * and their sites (diff: stacks that changed; growth: that grew):
      * their bytes lie inside heap blocks or mappings counted already, so
      * they are never part of the total_* figures (which stay the heap's
-     * and the mappings', the process's), of the shares, of reachability
-     * or of the temporary report; the headline gives them a clause of
-     * their own, and a custom row's share is of custom_bytes. In a diff
+     * and the mappings', the process's), of the shares, of the heap's
+     * reachability (their own is custom_lost, below) or of the temporary
+     * report; the headline gives them a clause of their own, and a
+     * custom row's share is of custom_bytes. In a diff
      * custom_* are after minus before, custom_a_* and custom_b_* each
      * snapshot's; in growth, what the custom rows grew by. */
     int64_t custom_bytes, custom_blocks;
@@ -184,6 +185,17 @@ typedef struct ht_report_s {
     ht_rowlost_t total_lost;
     int64_t heap_bytes, heap_blocks;
     size_t lost_sites;          /* sites with directly lost blocks */
+    /* With reach HT_REACH_DONE: the check judged custom allocator blocks
+     * too, as blocks of their own (the snapshot's reach_custom; a diff's:
+     * both snapshots'). Custom rows' `lost` then hold their verdicts, and
+     * these the custom group's sums, apart from the heap's as every custom
+     * figure is: still reachable is custom_bytes (a diff's after:
+     * custom_b_bytes; before: custom_a_bytes) - lost - ilost - plost.
+     * Else custom blocks were not checked: their rows' `lost` stay 0 and
+     * no output gives them a verdict (the HTML cell: "not checked"). */
+    int custom_reach;
+    ht_rowlost_t custom_lost;
+    size_t custom_lost_sites;   /* custom sites with directly lost blocks */
     /* A diff has reach HT_REACH_DONE when both of its snapshots do (two
      * leak checks, or an exit snapshot and a check), else HT_REACH_NONE
      * (the diff of old). Then the totals above are the after snapshot's
@@ -192,6 +204,8 @@ typedef struct ht_report_s {
     ht_rowlost_t total_lost_a;
     int64_t heap_a_bytes, heap_a_blocks;
     size_t lost_sites_a;
+    ht_rowlost_t custom_lost_a; /* with custom_reach */
+    size_t custom_lost_sites_a;
     /* --suppressions: what the sites left out had, in the report's own
      * snapshot (a diff's after, growth's last), by the report's measure
      * (per pattern in opts->supp) */
@@ -296,6 +310,27 @@ static inline int64_t ht__row_weight(const ht_report_t *r, const ht_row_t *row)
 {
     return r->type == HT_REPORT_TEMPORARY ? row->blocks : row->bytes;
 }
+/* Whether the leak check of snapshot s judged the blocks of a site of
+ * this kind, so that its lost_*, ilost_* and plost_* are verdicts: heap
+ * blocks always, custom allocator blocks when the check judged them too
+ * (REACH's flags: reach_custom), anonymous mappings never. 0 when s has
+ * no computed reachability. */
+static inline int ht__site_judged(const ht_tsnapshot_t *s, int kind)
+{
+    return s->reach == HT_REACH_DONE && (kind == HT_KIND_HEAP || (kind == HT_KIND_CUSTOM && s->reach_custom));
+}
+/* Whether a row of a report with reachability carries verdicts (its
+ * `lost`): a heap row's, a custom row's when r->custom_reach; NULL `lost`
+ * or a mapping's row: no. */
+static inline int ht__row_judged(const ht_report_t *r, const ht_row_t *row)
+{
+    return row->lost && (row->kind == HT_KIND_HEAP || (row->kind == HT_KIND_CUSTOM && r->custom_reach));
+}
+/* Does the report show custom allocator blocks' verdicts? When its check
+ * judged them (r->custom_reach) and it has custom figures: a report's
+ * custom sites, a diff's custom blocks in either snapshot (where the
+ * headline has its custom clause). */
+HT_INTERNAL int ht__custom_verdicts(const ht_report_t *r);
 /* The JSON name of a reach status: "computed", "threads", ... */
 HT_INTERNAL const char *ht__reach_name(int reach);
 
@@ -319,7 +354,10 @@ HT_INTERNAL void ht__json_frames(const ht_report_t *r, const ht_row_t *row, FILE
 
 /* The reachability line of a report with reachability ("unreachable:
  * ...", or "reachability not computed: WHY") into buf; NULL when r->reach
- * is HT_REACH_NONE (render_text.c; the HTML summary shows it too). */
+ * is HT_REACH_NONE (render_text.c; the HTML summary shows it too). When
+ * the check judged custom allocator blocks (r->custom_reach) and the
+ * report has some, their clause follows the heap's in the same words
+ * ("; custom allocator blocks unreachable: ..."). 1024 bytes hold it. */
 HT_INTERNAL const char *ht__reach_summary(const ht_report_t *r, char *buf, size_t len);
 
 /* Renderers: each writes the whole report to f; returns 0 or -1 (errno). */

@@ -252,7 +252,7 @@ static void summary(const ht_report_t *r, FILE *f)
     }
     }
     fputs("</p>\n", f);
-    char line[512];
+    char line[1024];
     if (ht__reach_summary(r, line, sizeof line)) {
         fputs("<p id=\"reach\">", f);
         html_text(f, line);
@@ -334,12 +334,13 @@ static void table(const ht_report_t *r, FILE *f)
         fprintf(f, "<tr><td class=\"n\">%zu</td><td class=\"n\">%lld</td><td class=\"n\">%lld</td>"
                    "<td class=\"n\">%.1f</td>", i + 1, (long long)row->bytes, (long long)row->blocks,
                 ht__row_share(r, row));
-        if (row->lost && row->kind == HT_KIND_MMAP)
-            fputs("<td class=\"n lost\" title=\"mmap regions are not checked\"></td>", f);
-        else if (row->lost && row->kind == HT_KIND_CUSTOM)
-            fputs("<td class=\"n lost\" title=\"custom allocator blocks are not checked\"></td>", f);
-        else if (row->lost)
+        /* custom allocator blocks: verdicts when the check judged them */
+        if (ht__row_judged(r, row))
             lost_cell(r, row->lost, f);
+        else if (row->lost && row->kind == HT_KIND_MMAP)
+            fputs("<td class=\"n lost\" title=\"mmap regions are not checked\"></td>", f);
+        else if (row->lost)
+            fputs("<td class=\"n lost\" title=\"custom allocator blocks are not checked\"></td>", f);
         fputs("<td>", f);
         const char *head = r->by == HT_BY_MODULE ? row->label : n ? frame_name(r, &buf[o]) : "[no stack]";
         fputs("<details><summary>", f);

@@ -130,10 +130,32 @@ static void json_reach_totals(FILE *f, const ht_tsnapshot_t *s, const ht_rowlost
             s->reach_threads);
 }
 
+/* The custom allocator blocks' part of one snapshot's reachability
+ * totals (a report's, or a diff's before or after), as keys after the
+ * heap's: json_reach_totals' keys prefixed "custom_", their live bytes
+ * and blocks (custom_bytes, custom_blocks) less all of l being still
+ * reachable. */
+static void json_custom_reach_totals(FILE *f, const ht_rowlost_t *l, size_t lost_sites, int64_t live_bytes,
+                                     int64_t live_blocks, int possible)
+{
+    fprintf(f, ",\"custom_lost_bytes\":%lld,\"custom_lost_blocks\":%lld,\"custom_lost_sites\":%zu,"
+               "\"custom_indirectly_lost_bytes\":%lld,\"custom_indirectly_lost_blocks\":%lld",
+            (long long)l->lost_bytes, (long long)l->lost_blocks, lost_sites, (long long)l->ilost_bytes,
+            (long long)l->ilost_blocks);
+    if (possible)
+        fprintf(f, ",\"custom_possibly_lost_bytes\":%lld,\"custom_possibly_lost_blocks\":%lld",
+                (long long)l->plost_bytes, (long long)l->plost_blocks);
+    fprintf(f, ",\"custom_reachable_bytes\":%lld,\"custom_reachable_blocks\":%lld",
+            (long long)(live_bytes - l->lost_bytes - l->ilost_bytes - l->plost_bytes),
+            (long long)(live_blocks - l->lost_blocks - l->ilost_blocks - l->plost_blocks));
+}
+
 /* A diff's "reach" (both snapshots computed it): the change in lost,
  * indirectly lost and unreachable (both) memory, after minus before (and
- * in possibly lost memory when both counted it), then each snapshot's
- * totals as a report's "reach" holds them. */
+ * in possibly lost memory when both counted it), the same for custom
+ * allocator blocks prefixed "custom_" when both checks judged them and
+ * the diff has some, then each snapshot's totals as a report's "reach"
+ * holds them. */
 static void json_diff_reach(const ht_report_t *r, FILE *f)
 {
     const ht_rowlost_t *a = &r->total_lost_a, *b = &r->total_lost;
@@ -148,17 +170,38 @@ static void json_diff_reach(const ht_report_t *r, FILE *f)
     if (r->possible)
         fprintf(f, "\"possibly_lost_bytes\":%lld,\"possibly_lost_blocks\":%lld,",
                 (long long)(b->plost_bytes - a->plost_bytes), (long long)(b->plost_blocks - a->plost_blocks));
+    /* custom allocator blocks' changes, when both checks judged them */
+    int custom = ht__custom_verdicts(r);
+    const ht_rowlost_t *ca = &r->custom_lost_a, *cb = &r->custom_lost;
+    if (custom)
+        fprintf(f, "\"custom_unreachable_bytes\":%lld,\"custom_unreachable_blocks\":%lld,"
+                   "\"custom_lost_bytes\":%lld,\"custom_lost_blocks\":%lld,"
+                   "\"custom_indirectly_lost_bytes\":%lld,\"custom_indirectly_lost_blocks\":%lld,",
+                (long long)(cb->lost_bytes + cb->ilost_bytes - ca->lost_bytes - ca->ilost_bytes),
+                (long long)(cb->lost_blocks + cb->ilost_blocks - ca->lost_blocks - ca->ilost_blocks),
+                (long long)(cb->lost_bytes - ca->lost_bytes), (long long)(cb->lost_blocks - ca->lost_blocks),
+                (long long)(cb->ilost_bytes - ca->ilost_bytes), (long long)(cb->ilost_blocks - ca->ilost_blocks));
+    if (custom && r->possible)
+        fprintf(f, "\"custom_possibly_lost_bytes\":%lld,\"custom_possibly_lost_blocks\":%lld,",
+                (long long)(cb->plost_bytes - ca->plost_bytes), (long long)(cb->plost_blocks - ca->plost_blocks));
     fputs("\"before\":{", f);
     json_reach_totals(f, r->snap_a, a, r->lost_sites_a, r->heap_a_bytes, r->heap_a_blocks, r->possible);
+    if (custom)
+        json_custom_reach_totals(f, ca, r->custom_lost_sites_a, r->custom_a_bytes, r->custom_a_blocks,
+                                 r->possible);
     fputs("},\"after\":{", f);
     json_reach_totals(f, r->snap_b, b, r->lost_sites, r->heap_bytes, r->heap_blocks, r->possible);
+    if (custom)
+        json_custom_reach_totals(f, cb, r->custom_lost_sites, r->custom_b_bytes, r->custom_b_blocks,
+                                 r->possible);
     fputs("}}", f);
 }
 
 /* "reach": the snapshot's reachability (reports with r->reach: leaks
  * reports, and in-use reports of leak checks made while the program ran):
- * totals when computed, else why not; a diff's when both its snapshots
- * computed it. */
+ * totals when computed (the custom allocator blocks' after the heap's,
+ * when the check judged them and the report has some), else why not; a
+ * diff's when both its snapshots computed it. */
 static void json_reach(const ht_report_t *r, FILE *f)
 {
     const ht_tsnapshot_t *s = r->snap_b;
@@ -170,6 +213,9 @@ static void json_reach(const ht_report_t *r, FILE *f)
     if (r->reach == HT_REACH_DONE) {
         fputc(',', f);
         json_reach_totals(f, s, &r->total_lost, r->lost_sites, r->heap_bytes, r->heap_blocks, r->possible);
+        if (ht__custom_verdicts(r))
+            json_custom_reach_totals(f, &r->custom_lost, r->custom_lost_sites, r->custom_bytes,
+                                     r->custom_blocks, r->possible);
         fputc('}', f);
         return;
     }

@@ -59,27 +59,30 @@ static void print_frames(const ht_report_t *r, const ht_row_t *row, FILE *f, ht_
     }
 }
 
-/* A diff's reachability line: the change in unreachable memory (definitely
- * + indirectly lost), each snapshot's figure, and the change split:
- * "unreachable: +700 bytes, +1 block: 3900 bytes in 6 blocks before, 4600
- * bytes in 7 blocks after (definitely lost: +800 bytes, +2 blocks;
- * indirectly lost: -100 bytes, -1 block)". A part of the split that did
- * not change is left out. When both snapshots counted possibly lost
- * blocks and either had some, the same for them after it: "; possibly
- * lost: +64 bytes, +2 blocks: 0 bytes in 0 blocks before, 64 bytes in 2
- * blocks after". */
-static const char *diff_reach_summary(const ht_report_t *r, char *buf, size_t len)
+/* One group's part of a diff's reachability line, at buf + n (its length
+ * so far; returns the new one): the change in unreachable memory
+ * (definitely + indirectly lost), each snapshot's figure, and the change
+ * split: "unreachable: +700 bytes, +1 block: 3900 bytes in 6 blocks
+ * before, 4600 bytes in 7 blocks after (definitely lost: +800 bytes, +2
+ * blocks; indirectly lost: -100 bytes, -1 block)", `what` before
+ * "unreachable". A part of the split that did not change is left out.
+ * When both snapshots counted possibly lost blocks and either had some,
+ * the same for them after it: "; possibly lost: +64 bytes, +2 blocks: 0
+ * bytes in 0 blocks before, 64 bytes in 2 blocks after". */
+static int diff_reach_group(const ht_report_t *r, const char *what, const ht_rowlost_t *a,
+                            const ht_rowlost_t *b, char *buf, size_t len, int n)
 {
-    const ht_rowlost_t *a = &r->total_lost_a, *b = &r->total_lost;
     int64_t ua = a->lost_bytes + a->ilost_bytes, un = a->lost_blocks + a->ilost_blocks;
     int64_t ub = b->lost_bytes + b->ilost_bytes, um = b->lost_blocks + b->ilost_blocks;
     int64_t dl = b->lost_bytes - a->lost_bytes, dln = b->lost_blocks - a->lost_blocks;
     int64_t di = b->ilost_bytes - a->ilost_bytes, din = b->ilost_blocks - a->ilost_blocks;
-    int n = snprintf(buf, len, "unreachable: %+lld bytes, %+lld %s: %lld bytes in %lld %s before, "
-                               "%lld bytes in %lld %s after",
-                     (long long)(ub - ua), (long long)(um - un), ht__plural(um - un, "block", "blocks"),
-                     (long long)ua, (long long)un, ht__plural(un, "block", "blocks"), (long long)ub,
-                     (long long)um, ht__plural(um, "block", "blocks"));
+    if (n < 0 || (size_t)n >= len)
+        return n;
+    n += snprintf(buf + n, len - (size_t)n, "%sunreachable: %+lld bytes, %+lld %s: %lld bytes in %lld %s before, "
+                                            "%lld bytes in %lld %s after",
+                  what, (long long)(ub - ua), (long long)(um - un), ht__plural(um - un, "block", "blocks"),
+                  (long long)ua, (long long)un, ht__plural(un, "block", "blocks"), (long long)ub,
+                  (long long)um, ht__plural(um, "block", "blocks"));
     const char *sep = " (";
     if ((dl || dln) && n > 0 && (size_t)n < len) {
         n += snprintf(buf + n, len - (size_t)n, "%sdefinitely lost: %+lld bytes, %+lld %s", sep,
@@ -96,14 +99,55 @@ static const char *diff_reach_summary(const ht_report_t *r, char *buf, size_t le
     if (r->possible && (a->plost_blocks || a->plost_bytes || b->plost_blocks || b->plost_bytes) && n > 0 &&
         (size_t)n < len) {
         int64_t dp = b->plost_bytes - a->plost_bytes, dpn = b->plost_blocks - a->plost_blocks;
-        snprintf(buf + n, len - (size_t)n, "; possibly lost: %+lld bytes, %+lld %s: %lld bytes in %lld %s "
-                                           "before, %lld bytes in %lld %s after",
-                 (long long)dp, (long long)dpn, ht__plural(dpn, "block", "blocks"), (long long)a->plost_bytes,
-                 (long long)a->plost_blocks, ht__plural(a->plost_blocks, "block", "blocks"),
-                 (long long)b->plost_bytes, (long long)b->plost_blocks,
-                 ht__plural(b->plost_blocks, "block", "blocks"));
+        n += snprintf(buf + n, len - (size_t)n, "; possibly lost: %+lld bytes, %+lld %s: %lld bytes in %lld %s "
+                                                "before, %lld bytes in %lld %s after",
+                      (long long)dp, (long long)dpn, ht__plural(dpn, "block", "blocks"), (long long)a->plost_bytes,
+                      (long long)a->plost_blocks, ht__plural(a->plost_blocks, "block", "blocks"),
+                      (long long)b->plost_bytes, (long long)b->plost_blocks,
+                      ht__plural(b->plost_blocks, "block", "blocks"));
     }
+    return n;
+}
+
+/* A diff's reachability line: the heap's group (diff_reach_group), then,
+ * when the checks judged custom allocator blocks, theirs in the same
+ * words: "; custom allocator blocks unreachable: +400 bytes, ...". */
+static const char *diff_reach_summary(const ht_report_t *r, char *buf, size_t len)
+{
+    int n = diff_reach_group(r, "", &r->total_lost_a, &r->total_lost, buf, len, 0);
+    if (ht__custom_verdicts(r))
+        diff_reach_group(r, "; custom allocator blocks ", &r->custom_lost_a, &r->custom_lost, buf, len, n);
     return buf;
+}
+
+/* One group's part of a report's reachability line, at buf + n (its
+ * length so far; returns the new one): "unreachable: 3200 bytes in 7
+ * blocks (definitely lost), 2064 bytes in 4 blocks indirectly; possibly
+ * lost: ...; still reachable: ...", `what` before "unreachable"; the
+ * group's live bytes and blocks less all of l is still reachable (l's
+ * plost_* are 0 unless the report's `possible`). */
+static int reach_group(const char *what, const ht_rowlost_t *l, int64_t live_bytes, int64_t live_blocks,
+                       char *buf, size_t len, int n)
+{
+    int64_t rb = live_bytes - l->lost_bytes - l->ilost_bytes - l->plost_bytes;
+    int64_t rn = live_blocks - l->lost_blocks - l->ilost_blocks - l->plost_blocks;
+    if (n < 0 || (size_t)n >= len)
+        return n;
+    n += snprintf(buf + n, len - (size_t)n, "%sunreachable: %lld bytes in %lld %s (definitely lost)", what,
+                  (long long)l->lost_bytes, (long long)l->lost_blocks,
+                  ht__plural(l->lost_blocks, "block", "blocks"));
+    if ((l->ilost_blocks || l->ilost_bytes) && n > 0 && (size_t)n < len)
+        n += snprintf(buf + n, len - (size_t)n, ", %lld bytes in %lld %s indirectly",
+                      (long long)l->ilost_bytes, (long long)l->ilost_blocks,
+                      ht__plural(l->ilost_blocks, "block", "blocks"));
+    if ((l->plost_blocks || l->plost_bytes) && n > 0 && (size_t)n < len)
+        n += snprintf(buf + n, len - (size_t)n, "; possibly lost: %lld bytes in %lld %s",
+                      (long long)l->plost_bytes, (long long)l->plost_blocks,
+                      ht__plural(l->plost_blocks, "block", "blocks"));
+    if (n > 0 && (size_t)n < len)
+        n += snprintf(buf + n, len - (size_t)n, "; still reachable: %lld bytes in %lld %s",
+                      (long long)rb, (long long)rn, ht__plural(rn, "block", "blocks"));
+    return n;
 }
 
 /* The reachability line of a report with reachability: what was
@@ -121,34 +165,22 @@ const char *ht__reach_summary(const ht_report_t *r, char *buf, size_t len)
         snprintf(buf, len, "reachability not computed: %s", ht__reach_why(r->snap_b, why, sizeof why));
         return buf;
     }
-    const ht_rowlost_t *l = &r->total_lost;     /* plost_*: 0 unless r->possible */
-    int64_t rb = r->heap_bytes - l->lost_bytes - l->ilost_bytes - l->plost_bytes;
-    int64_t rn = r->heap_blocks - l->lost_blocks - l->ilost_blocks - l->plost_blocks;
-    int n = snprintf(buf, len, "unreachable: %lld bytes in %lld %s (definitely lost)",
-                     (long long)l->lost_bytes, (long long)l->lost_blocks,
-                     ht__plural(l->lost_blocks, "block", "blocks"));
-    if ((l->ilost_blocks || l->ilost_bytes) && n > 0 && (size_t)n < len)
-        n += snprintf(buf + n, len - (size_t)n, ", %lld bytes in %lld %s indirectly",
-                      (long long)l->ilost_bytes, (long long)l->ilost_blocks,
-                      ht__plural(l->ilost_blocks, "block", "blocks"));
-    if ((l->plost_blocks || l->plost_bytes) && n > 0 && (size_t)n < len)
-        n += snprintf(buf + n, len - (size_t)n, "; possibly lost: %lld bytes in %lld %s",
-                      (long long)l->plost_bytes, (long long)l->plost_blocks,
-                      ht__plural(l->plost_blocks, "block", "blocks"));
-    if (n > 0 && (size_t)n < len)
-        n += snprintf(buf + n, len - (size_t)n, "; still reachable: %lld bytes in %lld %s",
-                      (long long)rb, (long long)rn, ht__plural(rn, "block", "blocks"));
+    int n = reach_group("", &r->total_lost, r->heap_bytes, r->heap_blocks, buf, len, 0);
+    if (ht__custom_verdicts(r))
+        reach_group("; custom allocator blocks ", &r->custom_lost, r->custom_bytes, r->custom_blocks, buf, len,
+                    n);
     return buf;
 }
 
 /* ", definitely lost: ..., indirectly lost: ..., possibly lost: ..."
  * (the parts that are not 0; possibly lost only when the check counted
  * them) or ", still reachable" after a row's bytes in a report with
- * reachability; nothing for mmap or custom rows (never checked). */
-static void print_row_lost(const ht_row_t *row, FILE *f)
+ * reachability; nothing for mmap rows (never checked), nor for custom
+ * rows unless the check judged custom blocks (ht__row_judged). */
+static void print_row_lost(const ht_report_t *r, const ht_row_t *row, FILE *f)
 {
     const ht_rowlost_t *l = row->lost;
-    if (!l || row->kind != HT_KIND_HEAP)
+    if (!ht__row_judged(r, row))
         return;
     if (l->lost_blocks || l->lost_bytes)
         fprintf(f, ", definitely lost: %lld bytes in %lld %s", (long long)l->lost_bytes,
@@ -168,11 +200,12 @@ static void print_row_lost(const ht_row_t *row, FILE *f)
  * both snapshots have reachability and the row's unreachable memory
  * (definitely + indirectly lost) changed; then ", possibly lost: -64
  * bytes, -1 block" when both counted those and the row's changed;
- * nothing for mmap or custom rows. */
-static void print_row_lost_change(const ht_row_t *row, FILE *f)
+ * nothing for mmap rows, nor for custom rows unless both checks judged
+ * custom blocks. */
+static void print_row_lost_change(const ht_report_t *r, const ht_row_t *row, FILE *f)
 {
     const ht_rowlost_t *l = row->lost;
-    if (!l || row->kind != HT_KIND_HEAP)
+    if (!ht__row_judged(r, row))
         return;
     int64_t b = l->lost_bytes + l->ilost_bytes, n = l->lost_blocks + l->ilost_blocks;
     if (b || n)
@@ -284,7 +317,7 @@ int ht__render_text(const ht_report_t *r, FILE *f)
             fprintf(f, "%s\n", ht__totals_line(r, line, sizeof line));
         }
         {
-            char line[512];
+            char line[1024];
             if (ht__reach_summary(r, line, sizeof line))
                 fprintf(f, "%s\n", line);
             /* as the run's summary says it: what the scan could not see */
@@ -313,7 +346,7 @@ int ht__render_text(const ht_report_t *r, FILE *f)
                     ht__custom_change(r, cl, sizeof cl));
         }
         {
-            char line[512];
+            char line[1024];
             if (ht__reach_summary(r, line, sizeof line))
                 fprintf(f, "%s\n", line);
         }
@@ -361,7 +394,7 @@ int ht__render_text(const ht_report_t *r, FILE *f)
             fprintf(f, "#%zu  %lld bytes in %lld %s (%.1f%%)", i + 1, (long long)row->bytes,
                     (long long)row->blocks, ht__plural(row->blocks, "block", "blocks"),
                     ht__row_share(r, row));
-            print_row_lost(row, f);
+            print_row_lost(r, row, f);
             break;
         case HT_REPORT_TEMPORARY:
             fprintf(f, "#%zu  %lld temporary %s (%.1f%%) of %lld from here, %lld bytes", i + 1,
@@ -377,7 +410,7 @@ int ht__render_text(const ht_report_t *r, FILE *f)
                     (long long)row->bytes, (long long)row->x->b_bytes, (long long)row->x->a_bytes,
                     (long long)row->blocks, ht__plural(row->blocks, "block", "blocks"),
                     (long long)row->x->b_blocks, (long long)row->x->a_blocks, r->peak ? " at the peak" : "");
-            print_row_lost_change(row, f);  /* (none with --peak: no reach) */
+            print_row_lost_change(r, row, f);  /* (none with --peak: no reach) */
             break;
         case HT_REPORT_GROWTH:
             fprintf(f, "#%zu  %+lld bytes, %+lld %s, steadiness %d%% (%u up, %u down in %u intervals)  ",

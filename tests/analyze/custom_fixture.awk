@@ -2,7 +2,7 @@
 # (kind 2: ht_custom_alloc) and an anonymous mapping beside its heap
 # sites, the known truth the custom tests check:
 #
-#   awk -f tests/analyze/custom_fixture.awk FIXTURE
+#   awk [-v peak=1] -f tests/analyze/custom_fixture.awk FIXTURE
 #
 # FIXTURE is symfix.fix, or reach_fixture.awk's output (reachability at
 # the exit snapshot, seq 6). Added after each `snapshot SEQ` line (STACK
@@ -24,6 +24,23 @@
 # none live); allocated: custom 2600 bytes in 7 blocks from 2 sites.
 # Diff 4 -> 6: custom A +400 bytes, +1 block (800 in 2 -> 1200 in 3).
 # Growth: custom A +1200 bytes, +3 blocks, 3 up, 0 down in 6 intervals.
+#
+# With peak=1 the exit snapshot also records what was live at the
+# process's peak (`peak` and `atpeak` lines, fixwriter.h), at 36 ms: just
+# after plugin_b's block was made, before temporary's was freed, when
+# custom A had 2 of its blocks (its third came after). At the peak (STACK
+# KIND BLOCKS BYTES): every heap site as at exit (1 0 3 300, 2 0 1 4096,
+# 3 0 1 64, 5 0 5 5000, 6 0 1 500, 7 0 2 1400, 8 0 1 200, 9 0 1 300) and
+# temporary's 4 0 1 2000; the mapping 5 1 2 8192; custom A 6 2 2 800; B
+# nothing. So: heap 13860 bytes in 16 blocks from 9 sites, mappings 8192
+# bytes in 2 regions from 1 site, the process's peak 22052 bytes (heap
+# and mappings); custom 800 bytes in 2 blocks from 1 site, apart.
+BEGIN {
+    if (peak == 1) {
+        split("1 0 3 300|2 0 1 4096|3 0 1 64|4 0 1 2000|5 0 5 5000|6 0 1 500|7 0 2 1400|" \
+              "8 0 1 200|9 0 1 300|5 1 2 8192|6 2 2 800", at, "|")
+    }
+}
 $1 == "snapshot" {
     print
     s = $2
@@ -38,3 +55,8 @@ $1 == "snapshot" {
     next
 }
 { print }
+END {
+    if (peak != 1) exit
+    print "peak 36000000 22052"
+    for (i = 1; i in at; i++) print "atpeak", at[i]
+}

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "fixture.h"
+#include "format/wire.h"
 
 static uint32_t intern(ht_trace_t *t, size_t *cap, uint32_t parent, uint64_t addr)
 {
@@ -88,16 +89,43 @@ int fixture_load(const char *path, ht_trace_t *t, char *err, size_t errlen)
             s->time_ns = strtoull(strtok_r(NULL, " \n", &save), NULL, 0);
             sitecap = 0;
         } else if (!strcmp(w, "reach") && t->nsnaps) {
-            /* reach STATUS THREADS [SCANNED_BYTES TIME_NS]: the snapshot's
-             * REACH header (trace.h's HT_REACH_*) */
+            /* reach STATUS THREADS [SCANNED_BYTES TIME_NS [FLAGS]]: the
+             * snapshot's REACH header (trace.h's HT_REACH_*) and its
+             * trailing flags (wire.h's HT_REACH_F_*; absent: an older
+             * agent's, 0) */
             ht_tsnapshot_t *s = &t->snaps[t->nsnaps - 1];
-            char *v[4];
-            for (int k = 0; k < 4; k++)
+            char *v[5];
+            for (int k = 0; k < 5; k++)
                 v[k] = strtok_r(NULL, " \n", &save);
             s->reach = (uint8_t)(v[0] ? atoi(v[0]) : 0);
             s->reach_threads = (uint32_t)(v[1] ? strtoul(v[1], NULL, 0) : 0);
             s->reach_roots_bytes = v[2] ? strtoull(v[2], NULL, 0) : 0;
             s->reach_ns = v[3] ? strtoull(v[3], NULL, 0) : 0;
+            s->reach_custom = v[4] && (strtoull(v[4], NULL, 0) & HT_REACH_F_CUSTOM);
+        } else if (!strcmp(w, "peak") && t->nsnaps) {
+            /* peak PEAK_NS [PEAK_BYTES]: the snapshot records what was
+             * live at the process's peak (PEAK records: has_peak), when
+             * that was, and (else the most its sites hold) how much */
+            ht_tsnapshot_t *s = &t->snaps[t->nsnaps - 1];
+            char *ns = strtok_r(NULL, " \n", &save), *bytes = strtok_r(NULL, " \n", &save);
+            s->has_peak = 1;
+            s->peak_ns = ns ? strtoull(ns, NULL, 0) : 0;
+            if (bytes && strtoull(bytes, NULL, 0) > s->peak_bytes)
+                s->peak_bytes = strtoull(bytes, NULL, 0);
+        } else if (!strcmp(w, "atpeak") && t->nsnaps) {
+            /* atpeak STACK KIND BLOCKS BYTES: what the site (STACK, KIND)
+             * of the snapshot, listed above, held at the peak */
+            ht_tsnapshot_t *s = &t->snaps[t->nsnaps - 1];
+            unsigned id = (unsigned)atoi(strtok_r(NULL, " ", &save));
+            uint32_t stack = id < 1024 && map[id] ? map[id] : 0xffffffffu;
+            int kind = atoi(strtok_r(NULL, " ", &save));
+            uint64_t blocks = strtoull(strtok_r(NULL, " ", &save), NULL, 0);
+            uint64_t bytes = strtoull(strtok_r(NULL, " \n", &save), NULL, 0);
+            for (size_t i = 0; i < s->nsites; i++)
+                if (s->sites[i].stack == stack && s->sites[i].kind == kind) {
+                    s->sites[i].at_peak_blocks = blocks;
+                    s->sites[i].at_peak_bytes = bytes;
+                }
         } else if (!strcmp(w, "possible") && t->nsnaps) {
             /* the snapshot's check counted possibly lost blocks (it had
              * POSSIBLE records; the sites' PLOST_* fields) */

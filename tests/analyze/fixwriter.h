@@ -19,10 +19,17 @@
  *        [LOST_BLOCKS LOST_BYTES ILOST_BLOCKS ILOST_BYTES [PLOST_BLOCKS PLOST_BYTES]]
  *        (reachability, possibly lost last; 0 if absent; KIND as trace.h's
  *        HT_KIND_*: 0 heap, 1 mmap, 2 custom, which the snapshot's totals leave out)
- *   reach STATUS THREADS [SCANNED_BYTES TIME_NS]   (after a snapshot line: its REACH
- *        header, STATUS as trace.h's HT_REACH_*; tests add it)
+ *   reach STATUS THREADS [SCANNED_BYTES TIME_NS [FLAGS]]   (after a snapshot line: its
+ *        REACH header, STATUS as trace.h's HT_REACH_*; FLAGS REACH's trailing flags,
+ *        wire.h's HT_REACH_F_*: 1, the check judged custom allocator blocks too, whose
+ *        sites' lost fields are then verdicts; absent, an older agent's; tests add it)
  *   possible                            (after a snapshot line: its check counted
  *        possibly lost blocks, has_possible; tests add it)
+ *   peak PEAK_NS [PEAK_BYTES]           (after a snapshot line: it records what was live
+ *        at the process's peak, has_peak, and when; PEAK_BYTES the peak itself, else
+ *        the most its sites hold; tests add it)
+ *   atpeak STACK KIND BLOCKS BYTES      (after that site's line: what it held at the
+ *        peak; sites without one held nothing then; tests add it)
  *   truth STACK FUNCTION LINE           (the innermost frame's truth)
  *   drops OVERFLOW UNKNOWN_FREES WRITE_ERRORS OTHER   (tests add it)
  * A site whose STACK names no stack line stands for HT_STACK_ID_OVERFLOW.

@@ -134,6 +134,28 @@ expect_re "$out/possible.dom" '<tr><td class="n">7</td><td class="n">4096</td><t
 expect_count "$out/possible.dom" 'possibly lost: ' 9 "possibly lost: the summary and every row's tooltip"
 expect_count "$out/reach.dom" 'possibly' 0 "no possibly lost when not counted"
 
+# custom allocator blocks judged by the check (REACH's flags; truths in
+# custom_reach_fixture.awk): the custom clause after the heap's, the
+# custom rows' cells with their verdicts, ranked among the heap's rows;
+# the same sites from a check that did not judge them: "not checked"
+custom_reach() {  # custom_reach OLD > FIXTURE
+    awk -v status=1 -f tests/analyze/reach_fixture.awk $ADIR/symfix.fix |
+        awk -v checks=5 -f tests/analyze/diff_reach_fixture.awk | awk -f tests/analyze/custom_fixture.awk |
+        awk -v old="$1" -f tests/analyze/custom_reach_fixture.awk
+}
+custom_reach 0 >"$out/custom.fix"
+$ADIR/htdrive report --format html -o "$out/custom.html" "$out/custom.fix"
+dom "$(url "$out/custom.html")" >"$out/custom.dom"
+expect "$out/custom.dom" '<p id="reach">unreachable: 3200 bytes in 7 blocks (definitely lost), 2064 bytes in 4 blocks indirectly; still reachable: 6596 bytes in 4 blocks; custom allocator blocks unreachable: 560 bytes in 6 blocks (definitely lost), 400 bytes in 1 block indirectly; still reachable: 2400 bytes in 3 blocks</p>' "custom verdicts: summary"
+expect_re "$out/custom.dom" '<tr><td class="n">3</td><td class="n">1200</td><td class="n">3</td><td class="n">35.7</td><td class="n lost" title="definitely lost: 400 bytes in 1 block; indirectly lost: 400 bytes in 1 block">800</td><td><details><summary>churn' "custom verdicts: custom A's cell, third"
+expect_re "$out/custom.dom" '<tr><td class="n">7</td><td class="n">160</td><td class="n">5</td><td class="n">4.8</td><td class="n lost" title="definitely lost: 160 bytes in 5 blocks; indirectly lost: 0 bytes in 0 blocks">160</td><td><details><summary>plateau' "custom verdicts: custom C's cell"
+expect_count "$out/custom.dom" 'not checked' 1 "custom verdicts: only the mapping not checked"
+custom_reach 1 >"$out/custom-old.fix"
+$ADIR/htdrive report --format html -o "$out/custom-old.html" "$out/custom-old.fix"
+dom "$(url "$out/custom-old.html")" >"$out/custom-old.dom"
+expect_count "$out/custom-old.dom" 'title="custom allocator blocks are not checked"></td>' 3 "custom blocks not judged: not checked"
+expect_count "$out/custom-old.dom" 'custom allocator blocks unreachable' 0 "custom blocks not judged: no custom clause"
+
 chrome --screenshot="$out/report.png" "$(url "$out/symfix.html")" >/dev/null
 [ -s "$out/report.png" ] && echo "screenshot: $out/report.png"
 echo "html: $fails failures"

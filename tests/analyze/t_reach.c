@@ -21,7 +21,11 @@
  *   lost and indirectly lost, out of order, no computed REACH before them,
  *   a REACH after them) damage at the offset of their block; reports,
  *   JSON and diffs that say them, and say nothing of them when a snapshot
- *   (of a diff: either) did not count them. */
+ *   (of a diff: either) did not count them;
+ * - custom allocator blocks judged by the check (REACH's flags): read,
+ *   the run summary's custom clause and stacks, the "now" summary, the
+ *   --error-exitcode verdict, the report's sums; not judged without the
+ *   flag, whatever the entries. */
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -368,6 +372,12 @@ enum { POSS_NONE = 0, POSS_AFTER, POSS_BEFORE_REACH, POSS_REACH_AFTER };
 static int g_poss, g_poss_n, g_poss_count;
 static uint64_t g_poss_e[4][3];
 
+/* REACH's trailing flags write_snapshot writes after its entries
+ * (wire.h's HT_REACH_F_*), or none when G_FLAGS_ABSENT (agents before
+ * the fifty-second session). */
+#define G_FLAGS_ABSENT UINT64_MAX
+static uint64_t g_reach_flags = G_FLAGS_ABSENT;
+
 /* Sets the next POSSIBLE record: where it goes and its n entries. */
 static void set_possible(int where, int n, const uint64_t (*e)[3])
 {
@@ -452,6 +462,8 @@ static void write_snapshot(wbuf_t *p, wbuf_t *b, uint64_t seq, int reason, const
                                  ? UINT64_MAX   /* + lost wraps to less than live */
                                  : sites[i][f] + (g_bad == BAD_LOST_OVER_LIVE && f == 4 ? sites[i][2] : 0));
             }
+        if (g_reach_flags != G_FLAGS_ABSENT)
+            w_var(b, g_reach_flags);
         w_rec(p, HT_REC_REACH, b);
     }
     if (g_poss == POSS_AFTER || g_poss == POSS_REACH_AFTER)
@@ -1681,6 +1693,224 @@ static void test_custom(void)
     remove(CUSTOM_TRACE);
 }
 
+/*----------------------------------- custom allocator blocks with verdicts */
+
+/* custom_sites with verdicts for its custom blocks, as a check that
+ * judged them writes them (REACH's flags, bit 0): the custom site on node
+ * 4 has 1 block definitely lost (4,000 bytes), 1 indirectly (4,000), 1
+ * still reachable; one on node 3 (0x403000 <- 0x401000) 10 blocks of 64
+ * bytes, all definitely lost. Custom totals: 12,640 bytes in 13 blocks
+ * from 2 sites; definitely lost 4,640 bytes in 11 blocks from 2 sites,
+ * indirectly 4,000 in 1, still reachable 4,000 in 1. The heap's figures
+ * are sum_sites' (test_summary). */
+static const site_t judged_sites[8] = {
+    { 2, HT_KIND_HEAP, 2, 400000, 2, 400000, 0, 0 },
+    { 3, HT_KIND_HEAP, 50, 1000000, 0, 0, 0, 0 },
+    { 4, HT_KIND_HEAP, 3, 96, 0, 0, 3, 96 },
+    { 1, HT_KIND_HEAP, 5, 5000, 1, 1000, 2, 2000 },
+    { 2, HT_KIND_MMAP, 1, 8192, 0, 0, 0, 0 },
+    { 2, HT_KIND_CUSTOM, 0, 0, 0, 0, 0, 0 },              /* all freed */
+    { 4, HT_KIND_CUSTOM, 3, 12000, 1, 4000, 1, 4000 },
+    { 3, HT_KIND_CUSTOM, 10, 640, 10, 640, 0, 0 },
+};
+/* the same heap all still reachable: unreachable blocks only custom ones */
+static const site_t custom_only_sites[3] = {
+    { 3, HT_KIND_HEAP, 50, 1000000, 0, 0, 0, 0 },
+    { 4, HT_KIND_CUSTOM, 3, 12000, 1, 4000, 1, 4000 },
+    { 2, HT_KIND_HEAP, 2, 400000, 0, 0, 0, 0 },
+};
+
+/* A version 3 trace of n sites: one snapshot (a leak check while the
+ * program ran, or the exit) whose computed REACH record has `flags`
+ * (G_FLAGS_ABSENT: none). */
+static int write_judged_trace(int reason, const site_t *sites, int n, uint64_t flags)
+{
+    wbuf_t p = { 0 }, b = { 0 };
+    g_version = 3;
+    g_reach_flags = flags;
+    write_process(&p, &b);
+    write_snapshot(&p, &b, 0, reason, sites, n, HT_REACH_DONE, 0);
+    int rc = write_end(CUSTOM_TRACE, &p, &b, reason == HT_SNAP_EXIT);
+    g_version = 1;
+    g_reach_flags = G_FLAGS_ABSENT;
+    return rc;
+}
+
+/* The summary (`when`) of such a trace (malloc'd); *unreach what it says
+ * for --error-exitcode. */
+static char *judged_summary(int when, const site_t *sites, int n, uint64_t flags, int *unreach)
+{
+    CHECK_EQ(write_judged_trace(when == HT_SUMMARY_NOW ? HT_SNAP_REQUEST : HT_SNAP_EXIT, sites, n, flags), 0);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    CHECK_EQ(ht__run_summary(CUSTOM_TRACE, when, when == HT_SUMMARY_NOW ? 0 : -1, NULL, unreach, f), 0);
+    fclose(f);
+    return text;
+}
+
+#define JUDGED_LINE1 \
+    "heaptrail: 1,405,096 bytes leaked in 60 blocks from 4 allocation sites (unique stacks); anonymous " \
+    "mappings never unmapped: 8,192 bytes in 1 region from 1 site; custom allocator blocks never freed: " \
+    "12,640 bytes in 13 blocks from 2 sites; trace: " CUSTOM_TRACE "\n"
+#define JUDGED_UNREACH \
+    "401,000 bytes in 3 blocks from 2 sites (definitely lost; plus 2,096 bytes in 5 blocks reachable " \
+    "only through them); still reachable: 1,002,000 bytes in 52 blocks; custom allocator blocks " \
+    "unreachable: 4,640 bytes in 11 blocks from 2 sites (definitely lost; plus 4,000 bytes in 1 block " \
+    "reachable only through them); still reachable: 4,000 bytes in 1 block\n"
+#define JUDGED_STACKS \
+    "  400,000 bytes in 2 blocks (heap; definitely lost: 400,000 bytes in 2 blocks):\n" \
+    "      0x402000\n" \
+    "      0x401000\n" \
+    "  12,000 bytes in 3 blocks (custom; definitely lost: 4,000 bytes in 1 block, indirectly lost: " \
+    "4,000 bytes in 1 block):\n" \
+    "      0x404000\n" \
+    "  5,000 bytes in 5 blocks (heap; definitely lost: 1,000 bytes in 1 block, indirectly lost: " \
+    "2,000 bytes in 2 blocks):\n" \
+    "      0x401000\n" \
+    "  640 bytes in 10 blocks (custom; definitely lost: 640 bytes in 10 blocks):\n" \
+    "      0x403000\n" \
+    "      0x401000\n" \
+    "  96 bytes in 3 blocks (heap; indirectly lost: 96 bytes in 3 blocks):\n" \
+    "      0x404000\n"
+
+/* A leak check that judged custom allocator blocks (REACH's flags, bit
+ * 0): the reader says so; heaptrail run's summary gives them a clause of
+ * their own in the heap's words, their stacks verdicts, ranked among the
+ * heap's by unreachable bytes; the "now" summary lists those with
+ * unreachable blocks; unreachable custom blocks alone make
+ * --error-exitcode's verdict. Without the flag (older agents; other bits
+ * are reserved), custom blocks stay not checked, whatever the entries. */
+static void test_custom_verdicts(void)
+{
+    /* the reader: bit 0 of the flags; absent or another bit, not judged */
+    static const struct { uint64_t flags; int judged; } f[] = {
+        { HT_REACH_F_CUSTOM, 1 }, { G_FLAGS_ABSENT, 0 }, { 0, 0 }, { 2, 0 }, { 3, 1 },
+    };
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
+        CHECK_EQ(write_judged_trace(HT_SNAP_EXIT, judged_sites, 8, f[i].flags), 0);
+        ht_trace_t t;
+        char err[256];
+        CHECK_EQ(ht_trace_read(CUSTOM_TRACE, &t, err, sizeof err), 0);
+        CHECK_EQ(t.truncated, 0);
+        CHECK_EQ(t.nsnaps, 1);
+        if (t.nsnaps == 1) {
+            CHECK_EQ(t.snaps[0].reach_custom, f[i].judged);
+            CHECK_EQ(ht__site_judged(&t.snaps[0], HT_KIND_CUSTOM), f[i].judged);
+            CHECK_EQ(ht__site_judged(&t.snaps[0], HT_KIND_HEAP), 1);
+            CHECK_EQ(ht__site_judged(&t.snaps[0], HT_KIND_MMAP), 0);
+            CHECK_EQ(t.snaps[0].sites[6].lost_bytes, 4000);   /* read either way */
+        }
+        ht_trace_free(&t);
+    }
+
+    /* at exit: the custom clause after the heap's; stacks by unreachable
+     * bytes, custom ones among them with their verdicts */
+    int unreach = -2;
+    char *s = judged_summary(HT_SUMMARY_AT_EXIT, judged_sites, 8, HT_REACH_F_CUSTOM, &unreach);
+    CHECK(streq(s, JUDGED_LINE1 "heaptrail: unreachable at exit: " JUDGED_UNREACH JUDGED_STACKS));
+    CHECK_EQ(unreach, 1);
+    free(s);
+
+    /* a leak check while the program runs: the stacks with unreachable
+     * blocks, custom ones too */
+    s = judged_summary(HT_SUMMARY_NOW, judged_sites, 8, HT_REACH_F_CUSTOM, NULL);
+    CHECK(streq(s,
+        "heaptrail: in use now: 1,405,096 bytes in 60 blocks from 4 allocation sites; anonymous mappings "
+        "live: 8,192 bytes in 1 region from 1 site; custom allocator blocks live: 12,640 bytes in 13 blocks "
+        "from 2 sites\n"
+        "heaptrail: unreachable now: " JUDGED_UNREACH JUDGED_STACKS));
+    free(s);
+
+    /* the same entries without the flag: not checked, no custom clause,
+     * custom stacks without verdicts ranked as still reachable ones */
+    s = judged_summary(HT_SUMMARY_AT_EXIT, judged_sites, 8, G_FLAGS_ABSENT, &unreach);
+    CHECK(streq(s,
+        JUDGED_LINE1
+        "heaptrail: unreachable at exit: 401,000 bytes in 3 blocks from 2 sites (definitely lost; plus "
+        "2,096 bytes in 5 blocks reachable only through them); still reachable: 1,002,000 bytes in 52 "
+        "blocks\n"
+        "  400,000 bytes in 2 blocks (heap; definitely lost: 400,000 bytes in 2 blocks):\n"
+        "      0x402000\n"
+        "      0x401000\n"
+        "  5,000 bytes in 5 blocks (heap; definitely lost: 1,000 bytes in 1 block, indirectly lost: "
+        "2,000 bytes in 2 blocks):\n"
+        "      0x401000\n"
+        "  96 bytes in 3 blocks (heap; indirectly lost: 96 bytes in 3 blocks):\n"
+        "      0x404000\n"
+        "  1,000,000 bytes in 50 blocks (heap; still reachable):\n"
+        "      0x403000\n"
+        "      0x401000\n"
+        "  12,000 bytes in 3 blocks (custom):\n"
+        "      0x404000\n"));
+    CHECK_EQ(unreach, 1);
+    free(s);
+    s = judged_summary(HT_SUMMARY_NOW, judged_sites, 8, G_FLAGS_ABSENT, NULL);
+    CHECK(s && !strstr(s, "custom;") && !strstr(s, "custom allocator blocks unreachable"));
+    free(s);
+
+    /* unreachable blocks only custom ones: they decide --error-exitcode,
+     * judged; not judged, nothing was found unreachable */
+    s = judged_summary(HT_SUMMARY_AT_EXIT, custom_only_sites, 3, HT_REACH_F_CUSTOM, &unreach);
+    CHECK(s && strstr(s, "\nheaptrail: unreachable at exit: none; still reachable: 1,400,000 bytes in 52 "
+                         "blocks; custom allocator blocks unreachable: 4,000 bytes in 1 block from 1 site "
+                         "(definitely lost; plus 4,000 bytes in 1 block reachable only through them); still "
+                         "reachable: 4,000 bytes in 1 block\n"));
+    CHECK_EQ(unreach, 1);
+    free(s);
+    s = judged_summary(HT_SUMMARY_AT_EXIT, custom_only_sites, 3, G_FLAGS_ABSENT, &unreach);
+    CHECK(s && strstr(s, "\nheaptrail: unreachable at exit: none; still reachable: 1,400,000 bytes in 52 "
+                         "blocks\n"));
+    CHECK_EQ(unreach, 0);
+    free(s);
+
+    /* the report of the judged trace: the custom group's sums apart from
+     * the heap's (whose figures are sum_sites'), rows ranked among them */
+    CHECK_EQ(write_judged_trace(HT_SNAP_EXIT, judged_sites, 8, HT_REACH_F_CUSTOM), 0);
+    ht_trace_t t;
+    char err[256];
+    CHECK_EQ(ht_trace_read(CUSTOM_TRACE, &t, err, sizeof err), 0);
+    ht_opts_t o = { .top = 0 };
+    ht_session_t ses;
+    ht_report_t r;
+    ht__session_init(&ses, &o, NULL, stderr);
+    ht__session_add(&ses, CUSTOM_TRACE, &t);
+    CHECK_EQ(ht__report_build(&ses, 0, HT_RMODE_AUTO, &r, err, sizeof err), 0);
+    CHECK_EQ(r.custom_reach, 1);
+    CHECK_EQ(r.heap_bytes, 1405096);
+    CHECK_EQ(r.total_lost.lost_bytes, 401000);
+    CHECK_EQ(r.total_lost.ilost_bytes, 2096);
+    CHECK_EQ(r.lost_sites, 2);
+    CHECK_EQ(r.custom_bytes, 12640);
+    CHECK_EQ(r.custom_blocks, 13);
+    CHECK_EQ(r.custom_lost.lost_bytes, 4640);
+    CHECK_EQ(r.custom_lost.lost_blocks, 11);
+    CHECK_EQ(r.custom_lost.ilost_bytes, 4000);
+    CHECK_EQ(r.custom_lost.ilost_blocks, 1);
+    CHECK_EQ(r.custom_lost_sites, 2);
+    CHECK_EQ(r.nshown, 7);
+    /* by unreachable bytes: 400,000 heap, 12,000 custom (8,000), 5,000
+     * heap (3,000), 640 custom, 96 heap, then by bytes */
+    static const int64_t want[7][2] = { { 400000, HT_KIND_HEAP }, { 12000, HT_KIND_CUSTOM },
+                                        { 5000, HT_KIND_HEAP },   { 640, HT_KIND_CUSTOM },
+                                        { 96, HT_KIND_HEAP },     { 1000000, HT_KIND_HEAP },
+                                        { 8192, HT_KIND_MMAP } };
+    for (size_t i = 0; i < 7 && i < r.nshown; i++) {
+        CHECK_EQ(r.rows[i].bytes, want[i][0]);
+        CHECK_EQ(r.rows[i].kind, want[i][1]);
+    }
+    char line[1024];
+    CHECK(streq(ht__reach_summary(&r, line, sizeof line),
+                "unreachable: 401000 bytes in 3 blocks (definitely lost), 2096 bytes in 5 blocks indirectly; "
+                "still reachable: 1002000 bytes in 52 blocks; custom allocator blocks unreachable: 4640 bytes "
+                "in 11 blocks (definitely lost), 4000 bytes in 1 block indirectly; still reachable: 4000 bytes "
+                "in 1 block"));
+    ht__report_free(&r);
+    ht__session_free(&ses);
+    ht_trace_free(&t);
+    remove(CUSTOM_TRACE);
+}
+
 int main(void)
 {
     test_model();
@@ -1694,5 +1924,6 @@ int main(void)
     test_possible_record();
     test_possible_report();
     test_custom();
+    test_custom_verdicts();
     return check_done();
 }
