@@ -1576,6 +1576,27 @@ static char *custom_summary(int when, int status)
  * the heap's, the mappings' and the reachability figures exactly those of
  * sum_sites (test_summary), the custom blocks in a clause and a stack of
  * their own, without reachability words. */
+/* the reachability line and stacks of an exit summary whose check did
+ * not judge the custom blocks: sum_sites' heap verdicts, the custom stack
+ * without one (test_custom; test_custom_verdicts without the flag) */
+#define CUSTOM_NOT_JUDGED \
+        "heaptrail: unreachable at exit: 401,000 bytes in 3 blocks from 2 sites (definitely lost; plus " \
+        "2,096 bytes in 5 blocks reachable only through them); still reachable: 1,002,000 bytes in 52 " \
+        "blocks\n" \
+        "  400,000 bytes in 2 blocks (heap; definitely lost: 400,000 bytes in 2 blocks):\n" \
+        "      0x402000\n" \
+        "      0x401000\n" \
+        "  5,000 bytes in 5 blocks (heap; definitely lost: 1,000 bytes in 1 block, indirectly lost: " \
+        "2,000 bytes in 2 blocks):\n" \
+        "      0x401000\n" \
+        "  96 bytes in 3 blocks (heap; indirectly lost: 96 bytes in 3 blocks):\n" \
+        "      0x404000\n" \
+        "  1,000,000 bytes in 50 blocks (heap; still reachable):\n" \
+        "      0x403000\n" \
+        "      0x401000\n" \
+        "  12,000 bytes in 3 blocks (custom):\n" \
+        "      0x404000\n"
+
 static void test_custom(void)
 {
     /* at exit, reachability computed: the stacks by unreachable bytes,
@@ -1583,22 +1604,7 @@ static void test_custom(void)
     char *s = custom_summary(HT_SUMMARY_AT_EXIT, HT_REACH_DONE);
     CHECK(streq(s,
         CUSTOM_LINE1
-        "heaptrail: unreachable at exit: 401,000 bytes in 3 blocks from 2 sites (definitely lost; plus "
-        "2,096 bytes in 5 blocks reachable only through them); still reachable: 1,002,000 bytes in 52 "
-        "blocks\n"
-        "  400,000 bytes in 2 blocks (heap; definitely lost: 400,000 bytes in 2 blocks):\n"
-        "      0x402000\n"
-        "      0x401000\n"
-        "  5,000 bytes in 5 blocks (heap; definitely lost: 1,000 bytes in 1 block, indirectly lost: "
-        "2,000 bytes in 2 blocks):\n"
-        "      0x401000\n"
-        "  96 bytes in 3 blocks (heap; indirectly lost: 96 bytes in 3 blocks):\n"
-        "      0x404000\n"
-        "  1,000,000 bytes in 50 blocks (heap; still reachable):\n"
-        "      0x403000\n"
-        "      0x401000\n"
-        "  12,000 bytes in 3 blocks (custom):\n"
-        "      0x404000\n"));
+        CUSTOM_NOT_JUDGED));
     free(s);
     /* no REACH: by bytes, the mapping and the custom blocks among them */
     s = custom_summary(HT_SUMMARY_AT_EXIT, HT_REACH_NONE);
@@ -1827,22 +1833,7 @@ static void test_custom_verdicts(void)
     s = judged_summary(HT_SUMMARY_AT_EXIT, judged_sites, 8, G_FLAGS_ABSENT, &unreach);
     CHECK(streq(s,
         JUDGED_LINE1
-        "heaptrail: unreachable at exit: 401,000 bytes in 3 blocks from 2 sites (definitely lost; plus "
-        "2,096 bytes in 5 blocks reachable only through them); still reachable: 1,002,000 bytes in 52 "
-        "blocks\n"
-        "  400,000 bytes in 2 blocks (heap; definitely lost: 400,000 bytes in 2 blocks):\n"
-        "      0x402000\n"
-        "      0x401000\n"
-        "  5,000 bytes in 5 blocks (heap; definitely lost: 1,000 bytes in 1 block, indirectly lost: "
-        "2,000 bytes in 2 blocks):\n"
-        "      0x401000\n"
-        "  96 bytes in 3 blocks (heap; indirectly lost: 96 bytes in 3 blocks):\n"
-        "      0x404000\n"
-        "  1,000,000 bytes in 50 blocks (heap; still reachable):\n"
-        "      0x403000\n"
-        "      0x401000\n"
-        "  12,000 bytes in 3 blocks (custom):\n"
-        "      0x404000\n"));
+        CUSTOM_NOT_JUDGED));
     CHECK_EQ(unreach, 1);
     free(s);
     s = judged_summary(HT_SUMMARY_NOW, judged_sites, 8, G_FLAGS_ABSENT, NULL);
