@@ -423,7 +423,7 @@ static const char *untraceable(const char *file)
  * and possibly lost blocks, and the live blocks they were judged among
  * (less all three: still reachable). */
 typedef struct {
-    uint64_t lost, lost_n, lost_sites, ilost, ilost_n, plost, plost_n, plost_sites;
+    uint64_t lost, lost_n, lost_sites, ilost, ilost_n, ilost_sites, plost, plost_n, plost_sites;
     uint64_t live, live_n;
 } verdicts_t;
 
@@ -434,6 +434,7 @@ static void verdicts_add(verdicts_t *v, const ht_tsite_t *x)
     v->ilost += x->ilost_bytes;
     v->ilost_n += x->ilost_blocks;
     v->lost_sites += x->lost_blocks > 0;
+    v->ilost_sites += x->ilost_blocks > 0;
     v->plost += x->plost_bytes;
     v->plost_n += x->plost_blocks;
     v->plost_sites += x->plost_blocks > 0;
@@ -442,11 +443,20 @@ static void verdicts_add(verdicts_t *v, const ht_tsite_t *x)
 /* "1,000 bytes in 3 blocks from 2 sites (definitely lost; plus 96 bytes
  * in 3 blocks reachable only through them)", or "none"; then "; possibly
  * lost: ... (reached only through pointers into the middle of blocks)"
- * when there are such blocks; then "; still reachable: ...". */
-static void print_verdicts(FILE *out, const verdicts_t *v)
+ * when there are such blocks; then "; still reachable: ...". A group
+ * with indirectly lost blocks and no definitely lost one lost them
+ * through the other group's lost blocks (a heap block only a lost pool
+ * object points to, a pool object only a lost heap block points to):
+ * "96 bytes in 3 blocks from 1 site (indirectly lost: reachable only
+ * through lost `other`)". */
+static void print_verdicts(FILE *out, const verdicts_t *v, const char *other)
 {
     char b1[32], b2[32], b3[32], b4[32], b5[32], b6[32];
-    if (v->lost_n || v->ilost_n) {
+    if (!v->lost_n && v->ilost_n) {
+        fprintf(out, "%s bytes in %s %s from %s %s (indirectly lost: reachable only through lost %s)",
+                commas(v->ilost, b1), commas(v->ilost_n, b2), ht__plural(v->ilost_n, "block", "blocks"),
+                commas(v->ilost_sites, b3), ht__plural(v->ilost_sites, "site", "sites"), other);
+    } else if (v->lost_n || v->ilost_n) {
         fprintf(out, "%s bytes in %s %s from %s %s (definitely lost", commas(v->lost, b1), commas(v->lost_n, b2),
                 ht__plural(v->lost_n, "block", "blocks"), commas(v->lost_sites, b3),
                 ht__plural(v->lost_sites, "site", "sites"));
@@ -658,12 +668,12 @@ static int summary(const char *path, int when, int64_t seq, ht_supp_t *supp, int
     int reach = s->reach == HT_REACH_DONE;
     if (reach) {
         fprintf(out, "heaptrail: unreachable %s: ", now ? "now" : "at exit");
-        print_verdicts(out, &hv);
+        print_verdicts(out, &hv, "custom allocator blocks");
         /* custom allocator blocks judged as blocks of their own: the same
          * words, apart */
         if (custom_judged && custom_sites) {
             fputs("; custom allocator blocks unreachable: ", out);
-            print_verdicts(out, &cv);
+            print_verdicts(out, &cv, "heap blocks");
         }
         fputc('\n', out);
         char unseen[256];

@@ -1719,6 +1719,15 @@ static const site_t judged_sites[8] = {
     { 4, HT_KIND_CUSTOM, 3, 12000, 1, 4000, 1, 4000 },
     { 3, HT_KIND_CUSTOM, 10, 640, 10, 640, 0, 0 },
 };
+/* a heap block lost only through a lost custom block (a pool object
+ * holding the only pointer to it), a custom block only through a lost
+ * heap block: each group's indirectly lost, none definitely */
+static const site_t across_sites[4] = {
+    { 3, HT_KIND_HEAP, 50, 1000000, 0, 0, 0, 0 },
+    { 4, HT_KIND_HEAP, 1, 300, 0, 0, 1, 300 },
+    { 4, HT_KIND_CUSTOM, 2, 128, 1, 64, 0, 0 },
+    { 2, HT_KIND_CUSTOM, 3, 96, 0, 0, 2, 64 },
+};
 /* the same heap all still reachable: unreachable blocks only custom ones */
 static const site_t custom_only_sites[3] = {
     { 3, HT_KIND_HEAP, 50, 1000000, 0, 0, 0, 0 },
@@ -1848,6 +1857,19 @@ static void test_custom_verdicts(void)
                          "(definitely lost; plus 4,000 bytes in 1 block reachable only through them); still "
                          "reachable: 4,000 bytes in 1 block\n"));
     CHECK_EQ(unreach, 1);
+    free(s);
+    s = judged_summary(HT_SUMMARY_AT_EXIT, across_sites, 4, HT_REACH_F_CUSTOM, &unreach);
+    CHECK(s && strstr(s, "\nheaptrail: unreachable at exit: 300 bytes in 1 block from 1 site (indirectly lost: "
+                         "reachable only through lost custom allocator blocks); still reachable: 1,000,000 "
+                         "bytes in 50 blocks; custom allocator blocks unreachable: 64 bytes in 1 block from 1 "
+                         "site (definitely lost; plus 64 bytes in 2 blocks reachable only through them); "
+                         "still reachable: 96 bytes in 2 blocks\n"));
+    CHECK_EQ(unreach, 1);
+    free(s);
+    s = judged_summary(HT_SUMMARY_AT_EXIT, across_sites, 4, G_FLAGS_ABSENT, &unreach);
+    CHECK(s && strstr(s, "\nheaptrail: unreachable at exit: 300 bytes in 1 block from 1 site (indirectly lost: "
+                         "reachable only through lost custom allocator blocks); still reachable: 1,000,000 "
+                         "bytes in 50 blocks\n"));
     free(s);
     s = judged_summary(HT_SUMMARY_AT_EXIT, custom_only_sites, 3, G_FLAGS_ABSENT, &unreach);
     CHECK(s && strstr(s, "\nheaptrail: unreachable at exit: none; still reachable: 1,400,000 bytes in 52 "
