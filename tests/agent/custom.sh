@@ -118,4 +118,25 @@ expect_eq "report: custom rows (bytes blocks, verdict, caller)" \
 "$HT" report c.ht -f json -o c.json 2>/dev/null
 expect_eq "json: custom rows" "$(grep -o '"kind":"custom"' c.json | wc -l)" 12
 
+# a thread asleep in a system call at exit: blocks are read through the
+# scan's reader, a superblock less its custom blocks piece by piece
+# (tests/progs/customsleep.c)
+"$HT" run -o s.ht "$P/customsleep" >sout 2>serr; rc=$?
+cat serr
+expect_eq "customsleep: exit status" "$rc" 0
+snap=$("$DUMP" s.ht | grep '^snap ' | tail -1)
+expect_eq "customsleep: judged, one thread read asleep" \
+    "$(field reach "$snap") $(field reach_custom "$snap") $(field reach_threads "$snap")" "1 1 1"
+m=$("$DUMP" s.ht --match "pool;main" --kind custom)
+expect_eq "customsleep: pool objects (live, lost, bytes)" \
+    "$(field live_blocks "$m") $(field lost_blocks "$m") $(field ilost_blocks "$m") $(field lost_bytes "$m")" "2 1 0 64"
+m=$("$DUMP" s.ht --match "payload;pool" --kind heap)
+expect_eq "customsleep: payload lost through the object" \
+    "$(field lost_blocks "$m") $(field ilost_blocks "$m") $(field ilost_bytes "$m")" "0 1 300"
+m=$("$DUMP" s.ht --match "pool;main" --kind heap)
+expect_eq "customsleep: the superblock still reachable" \
+    "$(field live_bytes "$m") $(field lost_blocks "$m") $(field ilost_blocks "$m")" "4096 0 0"
+expect_eq "customsleep: the summary" "$(grep '^heaptrail: unreachable' serr)" \
+    "heaptrail: unreachable at exit: 300 bytes in 1 block from 1 site (indirectly lost: reachable only through lost custom allocator blocks); still reachable: 4,400 bytes in 2 blocks; custom allocator blocks unreachable: 64 bytes in 1 block from 1 site (definitely lost); still reachable: 64 bytes in 1 block"
+
 done_
