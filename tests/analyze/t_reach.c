@@ -1556,15 +1556,22 @@ static int write_custom_trace(int reason, int status, int temp)
     return rc;
 }
 
-static char *custom_summary(int when, int status)
+/* heaptrail run's summary (`when`) of CUSTOM_TRACE (malloc'd); *unreach
+ * (if not NULL) what it says for --error-exitcode. */
+static char *custom_trace_summary(int when, int *unreach)
 {
-    CHECK_EQ(write_custom_trace(when == HT_SUMMARY_NOW ? HT_SNAP_REQUEST : HT_SNAP_EXIT, status, 0), 0);
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
-    CHECK_EQ(ht__run_summary(CUSTOM_TRACE, when, when == HT_SUMMARY_NOW ? 0 : -1, NULL, NULL, f), 0);
+    CHECK_EQ(ht__run_summary(CUSTOM_TRACE, when, when == HT_SUMMARY_NOW ? 0 : -1, NULL, unreach, f), 0);
     fclose(f);
     return text;
+}
+
+static char *custom_summary(int when, int status)
+{
+    CHECK_EQ(write_custom_trace(when == HT_SUMMARY_NOW ? HT_SNAP_REQUEST : HT_SNAP_EXIT, status, 0), 0);
+    return custom_trace_summary(when, NULL);
 }
 
 #define CUSTOM_LINE1 \
@@ -1756,12 +1763,7 @@ static int write_judged_trace(int reason, const site_t *sites, int n, uint64_t f
 static char *judged_summary(int when, const site_t *sites, int n, uint64_t flags, int *unreach)
 {
     CHECK_EQ(write_judged_trace(when == HT_SUMMARY_NOW ? HT_SNAP_REQUEST : HT_SNAP_EXIT, sites, n, flags), 0);
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    CHECK_EQ(ht__run_summary(CUSTOM_TRACE, when, when == HT_SUMMARY_NOW ? 0 : -1, NULL, unreach, f), 0);
-    fclose(f);
-    return text;
+    return custom_trace_summary(when, unreach);
 }
 
 #define JUDGED_LINE1 \
