@@ -274,9 +274,9 @@ HT_INTERNAL int ht__custom_insert(uintptr_t addr, uint64_t size, uint32_t site,
                                   uint32_t *old_site, uint64_t *old_size);
 HT_INTERNAL int ht__custom_remove(uintptr_t addr, uint64_t *size, uint32_t *site);
 /* Removes every block starting in [lo, hi), calling `ended` for each
- * under the table's lock (a walk of the whole table); how many. */
-HT_INTERNAL uint64_t ht__custom_remove_range(uintptr_t lo, uintptr_t hi,
-                                             void (*ended)(uint32_t site, uint64_t size));
+ * under the table's lock (a walk of the whole table). */
+HT_INTERNAL void ht__custom_remove_range(uintptr_t lo, uintptr_t hi,
+                                         void (*ended)(uint32_t site, uint64_t size));
 HT_INTERNAL void ht__custom_release(void);
 HT_INTERNAL void ht__custom_fork_prepare(void);
 HT_INTERNAL void ht__custom_fork_parent(void);

@@ -127,9 +127,8 @@ out:
     return rc;
 }
 
-uint64_t ht__custom_remove_range(uintptr_t lo, uintptr_t hi, void (*ended)(uint32_t site, uint64_t size))
+void ht__custom_remove_range(uintptr_t lo, uintptr_t hi, void (*ended)(uint32_t site, uint64_t size))
 {
-    uint64_t n = 0;
     ht__lock(&g_lock);
     /* a deletion pulls members of slot i's run into slots i and after,
      * never before: slot i is looked at again, the later ones in turn */
@@ -137,11 +136,9 @@ uint64_t ht__custom_remove_range(uintptr_t lo, uintptr_t hi, void (*ended)(uint3
         while (g_tab[i].addr - lo < hi - lo) {
             ended(g_tab[i].site, g_tab[i].size);
             delete_at(i);
-            n++;
         }
     }
     ht__unlock(&g_lock);
-    return n;
 }
 
 uint64_t ht__custom_count(void) { return ht_load_relaxed(&g_used); }

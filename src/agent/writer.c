@@ -998,7 +998,6 @@ static void stage_possible(uint32_t seq, const ht_reach_t *r, uint32_t nposs)
             put_varint(x->plost_bytes);
             k++;
         }
-        put_varint(HT_REACH_F_CUSTOM);
         left -= cnt;
         rec_end(at);
     } while (left);
