@@ -835,22 +835,14 @@ static int64_t site_blocks(const ht_report_t *r, const ht_tsite_t *site)
                                                       : site->live_blocks);
 }
 
-/* Whether the report's check judged a site of this kind: heap blocks,
- * and custom allocator blocks when it judged those too (r->custom_reach;
- * ht__site_judged for one snapshot). Mappings are never checked. */
-static int kind_judged(const ht_report_t *r, int kind)
-{
-    return kind == HT_KIND_HEAP || (kind == HT_KIND_CUSTOM && r->custom_reach);
-}
-
 /* A site's lost, indirectly lost and (when the report counts them,
  * r->possible) possibly lost blocks added to l, times sign (a diff
  * subtracts its older snapshot's). Only the blocks the check judged
- * count (kind_judged): a mapping's site has none (REACH never names one),
+ * count (ht__kind_judged): a mapping's site has none (REACH never names one),
  * nor a custom site's of a check that did not judge them. */
 static void add_lost_signed(const ht_report_t *r, ht_rowlost_t *l, const ht_tsite_t *site, int64_t sign)
 {
-    if (!kind_judged(r, site->kind))
+    if (!ht__kind_judged(r, site->kind))
         return;
     l->lost_bytes += sign * (int64_t)site->lost_bytes;
     l->lost_blocks += sign * (int64_t)site->lost_blocks;
@@ -1080,7 +1072,7 @@ static void report_from_sites(ht_session_t *s, const ht_tsnapshot_t *sn, ht_repo
         sortkey_t v = { bytes, blocks, 0, key, (uint32_t)i };
         if (r->type == HT_REPORT_TEMPORARY)
             v = (sortkey_t){ blocks, bytes, 0, key, (uint32_t)i };
-        if (lost && kind_judged(r, site->kind))
+        if (lost && ht__kind_judged(r, site->kind))
             v = (sortkey_t){ (int64_t)(site->lost_bytes + site->ilost_bytes), (int64_t)site->plost_bytes,
                              bytes, key, (uint32_t)i };
         else if (lost)  /* not checked: ranked as a still reachable site */

@@ -319,12 +319,19 @@ static inline int ht__site_judged(const ht_tsnapshot_t *s, int kind)
 {
     return s->reach == HT_REACH_DONE && (kind == HT_KIND_HEAP || (kind == HT_KIND_CUSTOM && s->reach_custom));
 }
+/* Whether the report's check judged blocks of this kind: heap blocks,
+ * and custom allocator blocks when it judged those too (r->custom_reach;
+ * ht__site_judged for one snapshot). Mappings are never checked. */
+static inline int ht__kind_judged(const ht_report_t *r, int kind)
+{
+    return kind == HT_KIND_HEAP || (kind == HT_KIND_CUSTOM && r->custom_reach);
+}
 /* Whether a row of a report with reachability carries verdicts (its
- * `lost`): a heap row's, a custom row's when r->custom_reach; NULL `lost`
- * or a mapping's row: no. */
+ * `lost`): a row of a kind the check judged (ht__kind_judged); NULL
+ * `lost`: no. */
 static inline int ht__row_judged(const ht_report_t *r, const ht_row_t *row)
 {
-    return row->lost && (row->kind == HT_KIND_HEAP || (row->kind == HT_KIND_CUSTOM && r->custom_reach));
+    return row->lost && ht__kind_judged(r, row->kind);
 }
 /* Does the report show custom allocator blocks' verdicts? When its check
  * judged them (r->custom_reach) and it has custom figures: a report's
