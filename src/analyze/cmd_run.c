@@ -585,8 +585,8 @@ static int summary(const char *path, int when, int64_t seq, ht_supp_t *supp, int
         const ht_tsite_t *x = &s->sites[i];
         if (x->live_blocks == 0)
             continue;
-        /* its lost_* are verdicts: custom blocks' only when judged */
-        int judged = x->kind != HT_KIND_CUSTOM || custom_judged;
+        /* its lost_* are verdicts (0 where nothing was judged) */
+        int judged = ht__site_judged(s, x->kind);
         if (sup && sup[i] >= 0)
             ht__supp_count(supp, sup[i], x->kind == HT_KIND_CUSTOM, x->live_blocks, x->live_bytes);
         if (sup && sup[i] >= 0 && x->kind == HT_KIND_CUSTOM) {
@@ -777,7 +777,7 @@ static int summary(const char *path, int when, int64_t seq, ht_supp_t *supp, int
                        : ht__plural(x->live_blocks, "block", "blocks"),
                 ht__kind_name(x->kind));
         /* mappings are never checked, custom blocks when judged */
-        if (reach && (x->kind == HT_KIND_HEAP || (x->kind == HT_KIND_CUSTOM && custom_judged))) {
+        if (ht__site_judged(s, x->kind)) {
             if (x->lost_blocks)
                 fprintf(out, "; definitely lost: %s bytes in %s %s", commas(x->lost_bytes, b1),
                         commas(x->lost_blocks, b2), ht__plural(x->lost_blocks, "block", "blocks"));
