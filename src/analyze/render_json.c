@@ -108,46 +108,54 @@ void ht__json_frames(const ht_report_t *r, const ht_row_t *row, FILE *f, ht_rfra
     fputc(']', f);
 }
 
-/* One snapshot's computed reachability totals, as keys (no braces):
- * lost (l), sites with lost blocks, possibly lost (only when `possible`:
- * the check counted them), the live heap (heap_bytes, heap_blocks) less
- * all of them (l's plost_* are 0 when not `possible`). */
-static void json_reach_totals(FILE *f, const ht_tsnapshot_t *s, const ht_rowlost_t *l,
-                              size_t lost_sites, int64_t heap_bytes, int64_t heap_blocks, int possible)
+/* One group's verdicts in a snapshot, as keys named `pre` + the key
+ * (no braces, no comma around): lost (l), sites with lost blocks,
+ * possibly lost (only when `possible`: the check counted them), the
+ * group's live bytes and blocks less all of them (l's plost_* are 0 when
+ * not `possible`). The heap's keys have no prefix, custom allocator
+ * blocks' "custom_". */
+static void json_verdicts(FILE *f, const char *pre, const ht_rowlost_t *l, size_t lost_sites, int64_t live_bytes,
+                          int64_t live_blocks, int possible)
 {
-    fprintf(f, "\"lost_bytes\":%lld,\"lost_blocks\":%lld,\"lost_sites\":%zu,"
-               "\"indirectly_lost_bytes\":%lld,\"indirectly_lost_blocks\":%lld,",
-            (long long)l->lost_bytes, (long long)l->lost_blocks, lost_sites,
-            (long long)l->ilost_bytes, (long long)l->ilost_blocks);
+    fprintf(f, "\"%slost_bytes\":%lld,\"%slost_blocks\":%lld,\"%slost_sites\":%zu,"
+               "\"%sindirectly_lost_bytes\":%lld,\"%sindirectly_lost_blocks\":%lld",
+            pre, (long long)l->lost_bytes, pre, (long long)l->lost_blocks, pre, lost_sites, pre,
+            (long long)l->ilost_bytes, pre, (long long)l->ilost_blocks);
     if (possible)
-        fprintf(f, "\"possibly_lost_bytes\":%lld,\"possibly_lost_blocks\":%lld,", (long long)l->plost_bytes,
-                (long long)l->plost_blocks);
-    fprintf(f, "\"reachable_bytes\":%lld,\"reachable_blocks\":%lld,"
-               "\"scanned_bytes\":%llu,\"time_ns\":%llu,\"threads_without_registers\":%u",
-            (long long)(heap_bytes - l->lost_bytes - l->ilost_bytes - l->plost_bytes),
-            (long long)(heap_blocks - l->lost_blocks - l->ilost_blocks - l->plost_blocks),
-            (unsigned long long)s->reach_roots_bytes, (unsigned long long)s->reach_ns,
-            s->reach_threads);
+        fprintf(f, ",\"%spossibly_lost_bytes\":%lld,\"%spossibly_lost_blocks\":%lld", pre,
+                (long long)l->plost_bytes, pre, (long long)l->plost_blocks);
+    fprintf(f, ",\"%sreachable_bytes\":%lld,\"%sreachable_blocks\":%lld", pre,
+            (long long)(live_bytes - l->lost_bytes - l->ilost_bytes - l->plost_bytes), pre,
+            (long long)(live_blocks - l->lost_blocks - l->ilost_blocks - l->plost_blocks));
 }
 
-/* The custom allocator blocks' part of one snapshot's reachability
- * totals (a report's, or a diff's before or after), as keys after the
- * heap's: json_reach_totals' keys prefixed "custom_", their live bytes
- * and blocks (custom_bytes, custom_blocks) less all of l being still
- * reachable. */
-static void json_custom_reach_totals(FILE *f, const ht_rowlost_t *l, size_t lost_sites, int64_t live_bytes,
-                                     int64_t live_blocks, int possible)
+/* One snapshot's computed reachability totals, as keys (no braces): the
+ * heap's verdicts over the live heap (heap_bytes, heap_blocks), then what
+ * the scan read and took. */
+static void json_reach_totals(FILE *f, const ht_tsnapshot_t *s, const ht_rowlost_t *l, size_t lost_sites,
+                              int64_t heap_bytes, int64_t heap_blocks, int possible)
 {
-    fprintf(f, ",\"custom_lost_bytes\":%lld,\"custom_lost_blocks\":%lld,\"custom_lost_sites\":%zu,"
-               "\"custom_indirectly_lost_bytes\":%lld,\"custom_indirectly_lost_blocks\":%lld",
-            (long long)l->lost_bytes, (long long)l->lost_blocks, lost_sites, (long long)l->ilost_bytes,
-            (long long)l->ilost_blocks);
+    json_verdicts(f, "", l, lost_sites, heap_bytes, heap_blocks, possible);
+    fprintf(f, ",\"scanned_bytes\":%llu,\"time_ns\":%llu,\"threads_without_registers\":%u",
+            (unsigned long long)s->reach_roots_bytes, (unsigned long long)s->reach_ns, s->reach_threads);
+}
+
+/* One group's changes from a to b, as keys named `pre` + the key, each
+ * followed by a comma: unreachable (definitely + indirectly lost), lost,
+ * indirectly lost, and possibly lost when `possible`. */
+static void json_verdict_changes(FILE *f, const char *pre, const ht_rowlost_t *a, const ht_rowlost_t *b,
+                                 int possible)
+{
+    fprintf(f, "\"%sunreachable_bytes\":%lld,\"%sunreachable_blocks\":%lld,"
+               "\"%slost_bytes\":%lld,\"%slost_blocks\":%lld,"
+               "\"%sindirectly_lost_bytes\":%lld,\"%sindirectly_lost_blocks\":%lld,",
+            pre, (long long)(b->lost_bytes + b->ilost_bytes - a->lost_bytes - a->ilost_bytes), pre,
+            (long long)(b->lost_blocks + b->ilost_blocks - a->lost_blocks - a->ilost_blocks), pre,
+            (long long)(b->lost_bytes - a->lost_bytes), pre, (long long)(b->lost_blocks - a->lost_blocks), pre,
+            (long long)(b->ilost_bytes - a->ilost_bytes), pre, (long long)(b->ilost_blocks - a->ilost_blocks));
     if (possible)
-        fprintf(f, ",\"custom_possibly_lost_bytes\":%lld,\"custom_possibly_lost_blocks\":%lld",
-                (long long)l->plost_bytes, (long long)l->plost_blocks);
-    fprintf(f, ",\"custom_reachable_bytes\":%lld,\"custom_reachable_blocks\":%lld",
-            (long long)(live_bytes - l->lost_bytes - l->ilost_bytes - l->plost_bytes),
-            (long long)(live_blocks - l->lost_blocks - l->ilost_blocks - l->plost_blocks));
+        fprintf(f, "\"%spossibly_lost_bytes\":%lld,\"%spossibly_lost_blocks\":%lld,", pre,
+                (long long)(b->plost_bytes - a->plost_bytes), pre, (long long)(b->plost_blocks - a->plost_blocks));
 }
 
 /* A diff's "reach" (both snapshots computed it): the change in lost,
@@ -159,41 +167,25 @@ static void json_custom_reach_totals(FILE *f, const ht_rowlost_t *l, size_t lost
 static void json_diff_reach(const ht_report_t *r, FILE *f)
 {
     const ht_rowlost_t *a = &r->total_lost_a, *b = &r->total_lost;
-    fprintf(f, ",\"reach\":{\"status\":\"%s\",\"unreachable_bytes\":%lld,\"unreachable_blocks\":%lld,"
-               "\"lost_bytes\":%lld,\"lost_blocks\":%lld,"
-               "\"indirectly_lost_bytes\":%lld,\"indirectly_lost_blocks\":%lld,",
-            ht__reach_name(r->reach),
-            (long long)(b->lost_bytes + b->ilost_bytes - a->lost_bytes - a->ilost_bytes),
-            (long long)(b->lost_blocks + b->ilost_blocks - a->lost_blocks - a->ilost_blocks),
-            (long long)(b->lost_bytes - a->lost_bytes), (long long)(b->lost_blocks - a->lost_blocks),
-            (long long)(b->ilost_bytes - a->ilost_bytes), (long long)(b->ilost_blocks - a->ilost_blocks));
-    if (r->possible)
-        fprintf(f, "\"possibly_lost_bytes\":%lld,\"possibly_lost_blocks\":%lld,",
-                (long long)(b->plost_bytes - a->plost_bytes), (long long)(b->plost_blocks - a->plost_blocks));
+    fprintf(f, ",\"reach\":{\"status\":\"%s\",", ht__reach_name(r->reach));
+    json_verdict_changes(f, "", a, b, r->possible);
     /* custom allocator blocks' changes, when both checks judged them */
     int custom = ht__custom_verdicts(r);
     const ht_rowlost_t *ca = &r->custom_lost_a, *cb = &r->custom_lost;
     if (custom)
-        fprintf(f, "\"custom_unreachable_bytes\":%lld,\"custom_unreachable_blocks\":%lld,"
-                   "\"custom_lost_bytes\":%lld,\"custom_lost_blocks\":%lld,"
-                   "\"custom_indirectly_lost_bytes\":%lld,\"custom_indirectly_lost_blocks\":%lld,",
-                (long long)(cb->lost_bytes + cb->ilost_bytes - ca->lost_bytes - ca->ilost_bytes),
-                (long long)(cb->lost_blocks + cb->ilost_blocks - ca->lost_blocks - ca->ilost_blocks),
-                (long long)(cb->lost_bytes - ca->lost_bytes), (long long)(cb->lost_blocks - ca->lost_blocks),
-                (long long)(cb->ilost_bytes - ca->ilost_bytes), (long long)(cb->ilost_blocks - ca->ilost_blocks));
-    if (custom && r->possible)
-        fprintf(f, "\"custom_possibly_lost_bytes\":%lld,\"custom_possibly_lost_blocks\":%lld,",
-                (long long)(cb->plost_bytes - ca->plost_bytes), (long long)(cb->plost_blocks - ca->plost_blocks));
+        json_verdict_changes(f, "custom_", ca, cb, r->possible);
     fputs("\"before\":{", f);
     json_reach_totals(f, r->snap_a, a, r->lost_sites_a, r->heap_a_bytes, r->heap_a_blocks, r->possible);
-    if (custom)
-        json_custom_reach_totals(f, ca, r->custom_lost_sites_a, r->custom_a_bytes, r->custom_a_blocks,
-                                 r->possible);
+    if (custom) {
+        fputc(',', f);
+        json_verdicts(f, "custom_", ca, r->custom_lost_sites_a, r->custom_a_bytes, r->custom_a_blocks, r->possible);
+    }
     fputs("},\"after\":{", f);
     json_reach_totals(f, r->snap_b, b, r->lost_sites, r->heap_bytes, r->heap_blocks, r->possible);
-    if (custom)
-        json_custom_reach_totals(f, cb, r->custom_lost_sites, r->custom_b_bytes, r->custom_b_blocks,
-                                 r->possible);
+    if (custom) {
+        fputc(',', f);
+        json_verdicts(f, "custom_", cb, r->custom_lost_sites, r->custom_b_bytes, r->custom_b_blocks, r->possible);
+    }
     fputs("}}", f);
 }
 
@@ -213,9 +205,11 @@ static void json_reach(const ht_report_t *r, FILE *f)
     if (r->reach == HT_REACH_DONE) {
         fputc(',', f);
         json_reach_totals(f, s, &r->total_lost, r->lost_sites, r->heap_bytes, r->heap_blocks, r->possible);
-        if (ht__custom_verdicts(r))
-            json_custom_reach_totals(f, &r->custom_lost, r->custom_lost_sites, r->custom_bytes,
-                                     r->custom_blocks, r->possible);
+        if (ht__custom_verdicts(r)) {
+            fputc(',', f);
+            json_verdicts(f, "custom_", &r->custom_lost, r->custom_lost_sites, r->custom_bytes, r->custom_blocks,
+                          r->possible);
+        }
         fputc('}', f);
         return;
     }
