@@ -52,7 +52,9 @@ static void usage(int cmd, FILE *f)
                "      --suppressions FILE  leave out stacks matching its `leak:PATTERN` lines\n"
                "                         (LeakSanitizer's format; as `heaptrail run`'s)\n");
     if (cmd == HT_CMD_REPORT)
-        fprintf(f, "  -s, --snapshot N       report snapshot N (negative: from the end)\n"
+        fprintf(f, "  -f suppressions        the leaks as `leak:PATTERN` lines for --suppressions\n"
+                   "                         (with a leak check: the stacks of unreachable blocks)\n"
+                   "  -s, --snapshot N       report snapshot N (negative: from the end)\n"
                    "      --in-use           call live memory 'in use', not 'leaked'\n"
                    "      --peak             what was in use at the process's peak (so far, at\n"
                    "                         a snapshot), by stack: bytes each site held then\n"
@@ -200,7 +202,11 @@ int ht__cmd_main(int cmd, int argc, char **argv, ht_loader_fn load, ht_unloader_
             else if (!strcmp(optarg, "folded")) o.format = HT_FMT_FOLDED;
             else if (!strcmp(optarg, "pprof")) o.format = HT_FMT_PPROF;
             else if (!strcmp(optarg, "html")) o.format = HT_FMT_HTML;
-            else return bad(cmd, "--format: unknown format '%s' (text, json, folded, pprof, html)%s", optarg, "");
+            else if (!strcmp(optarg, "suppressions") && cmd == HT_CMD_REPORT) o.format = HT_FMT_SUPP;
+            else if (!strcmp(optarg, "suppressions"))
+                return bad(cmd, "--format suppressions is for report (the leaks of a snapshot)%s%s", "", "");
+            else return bad(cmd, "--format: unknown format '%s' (text, json, folded, pprof, html%s)", optarg,
+                            cmd == HT_CMD_REPORT ? ", suppressions" : "");
             break;
         case 'o': out = optarg; break;
         case 'n':
@@ -276,6 +282,10 @@ int ht__cmd_main(int cmd, int argc, char **argv, ht_loader_fn load, ht_unloader_
         usage(cmd, stderr);
         return 2;
     }
+    if (o.format == HT_FMT_SUPP && in_use != 0 && in_use != HT_RMODE_IN_USE)
+        return bad(cmd, "--format suppressions: for leaks and memory in use, not %s%s",
+                   in_use == HT_RMODE_PEAK ? "--peak" : in_use == HT_RMODE_ALLOCATED ? "--allocated"
+                                                                                    : "--temporary", "");
     if (o.format == HT_FMT_PPROF && !out && isatty(1))
         return bad(cmd, "pprof output is binary; use -o FILE or a pipe%s%s", "", "");
 

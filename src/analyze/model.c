@@ -468,9 +468,7 @@ static int stacks_equal(const ht_session_t *s, uint32_t ia, uint32_t a, uint32_t
     return a == b;
 }
 
-/* The origin of a stack: its innermost frame outside the well-tested
- * modules (or its innermost frame when all are well-tested). */
-static uint32_t origin_node(const ht_session_t *s, uint32_t input, uint32_t node)
+uint32_t ht__origin_node(const ht_session_t *s, uint32_t input, uint32_t node)
 {
     const ht_input_t *in = &s->in[input];
     for (uint32_t n = node; n;) {
@@ -568,7 +566,7 @@ static void probe_make(agg_t *a, probe_t *p, uint32_t input, uint32_t stack, uin
         p->key = ht__mix64(node_hashes(in)[p->node] + kind);
         return;
     }
-    p->node = origin_node(a->s, input, p->node);
+    p->node = ht__origin_node(a->s, input, p->node);
     p->label = node_label(a->s, a->by, input, p->node);
     p->key = ht__mix64((uint64_t)(uintptr_t)p->label * 2 + kind);
 }
@@ -848,6 +846,7 @@ static void add_lost_signed(const ht_report_t *r, ht_rowlost_t *l, const ht_tsit
     l->lost_blocks += sign * (int64_t)site->lost_blocks;
     l->ilost_bytes += sign * (int64_t)site->ilost_bytes;
     l->ilost_blocks += sign * (int64_t)site->ilost_blocks;
+    l->unreach_stacks += sign * (site->lost_blocks + site->ilost_blocks > 0);
     if (r->possible) {
         l->plost_bytes += sign * (int64_t)site->plost_bytes;
         l->plost_blocks += sign * (int64_t)site->plost_blocks;
@@ -1540,6 +1539,7 @@ int ht__render(const ht_report_t *r, int format, FILE *f)
     case HT_FMT_FOLDED: return ht__render_folded(r, f);
     case HT_FMT_PPROF: return ht__render_pprof(r, f);
     case HT_FMT_HTML: return ht__render_html(r, f);
+    case HT_FMT_SUPP: return ht__render_supp(r, f);
     default: return ht__render_text(r, f);
     }
 }

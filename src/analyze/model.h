@@ -62,7 +62,7 @@ static inline const ht_tjit_t *ht__node_jit(const ht_input_t *in, uint32_t n)
 #define HT_HTML_FLAME_ROWS 20000
 
 enum { HT_BY_STACK = 0, HT_BY_FUNCTION, HT_BY_MODULE };
-enum { HT_FMT_TEXT = 0, HT_FMT_JSON, HT_FMT_FOLDED, HT_FMT_PPROF, HT_FMT_HTML };
+enum { HT_FMT_TEXT = 0, HT_FMT_JSON, HT_FMT_FOLDED, HT_FMT_PPROF, HT_FMT_HTML, HT_FMT_SUPP };
 enum { HT_REPORT_LEAKS = 0, HT_REPORT_INUSE, HT_REPORT_DIFF, HT_REPORT_GROWTH, HT_REPORT_ALLOCATED,
        HT_REPORT_PEAK, HT_REPORT_TEMPORARY };
 
@@ -110,6 +110,8 @@ typedef struct ht_rowlost_s {
     int64_t plost_bytes, plost_blocks;  /* possibly lost: reached only through a pointer
                                            into the middle of a block; 0 unless the
                                            report's `possible` */
+    int64_t unreach_stacks;             /* merged stacks with lost or indirectly lost
+                                           blocks (a row's nstacks counts all) */
 } ht_rowlost_t;
 
 typedef struct ht_row_s {
@@ -257,6 +259,12 @@ HT_INTERNAL void ht__report_free(ht_report_t *r);
 HT_INTERNAL size_t ht__row_frames(const ht_report_t *r, const ht_row_t *row,
                                   ht_rframe_t **buf, size_t *cap);
 
+/* The origin of a stack (node, in input): its innermost frame outside the
+ * well-tested modules, or its innermost frame when all are well-tested.
+ * What --by function and --by module group by, and what a generated
+ * suppression names. */
+HT_INTERNAL uint32_t ht__origin_node(const ht_session_t *s, uint32_t input, uint32_t node);
+
 /* "name+0x1f" for a frame nothing is known about (pooled string). */
 HT_INTERNAL const char *ht__frame_fallback(const ht_report_t *r, const ht_rframe_t *f);
 
@@ -373,6 +381,7 @@ HT_INTERNAL int ht__render_json(const ht_report_t *r, FILE *f);
 HT_INTERNAL int ht__render_folded(const ht_report_t *r, FILE *f);
 HT_INTERNAL int ht__render_pprof(const ht_report_t *r, FILE *f);
 HT_INTERNAL int ht__render_html(const ht_report_t *r, FILE *f);
+HT_INTERNAL int ht__render_supp(const ht_report_t *r, FILE *f);
 HT_INTERNAL int ht__render(const ht_report_t *r, int format, FILE *f);
 
 #endif

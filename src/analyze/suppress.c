@@ -85,6 +85,16 @@ int ht__supp_load(ht_supp_t *s, const char *path, char *err, size_t errlen)
             e--;
         if (a == e || *a == '#')
             continue;
+        /* a comment after the pattern: white space, then '#' (names have
+         * no "#" after a blank; LeakSanitizer would take it as part of the
+         * pattern, which then matches nothing) */
+        for (char *c = a; c < e; c++)
+            if (*c == '#' && c > a && (c[-1] == ' ' || c[-1] == '\t')) {
+                e = c;
+                while (e > a && isspace((unsigned char)e[-1]))
+                    e--;
+                break;
+            }
         if ((size_t)(e - a) < 5 || memcmp(a, "leak:", 5) != 0) {
             snprintf(err, errlen, "%s:%u: not a leak suppression (lines are `leak:PATTERN`, "
                      "as LeakSanitizer's; `#` begins a comment)", path, no);

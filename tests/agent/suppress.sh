@@ -60,6 +60,39 @@ grep -q '^heaptrail: suppressed: 244 bytes in 4 blocks from 2 sites (unreachable
 grep -q '^  leak:^lose_l\*t\$  1 site, 144 bytes in 3 blocks$' both.err || fail "both: anchored pattern's line"
 grep -q 'never_matches' both.err && fail "both: an unused pattern is listed"
 
+# --- report --format suppressions: the leaks at exit as a file, read back ---
+"$HT" report gate.ht --format suppressions >gen.supp 2>gen.err || fail "report --format suppressions failed"
+expect_eq "generated: one line a function" "$(grep '^leak:' gen.supp | tr '\n' ' ')" 'leak:^lose_list$ leak:^lose_one$ '
+grep -q '^# 144 bytes in 3 blocks unreachable from 1 stack: lose_list at .*exitleak\.c:[0-9]* (exitleak)$' gen.supp ||
+    fail "generated: lose_list's comment"
+grep -q '^# 100 bytes in 1 block unreachable from 1 stack: lose_one at .*exitleak\.c:[0-9]* (exitleak)$' gen.supp ||
+    fail "generated: lose_one's comment"
+run_ht gen --suppressions gen.supp --error-exitcode 23 -- "$EL"
+expect_eq "generated suppressions: the program's status" "$rc" 0
+expect_eq "generated suppressions: summary" "$(summary_numbers gen.err)" "0 0 0"
+grep -q '^heaptrail: suppressed: 244 bytes in 4 blocks from 2 sites (unreachable: 244 bytes in 4 blocks), by$' gen.err ||
+    fail "generated suppressions: suppressed line"
+# with a file of known leaks: only the new ones; the known file alone
+# still fails on them, both together pass
+"$HT" report gate.ht --format suppressions --suppressions one.supp >new.supp 2>&1
+expect_eq "generated with known ones: the new ones" "$(grep '^leak:' new.supp | tr '\n' ' ')" 'leak:^lose_list$ '
+cat one.supp new.supp >known.supp
+run_ht known --suppressions known.supp --error-exitcode 23 -- "$EL"
+expect_eq "known and new suppressed: the program's status" "$rc" 0
+run_ht newonly --suppressions new.supp --error-exitcode 23 -- "$EL"
+expect_eq "only the new ones suppressed: lose_one fails" "$rc" 23
+
+# --- a comment after a pattern (white space, then #) ---
+sup trail 'leak:lose_one   # the known one' 'leak:^lose_list$	#tab, then a comment' 'leak:a#b'
+run_ht trail --suppressions trail.supp --error-exitcode 23 -- "$EL"
+expect_eq "patterns with comments after them: the program's status" "$rc" 0
+grep -q '^  leak:lose_one  1 site, 100 bytes in 1 block$' trail.err || fail "trail: the pattern without its comment"
+grep -q '^  leak:^lose_list\$  1 site, 144 bytes in 3 blocks$' trail.err || fail "trail: after a tab"
+"$HT" report trail.ht --suppressions trail.supp -f json >trail.json
+expect_eq "trail: the patterns as read ('#' after no blank is the pattern's)" \
+    "$(python3 -c 'import json,sys; print([p["pattern"] for p in json.load(open(sys.argv[1]))["suppressed"]["patterns"]])' trail.json)" \
+    "['lose_one', '^lose_list\$', 'a#b']"
+
 # --- what a pattern is matched against, and its anchors (the demo) ---
 # expect_suppressed NAME PATTERN BYTES: leaky's suppressed bytes
 expect_suppressed() {
