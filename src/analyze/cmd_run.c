@@ -1159,6 +1159,9 @@ int ht_cmd_run(int argc, char **argv)
         /* the program succeeded: its leaks decide */
         if (unreach > 0) {
             fprintf(stderr, "heaptrail: exit status %d: unreachable blocks at exit (--error-exitcode)\n", errexit);
+            fprintf(stderr, "heaptrail: to accept them as known leaks: heaptrail report ");
+            ht__put_clean(stderr, path);
+            fprintf(stderr, " --format suppressions >>FILE, then --suppressions FILE\n");
             return errexit;
         }
         if (unreach < 0)

@@ -28,6 +28,8 @@ run_ht gate --error-exitcode 23 -- "$EL"
 expect_eq "--error-exitcode with lost blocks" "$rc" 23
 grep -q '^heaptrail: exit status 23: unreachable blocks at exit (--error-exitcode)$' gate.err ||
     fail "gate: no line saying why the status is 23"
+grep -q '^heaptrail: to accept them as known leaks: heaptrail report gate.ht --format suppressions >>FILE, then --suppressions FILE$' gate.err ||
+    fail "gate: no line saying how to accept them"
 run_ht failing --error-exitcode 23 -- "$EL" 3
 expect_eq "a failing program keeps its own status" "$rc" 3
 HEAPTRAIL_REACH=0 run_ht nocheck --error-exitcode 23 -- "$EL"
