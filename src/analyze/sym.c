@@ -317,21 +317,27 @@ static const char *pooled(ht_sym_t *s, const char *str)
     return str ? ht__pool_intern(&s->pool, str, strlen(str), NULL) : NULL;
 }
 
-static const char *pooled_name(ht_sym_t *s, const char *name)
+/* name demangled, pooled; *linkage: name itself, pooled, when it was
+ * demangled (Valgrind's suppressions match mangled names), else NULL */
+static const char *pooled_name(ht_sym_t *s, const char *name, const char **linkage)
 {
+    *linkage = NULL;
     if (!name)
         return NULL;
     char *d = ht__demangle(name);
     if (!d)
         return pooled(s, name);
     const char *r = pooled(s, d);
+    if (strcmp(d, name) != 0)
+        *linkage = pooled(s, name);
     free(d);
     return r;
 }
 
 /* The best name of a subprogram or inlined subroutine DIE: the demangled
- * linkage name (qualified, with parameter types) or the plain name. */
-static const char *die_name(ht_sym_t *s, Dwarf_Die *die)
+ * linkage name (qualified, with parameter types) or the plain name;
+ * *linkage as pooled_name's. */
+static const char *die_name(ht_sym_t *s, Dwarf_Die *die, const char **linkage)
 {
     Dwarf_Attribute a;
     const char *ln = NULL;
@@ -339,7 +345,8 @@ static const char *die_name(ht_sym_t *s, Dwarf_Die *die)
         dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a))
         ln = dwarf_formstring(&a);
     if (ln)
-        return pooled_name(s, ln);
+        return pooled_name(s, ln, linkage);
+    *linkage = NULL;
     return pooled(s, dwarf_diename(die));
 }
 
@@ -404,8 +411,9 @@ static void symtab_build(ht_smod_t *m)
     m->syms_built = 1;
 }
 
-static const char *symtab_name(ht_sym_t *s, ht_smod_t *m, uint64_t pc)
+static const char *symtab_name(ht_sym_t *s, ht_smod_t *m, uint64_t pc, const char **linkage)
 {
+    *linkage = NULL;
     if (!m->syms_built)
         symtab_build(m);
     const fsym_t *v = m->syms;
@@ -426,7 +434,7 @@ static const char *symtab_name(ht_sym_t *s, ht_smod_t *m, uint64_t pc)
         i--;
     if (v[i].size && pc >= v[i].addr + v[i].size)
         return NULL;
-    return pooled_name(s, v[i].name);
+    return pooled_name(s, v[i].name, linkage);
 }
 
 /* A per-CU index of function scopes, built once per CU on its first
@@ -588,11 +596,13 @@ static const ht_sloc_t *resolve(ht_sym_t *s, ht_smod_t *m, uint64_t pc)
     Dwarf_Addr bias = 0;
     Dwarf_Die *cu = m->has_dwarf ? dwfl_module_addrdie(mod, pc, &bias) : NULL;
     if (!cu) {
-        const char *name = symtab_name(s, m, pc);
+        const char *linkage;
+        const char *name = symtab_name(s, m, pc, &linkage);
         if (!name)
             return &s->empty;
         ht_sloc_t *l = new_loc(1);
         l->f[0].function = name;
+        l->f[0].linkage = linkage;
         return l;
     }
     /* the scopes holding pc, innermost first: inlined calls, then the
@@ -613,7 +623,7 @@ static const ht_sloc_t *resolve(ht_sym_t *s, ht_smod_t *m, uint64_t pc)
     }
     ht_sloc_t *l = new_loc(nfn ? (uint32_t)nfn : 1);
     if (!nfn) {     /* code the DWARF has no subprogram for (assembly, say) */
-        l->f[0].function = symtab_name(s, m, pc);
+        l->f[0].function = symtab_name(s, m, pc, &l->f[0].linkage);
         l->f[0].file = pooled(s, file);
         l->f[0].line = line > 0 ? (uint32_t)line : 0;
         if (!l->f[0].function && !l->f[0].file) {
@@ -624,7 +634,7 @@ static const ht_sloc_t *resolve(ht_sym_t *s, ht_smod_t *m, uint64_t pc)
     }
     uint32_t used = 0;
     for (int i = 0; i < nfn; i++) {
-        l->f[i].function = die_name(s, fn[i]);
+        l->f[i].function = die_name(s, fn[i], &l->f[i].linkage);
         l->f[i].file = pooled(s, file);
         l->f[i].line = line > 0 ? (uint32_t)line : 0;
         used = (uint32_t)i + 1;
@@ -652,7 +662,7 @@ static const ht_sloc_t *resolve(ht_sym_t *s, ht_smod_t *m, uint64_t pc)
     l->n = used;
     for (uint32_t i = 0; i < used; i++)
         if (!l->f[i].function && !l->f[i].inlined)
-            l->f[i].function = symtab_name(s, m, pc);
+            l->f[i].function = symtab_name(s, m, pc, &l->f[i].linkage);
     return l;
 }
 

@@ -24,6 +24,9 @@
  * functions inlined at it, innermost first, then the real function. */
 typedef struct ht_sframe_s {
     const char *function;   /* demangled; NULL when unknown */
+    const char *linkage;    /* the linkage (mangled) name function was
+                               demangled from; NULL when there is none or it
+                               is function itself (C) */
     const char *file;       /* full path as in the debug info; NULL when unknown */
     uint32_t line;          /* 0 when unknown */
     uint8_t inlined;        /* this function's code was inlined into the next frame's */

@@ -209,12 +209,18 @@ static void check_cxx(void)
     CHECK_EQ(r.total_bytes, 48 + 10 * sizeof(int) + 24 + 16);
     const char *want[] = { "Widget::Widget()", "ns::Pool<int>::grow(unsigned long)",
                            "Widget::operator+=(int)", "Widget::operator&=(int)" };
+    /* and the linkage names they were demangled from (Valgrind's
+     * suppressions match those); main's is its name: none */
+    const char *want_linkage[] = { "_ZN6WidgetC2Ev", "_ZN2ns4PoolIiE4growEm", "_ZN6WidgetpLEi",
+                                   "_ZN6WidgetaNEi" };
     ht_rframe_t *buf = NULL;
     size_t cap = 0;
     for (size_t i = 0; i < r.nrows && i < 4; i++) {
         size_t n = ht__row_frames(&r, &r.rows[i], &buf, &cap);
         CHECK(n == 2 && buf[0].sf && streq(buf[0].sf->function, want[i]));
+        CHECK(n == 2 && buf[0].sf && streq(buf[0].sf->linkage, want_linkage[i]));
         CHECK(n == 2 && buf[1].sf && streq(buf[1].sf->function, "main"));
+        CHECK(n == 2 && buf[1].sf && buf[1].sf->linkage == NULL);
     }
     free(buf);
     ht__report_free(&r);
