@@ -151,8 +151,10 @@ void ht__sym_free(ht_sym_t *s)
             dwfl_end(s->mods[i].dwfl);
     }
     for (size_t i = 0; i < s->cache_cap; i++)
-        if (s->cache[i].mod && s->cache[i].loc != &s->empty)
+        if (s->cache[i].mod && s->cache[i].loc != &s->empty) {
+            free(s->cache[i].loc->aliases);
             free((void *)s->cache[i].loc);
+        }
     for (size_t i = 0; i < s->ndebug_dirs; i++)
         free(s->debug_dirs[i]);
     free(s->debug_dirs);
@@ -411,9 +413,11 @@ static void symtab_build(ht_smod_t *m)
     m->syms_built = 1;
 }
 
-static const char *symtab_name(ht_sym_t *s, ht_smod_t *m, uint64_t pc, const char **linkage)
+/* The index of the symbol naming pc: among the symbols at the start
+ * address the first (global) one, unless a sized symbol ends before pc;
+ * or -1. */
+static ptrdiff_t symtab_find(ht_smod_t *m, uint64_t pc)
 {
-    *linkage = NULL;
     if (!m->syms_built)
         symtab_build(m);
     const fsym_t *v = m->syms;
@@ -426,15 +430,42 @@ static const char *symtab_name(ht_sym_t *s, ht_smod_t *m, uint64_t pc, const cha
             hi = mid;
     }
     if (!lo)
-        return NULL;
-    /* among the symbols at that address the first (global) one, unless a
-     * sized symbol ends before pc */
+        return -1;
     size_t i = lo - 1;
     while (i > 0 && v[i - 1].addr == v[i].addr)
         i--;
     if (v[i].size && pc >= v[i].addr + v[i].size)
+        return -1;
+    return (ptrdiff_t)i;
+}
+
+static const char *symtab_name(ht_sym_t *s, ht_smod_t *m, uint64_t pc, const char **linkage)
+{
+    *linkage = NULL;
+    ptrdiff_t i = symtab_find(m, pc);
+    return i < 0 ? NULL : pooled_name(s, ((const fsym_t *)m->syms)[i].name, linkage);
+}
+
+const char *const *ht__sym_aliases(ht_sym_t *s, uint32_t h, uint64_t rel, int exact, uint32_t *n)
+{
+    ht_sloc_t *l = (ht_sloc_t *)ht__sym_lookup(s, h, rel, exact);
+    *n = 0;
+    if (l == &s->empty)
         return NULL;
-    return pooled_name(s, v[i].name, linkage);
+    if (!l->aliases_known) {
+        l->aliases_known = 1;
+        ht_smod_t *m = &s->mods[h];
+        ptrdiff_t i = m->state == 1 ? symtab_find(m, exact ? rel : rel - 1) : -1;
+        const fsym_t *v = m->syms;
+        size_t k = 0, cap = 0;
+        for (size_t j = (size_t)i; i >= 0 && j < m->nsyms && v[j].addr == v[i].addr; j++) {
+            HT_GROW(l->aliases, cap, k + 1);
+            l->aliases[k++] = pooled(s, v[j].name);
+        }
+        l->naliases = (uint32_t)k;
+    }
+    *n = l->naliases;
+    return l->aliases;
 }
 
 /* A per-CU index of function scopes, built once per CU on its first

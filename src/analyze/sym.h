@@ -34,6 +34,10 @@ typedef struct ht_sframe_s {
 
 typedef struct ht_sloc_s {
     uint32_t n;             /* 0: nothing is known beyond module+offset */
+    /* private: ht__sym_aliases' answer, once asked */
+    uint32_t naliases;
+    int aliases_known;
+    const char **aliases;
     ht_sframe_t f[];        /* innermost first */
 } ht_sloc_t;
 
@@ -86,6 +90,15 @@ HT_INTERNAL uint32_t ht__sym_nmods(const ht_sym_t *s);
  * lives as long as the symbolizer. Never NULL. */
 HT_INTERNAL const ht_sloc_t *ht__sym_lookup(ht_sym_t *s, uint32_t handle, uint64_t rel,
                                             int exact);
+
+/* The names of the function symbols at the start of the symbol whose
+ * code holds the address (as ht__sym_lookup's arguments), as the symbol
+ * table spells them: aliases, such as glibc's strdup beside __strdup, or a
+ * constructor's C1 and C2 names, where a frame shows one name (Valgrind
+ * may show another). *n = 0 when the symbol table has none. Cached with
+ * the address's lookup; the array lives as long as the symbolizer. */
+HT_INTERNAL const char *const *ht__sym_aliases(ht_sym_t *s, uint32_t handle, uint64_t rel, int exact,
+                                               uint32_t *n);
 
 /* The symbolizer's string pool (names and files are interned there). */
 HT_INTERNAL ht_pool_t *ht__sym_pool(ht_sym_t *s);
