@@ -562,7 +562,7 @@ static int summary(const char *path, int when, int64_t seq, ht_supp_t *supp, int
         }
         for (size_t i = 0; i < s->nsites; i++) {
             const ht_tsite_t *x = &s->sites[i];
-            sup[i] = x->live_blocks && x->stack != 0xffffffffu ? ht__supp_match(supp, &ses, 0, x->stack) : -1;
+            sup[i] = x->live_blocks && x->stack != 0xffffffffu ? ht__supp_match(supp, &ses, 0, x->stack, x->kind) : -1;
         }
         ht__session_free(&ses);
     }
@@ -706,8 +706,10 @@ static int summary(const char *path, int when, int64_t seq, ht_supp_t *supp, int
         for (size_t i = 0; i < supp->n; i++) {
             if (!supp->sites[i] && !supp->custom_sites[i])
                 continue;
-            fputs("  leak:", out);
+            fputs(supp->vg[i] ? "  {" : "  leak:", out);     /* a Valgrind block by its name */
             ht__put_clean(out, supp->pat[i]);
+            if (supp->vg[i])
+                fputc('}', out);
             fprintf(out, "  %s %s, %s bytes in %s %s", commas(supp->sites[i], b1),
                     ht__plural(supp->sites[i], "site", "sites"), commas(supp->bytes[i], b2),
                     commas(supp->blocks[i], b3),
