@@ -45,7 +45,8 @@ static int run_usage(void)
                     "  --interval S     also write a snapshot every S seconds\n"
                     "  --follow-exec    trace programs it executes too (default: only this one)\n"
                     "  --suppressions FILE  leaks to leave out of the summary: `leak:PATTERN` lines\n"
-                    "                   (LeakSanitizer's format) matching a function, file or module\n"
+                    "                   (LeakSanitizer's format) matching a function, file or module,\n"
+                    "                   or Valgrind memcheck's `{ ... }` blocks\n"
                     "  --error-exitcode N   exit with N if the program exits with 0 but its leak\n"
                     "                   check at exit finds unreachable blocks not suppressed\n");
     return 2;
@@ -1218,8 +1219,8 @@ static int snapshot_usage(FILE *f)
                "  --leaks    a leak check: the snapshot also says which live heap blocks are\n"
                "             unreachable now (the program's running threads are paused for the\n"
                "             scan), and a summary with their stacks follows\n"
-               "  --suppressions FILE  leave the stacks its `leak:PATTERN` lines match out of\n"
-               "             that summary (as `heaptrail run --suppressions`)\n");
+               "  --suppressions FILE  leave the stacks its `leak:PATTERN` lines (or Valgrind\n"
+               "             blocks) match out of that summary (as `heaptrail run --suppressions`)\n");
     return f == stdout ? 0 : 2;
 }
 
