@@ -673,6 +673,9 @@ static const ht_sloc_t *resolve(ht_sym_t *s, ht_smod_t *m, uint64_t pc)
             break;
         /* fn[i] was inlined: its call site is the next frame's location */
         l->f[i].inlined = 1;
+        const char *plain = dwarf_diename(fn[i]);
+        if (plain && l->f[i].function && strcmp(plain, l->f[i].function))
+            l->f[i].plain = pooled(s, plain);
         file = NULL;
         line = 0;
         Dwarf_Attribute a;

@@ -27,6 +27,10 @@ typedef struct ht_sframe_s {
     const char *linkage;    /* the linkage (mangled) name function was
                                demangled from; NULL when there is none or it
                                is function itself (C) */
+    const char *plain;      /* an inlined frame's plain name (DW_AT_name:
+                               "insert" for ns::Store::insert(int), as
+                               Valgrind names inlined calls) when it is not
+                               function; else NULL */
     const char *file;       /* full path as in the debug info; NULL when unknown */
     uint32_t line;          /* 0 when unknown */
     uint8_t inlined;        /* this function's code was inlined into the next frame's */

@@ -108,6 +108,7 @@ static void check_truths(void)
              * at the line of the call (symfix.c: calls_inline) */
             CHECK_EQ(n, 3);
             CHECK_EQ(buf[0].sf->inlined, 1);
+            CHECK(buf[0].sf->plain == NULL);    /* a C name: the plain one */
             CHECK_EQ(buf[1].addr, buf[0].addr);
             CHECK(streq(buf[1].sf ? buf[1].sf->function : NULL, "calls_inline"));
             CHECK_EQ(buf[1].sf ? buf[1].sf->inlined : 1, 0);
