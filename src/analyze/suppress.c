@@ -252,6 +252,13 @@ static int block_line(ht_supp_t *s, vgread_t *b, const char *a, const char *e, c
         return 0;
     case VR_KIND: {
         const char *colon = memchr(a, ':', len);
+        /* a frame line where the kind belongs (no tool is called fun) */
+        if (starts(a, len, "fun:") || starts(a, len, "obj:") || starts(a, len, "src:") ||
+            starts(a, len, "match-leak-kinds:") || (len == 3 && !memcmp(a, "...", 3))) {
+            snprintf(err, errlen, "%s:%u: Valgrind suppression `%s` has no kind line (TOOL:KIND, as "
+                     "Memcheck:Leak) before `%.*s`", path, no, b->name, len_i, a);
+            return -1;
+        }
         if (close || !colon) {
             snprintf(err, errlen, "%s:%u: `%.*s`: not the kind line of Valgrind suppression `%s` "
                      "(TOOL:KIND, as Memcheck:Leak)", path, no, len_i, a, b->name);
@@ -516,6 +523,7 @@ typedef struct vframe_s {
     const char *fun, *linkage;  /* fun NULL: unknown (Valgrind's "???") */
     const char *file;           /* NULL: unknown */
     const char *obj;            /* the module's path; NULL: none ("???") */
+    const char *plain;          /* an inlined function's plain name */
     uint32_t line;
     uint32_t naliases;          /* the function's other symbol names (not */
     const char *const *aliases; /* inlined ones'): Valgrind may show one */
@@ -552,17 +560,17 @@ static int vstack_expand(vstack_t *st, size_t i)
         st->next = in->t->nodes[x].parent;
         if (m == HT_NOMOD) {
             const ht_tjit_t *j = ht__node_jit(in, x);
-            vstack_push(st, (vframe_t){ j ? j->name : NULL, NULL, NULL, NULL, 0, 0, NULL, st->own[x] });
+            vstack_push(st, (vframe_t){ j ? j->name : NULL, NULL, NULL, NULL, NULL, 0, 0, NULL, st->own[x] });
             continue;
         }
         uint64_t rel = ht__node_rel(in, x);
         const ht_sloc_t *l = ht__sym_lookup(st->ses->sym, m, rel, 0);
         const char *obj = ht__sym_mod(st->ses->sym, m)->path;
         if (!l->n)
-            vstack_push(st, (vframe_t){ NULL, NULL, NULL, obj, 0, 0, NULL, st->own[x] });
+            vstack_push(st, (vframe_t){ NULL, NULL, NULL, obj, NULL, 0, 0, NULL, st->own[x] });
         for (uint32_t k = 0; k < l->n; k++)
-            vstack_push(st, (vframe_t){ l->f[k].function, l->f[k].linkage, l->f[k].file, obj, l->f[k].line,
-                                        0, NULL, st->own[x] });
+            vstack_push(st, (vframe_t){ l->f[k].function, l->f[k].linkage, l->f[k].file, obj, l->f[k].plain,
+                                        l->f[k].line, 0, NULL, st->own[x] });
         /* the real function's aliases (glibc's strdup is __strdup here) */
         if (l->n)
             st->f[st->n - 1].aliases = ht__sym_aliases(st->ses->sym, m, rel, 0, &st->f[st->n - 1].naliases);
@@ -586,7 +594,8 @@ static int line_matches(const ht_vgframe_t *l, const vstack_t *st, size_t i)
         return 0;
     switch (l->type) {
     case HT_VG_FUN:
-        if ((f->linkage && line_glob(l, f->linkage)) || line_glob(l, f->fun ? f->fun : "???"))
+        if ((f->linkage && line_glob(l, f->linkage)) || line_glob(l, f->fun ? f->fun : "???") ||
+            (f->plain && line_glob(l, f->plain)))
             return 1;
         for (uint32_t k = 0; k < f->naliases; k++)
             if (line_glob(l, f->aliases[k]))
@@ -757,6 +766,8 @@ static uint64_t node_bits(const struct vindex_s *x, ht_session_t *ses, const ht_
         bits |= name_bits(x, l->f[k].function ? l->f[k].function : "???");
         if (l->f[k].linkage)
             bits |= name_bits(x, l->f[k].linkage);
+        if (l->f[k].plain)
+            bits |= name_bits(x, l->f[k].plain);
     }
     uint32_t na;
     const char *const *a = ht__sym_aliases(ses->sym, m, rel, 0, &na);

@@ -21,9 +21,11 @@
  * stack begins, for Valgrind, in the allocator (malloc, operator new, ...
  * in vgpreload_memcheck), heaptrail's at the allocator's caller: a heap
  * site's stack gets that frame in front. `fun:` globs match a function's
- * mangled name and its demangled one, `obj:` its module's path, `src:`
- * its file's name (or path) and line; `*` and `?` are wildcards over the
- * whole name. Custom allocator sites get no allocator frame (Valgrind's
+ * mangled name, its demangled one, the other symbol names at its address
+ * (glibc's strdup is __strdup) and an inlined function's plain name (what
+ * Valgrind shows for it), `obj:` its module's path, `src:` its file's
+ * name (or path) and line; `*` and `?` are wildcards over the whole
+ * name, a `\` takes the next character as it is. Custom allocator sites get no allocator frame (Valgrind's
  * mempool stacks begin at the pool's code); mappings are never matched
  * by a block (Valgrind does not report them). */
 #ifndef HT_ANALYZE_SUPPRESS_H
