@@ -6,6 +6,9 @@
 # figure of the summary and its list of stacks, and are counted on a line
 # of their own, per pattern; --error-exitcode turns unreachable blocks
 # that remain into the exit status when the program itself succeeded.
+# Valgrind memcheck's suppression blocks too, on those and
+# tests/progs/nsleak (C++: mangled names), with what valgrind itself
+# generates for them.
 . tests/agent/common.inc
 cd "$T"
 EL=$P/exitleak
