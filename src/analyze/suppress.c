@@ -143,7 +143,9 @@ static int line_glob(const ht_vgframe_t *l, const char *str)
 
 /* Valgrind's frame 0 of a heap block's stack: the allocator function its
  * preloaded library replaces (the C++ operators by their mangled and
- * demangled names), where heaptrail's stack begins at the caller. */
+ * demangled names, size_t being unsigned long), where heaptrail's stack
+ * begins at the caller. Which one a site's blocks came from the trace
+ * does not say: a line meets the frame if it matches any. */
 static const char *const alloc_funs[] = {
     "malloc", "calloc", "realloc", "memalign", "posix_memalign", "aligned_alloc", "valloc", "pvalloc",
     "reallocarray",
