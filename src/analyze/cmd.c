@@ -50,7 +50,8 @@ static void usage(int cmd, FILE *f)
                "      --debuginfod       fetch debug info missing here (and files gone since the\n"
                "                         run) by build-id from the servers in DEBUGINFOD_URLS\n"
                "      --suppressions FILE  leave out stacks matching its `leak:PATTERN` lines\n"
-               "                         (LeakSanitizer's format; as `heaptrail run`'s)\n");
+               "                         (LeakSanitizer's format) or Valgrind memcheck blocks\n"
+               "                         (as `heaptrail run`'s)\n");
     if (cmd == HT_CMD_REPORT)
         fprintf(f, "  -f suppressions        the leaks as `leak:PATTERN` lines for --suppressions\n"
                    "                         (with a leak check: the stacks of unreachable blocks)\n"

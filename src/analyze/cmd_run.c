@@ -45,7 +45,8 @@ static int run_usage(void)
                     "  --interval S     also write a snapshot every S seconds\n"
                     "  --follow-exec    trace programs it executes too (default: only this one)\n"
                     "  --suppressions FILE  leaks to leave out of the summary: `leak:PATTERN` lines\n"
-                    "                   (LeakSanitizer's format) matching a function, file or module\n"
+                    "                   (LeakSanitizer's format) matching a function, file or module,\n"
+                    "                   or Valgrind memcheck's `{ ... }` blocks\n"
                     "  --error-exitcode N   exit with N if the program exits with 0 but its leak\n"
                     "                   check at exit finds unreachable blocks not suppressed\n");
     return 2;
@@ -562,7 +563,7 @@ static int summary(const char *path, int when, int64_t seq, ht_supp_t *supp, int
         }
         for (size_t i = 0; i < s->nsites; i++) {
             const ht_tsite_t *x = &s->sites[i];
-            sup[i] = x->live_blocks && x->stack != 0xffffffffu ? ht__supp_match(supp, &ses, 0, x->stack) : -1;
+            sup[i] = x->live_blocks && x->stack != 0xffffffffu ? ht__supp_match(supp, &ses, 0, x->stack, x->kind) : -1;
         }
         ht__session_free(&ses);
     }
@@ -706,8 +707,10 @@ static int summary(const char *path, int when, int64_t seq, ht_supp_t *supp, int
         for (size_t i = 0; i < supp->n; i++) {
             if (!supp->sites[i] && !supp->custom_sites[i])
                 continue;
-            fputs("  leak:", out);
+            fputs(supp->vg[i] ? "  {" : "  leak:", out);     /* a Valgrind block by its name */
             ht__put_clean(out, supp->pat[i]);
+            if (supp->vg[i])
+                fputc('}', out);
             fprintf(out, "  %s %s, %s bytes in %s %s", commas(supp->sites[i], b1),
                     ht__plural(supp->sites[i], "site", "sites"), commas(supp->bytes[i], b2),
                     commas(supp->blocks[i], b3),
@@ -1219,8 +1222,8 @@ static int snapshot_usage(FILE *f)
                "  --leaks    a leak check: the snapshot also says which live heap blocks are\n"
                "             unreachable now (the program's running threads are paused for the\n"
                "             scan), and a summary with their stacks follows\n"
-               "  --suppressions FILE  leave the stacks its `leak:PATTERN` lines match out of\n"
-               "             that summary (as `heaptrail run --suppressions`)\n");
+               "  --suppressions FILE  leave the stacks its `leak:PATTERN` lines (or Valgrind\n"
+               "             blocks) match out of that summary (as `heaptrail run --suppressions`)\n");
     return f == stdout ? 0 : 2;
 }
 

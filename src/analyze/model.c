@@ -436,7 +436,7 @@ static int suppressed(ht_session_t *s, ht_report_t *r, uint32_t input, uint32_t 
     ht_supp_t *sp = s->opts ? s->opts->supp : NULL;
     if (!sp || !sp->n)
         return 0;
-    int p = ht__supp_match(sp, s, input, site_node(s->in[input].t, stack));
+    int p = ht__supp_match(sp, s, input, site_node(s->in[input].t, stack), kind);
     if (p < 0)
         return 0;
     if (count && kind == HT_KIND_CUSTOM) {     /* inside blocks counted already: apart */
@@ -987,7 +987,8 @@ const char *ht__supp_line(const ht_report_t *r, char *buf, size_t len)
     int n;
     if (!r->supp_sites && !r->supp_custom_sites)
         n = snprintf(buf, len, "suppressed: nothing (no stack matched the %zu %s)", sp->n,
-                     sp->n == 1 ? "pattern" : "patterns");
+                     sp->nvg || sp->vg_ignored ? ht__plural((int64_t)sp->n, "suppression", "suppressions")
+                                               : ht__plural((int64_t)sp->n, "pattern", "patterns"));
     else
         n = snprintf(buf, len, "suppressed: %lld bytes in %lld %s from %zu %s", (long long)r->supp_bytes,
                      (long long)r->supp_blocks, r->supp_blocks == 1 ? "block" : "blocks", r->supp_sites,

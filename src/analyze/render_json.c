@@ -308,9 +308,12 @@ int ht__render_json(const ht_report_t *r, FILE *f)
         if (r->supp_custom_sites)
             fprintf(f, ",\"custom_bytes\":%lld,\"custom_blocks\":%lld,\"custom_sites\":%zu",
                     (long long)r->supp_custom_bytes, (long long)r->supp_custom_blocks, r->supp_custom_sites);
+        if (sp->vg_ignored)
+            fprintf(f, ",\"valgrind_ignored\":%zu", sp->vg_ignored);
         fputs(",\"patterns\":[", f);
         for (size_t i = 0; i < sp->n; i++) {
-            fputs(i ? ",{\"pattern\":" : "{\"pattern\":", f);
+            fputs(i ? "," : "", f);
+            fputs(sp->vg[i] ? "{\"valgrind\":" : "{\"pattern\":", f);     /* a block: its name */
             ht__json_string(f, sp->pat[i]);
             fprintf(f, ",\"sites\":%llu,\"bytes\":%llu,\"blocks\":%llu", (unsigned long long)sp->sites[i],
                     (unsigned long long)sp->bytes[i], (unsigned long long)sp->blocks[i]);

@@ -151,8 +151,10 @@ void ht__sym_free(ht_sym_t *s)
             dwfl_end(s->mods[i].dwfl);
     }
     for (size_t i = 0; i < s->cache_cap; i++)
-        if (s->cache[i].mod && s->cache[i].loc != &s->empty)
+        if (s->cache[i].mod && s->cache[i].loc != &s->empty) {
+            free(s->cache[i].loc->aliases);
             free((void *)s->cache[i].loc);
+        }
     for (size_t i = 0; i < s->ndebug_dirs; i++)
         free(s->debug_dirs[i]);
     free(s->debug_dirs);
@@ -317,21 +319,27 @@ static const char *pooled(ht_sym_t *s, const char *str)
     return str ? ht__pool_intern(&s->pool, str, strlen(str), NULL) : NULL;
 }
 
-static const char *pooled_name(ht_sym_t *s, const char *name)
+/* name demangled, pooled; *linkage: name itself, pooled, when it was
+ * demangled (Valgrind's suppressions match mangled names), else NULL */
+static const char *pooled_name(ht_sym_t *s, const char *name, const char **linkage)
 {
+    *linkage = NULL;
     if (!name)
         return NULL;
     char *d = ht__demangle(name);
     if (!d)
         return pooled(s, name);
     const char *r = pooled(s, d);
+    if (strcmp(d, name) != 0)
+        *linkage = pooled(s, name);
     free(d);
     return r;
 }
 
 /* The best name of a subprogram or inlined subroutine DIE: the demangled
- * linkage name (qualified, with parameter types) or the plain name. */
-static const char *die_name(ht_sym_t *s, Dwarf_Die *die)
+ * linkage name (qualified, with parameter types) or the plain name;
+ * *linkage as pooled_name's. */
+static const char *die_name(ht_sym_t *s, Dwarf_Die *die, const char **linkage)
 {
     Dwarf_Attribute a;
     const char *ln = NULL;
@@ -339,7 +347,8 @@ static const char *die_name(ht_sym_t *s, Dwarf_Die *die)
         dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a))
         ln = dwarf_formstring(&a);
     if (ln)
-        return pooled_name(s, ln);
+        return pooled_name(s, ln, linkage);
+    *linkage = NULL;
     return pooled(s, dwarf_diename(die));
 }
 
@@ -404,7 +413,10 @@ static void symtab_build(ht_smod_t *m)
     m->syms_built = 1;
 }
 
-static const char *symtab_name(ht_sym_t *s, ht_smod_t *m, uint64_t pc)
+/* The index of the symbol naming pc: among the symbols at the start
+ * address the first (global) one, unless a sized symbol ends before pc;
+ * or -1. */
+static ptrdiff_t symtab_find(ht_smod_t *m, uint64_t pc)
 {
     if (!m->syms_built)
         symtab_build(m);
@@ -418,15 +430,42 @@ static const char *symtab_name(ht_sym_t *s, ht_smod_t *m, uint64_t pc)
             hi = mid;
     }
     if (!lo)
-        return NULL;
-    /* among the symbols at that address the first (global) one, unless a
-     * sized symbol ends before pc */
+        return -1;
     size_t i = lo - 1;
     while (i > 0 && v[i - 1].addr == v[i].addr)
         i--;
     if (v[i].size && pc >= v[i].addr + v[i].size)
+        return -1;
+    return (ptrdiff_t)i;
+}
+
+static const char *symtab_name(ht_sym_t *s, ht_smod_t *m, uint64_t pc, const char **linkage)
+{
+    *linkage = NULL;
+    ptrdiff_t i = symtab_find(m, pc);
+    return i < 0 ? NULL : pooled_name(s, ((const fsym_t *)m->syms)[i].name, linkage);
+}
+
+const char *const *ht__sym_aliases(ht_sym_t *s, uint32_t h, uint64_t rel, int exact, uint32_t *n)
+{
+    ht_sloc_t *l = (ht_sloc_t *)ht__sym_lookup(s, h, rel, exact);
+    *n = 0;
+    if (l == &s->empty)
         return NULL;
-    return pooled_name(s, v[i].name);
+    if (!l->aliases_known) {
+        l->aliases_known = 1;
+        ht_smod_t *m = &s->mods[h];
+        ptrdiff_t i = m->state == 1 ? symtab_find(m, exact ? rel : rel - 1) : -1;
+        const fsym_t *v = m->syms;
+        size_t k = 0, cap = 0;
+        for (size_t j = (size_t)i; i >= 0 && j < m->nsyms && v[j].addr == v[i].addr; j++) {
+            HT_GROW(l->aliases, cap, k + 1);
+            l->aliases[k++] = pooled(s, v[j].name);
+        }
+        l->naliases = (uint32_t)k;
+    }
+    *n = l->naliases;
+    return l->aliases;
 }
 
 /* A per-CU index of function scopes, built once per CU on its first
@@ -588,11 +627,13 @@ static const ht_sloc_t *resolve(ht_sym_t *s, ht_smod_t *m, uint64_t pc)
     Dwarf_Addr bias = 0;
     Dwarf_Die *cu = m->has_dwarf ? dwfl_module_addrdie(mod, pc, &bias) : NULL;
     if (!cu) {
-        const char *name = symtab_name(s, m, pc);
+        const char *linkage;
+        const char *name = symtab_name(s, m, pc, &linkage);
         if (!name)
             return &s->empty;
         ht_sloc_t *l = new_loc(1);
         l->f[0].function = name;
+        l->f[0].linkage = linkage;
         return l;
     }
     /* the scopes holding pc, innermost first: inlined calls, then the
@@ -613,7 +654,7 @@ static const ht_sloc_t *resolve(ht_sym_t *s, ht_smod_t *m, uint64_t pc)
     }
     ht_sloc_t *l = new_loc(nfn ? (uint32_t)nfn : 1);
     if (!nfn) {     /* code the DWARF has no subprogram for (assembly, say) */
-        l->f[0].function = symtab_name(s, m, pc);
+        l->f[0].function = symtab_name(s, m, pc, &l->f[0].linkage);
         l->f[0].file = pooled(s, file);
         l->f[0].line = line > 0 ? (uint32_t)line : 0;
         if (!l->f[0].function && !l->f[0].file) {
@@ -624,7 +665,7 @@ static const ht_sloc_t *resolve(ht_sym_t *s, ht_smod_t *m, uint64_t pc)
     }
     uint32_t used = 0;
     for (int i = 0; i < nfn; i++) {
-        l->f[i].function = die_name(s, fn[i]);
+        l->f[i].function = die_name(s, fn[i], &l->f[i].linkage);
         l->f[i].file = pooled(s, file);
         l->f[i].line = line > 0 ? (uint32_t)line : 0;
         used = (uint32_t)i + 1;
@@ -632,6 +673,9 @@ static const ht_sloc_t *resolve(ht_sym_t *s, ht_smod_t *m, uint64_t pc)
             break;
         /* fn[i] was inlined: its call site is the next frame's location */
         l->f[i].inlined = 1;
+        const char *plain = dwarf_diename(fn[i]);
+        if (plain && l->f[i].function && strcmp(plain, l->f[i].function))
+            l->f[i].plain = pooled(s, plain);
         file = NULL;
         line = 0;
         Dwarf_Attribute a;
@@ -652,7 +696,7 @@ static const ht_sloc_t *resolve(ht_sym_t *s, ht_smod_t *m, uint64_t pc)
     l->n = used;
     for (uint32_t i = 0; i < used; i++)
         if (!l->f[i].function && !l->f[i].inlined)
-            l->f[i].function = symtab_name(s, m, pc);
+            l->f[i].function = symtab_name(s, m, pc, &l->f[i].linkage);
     return l;
 }
 

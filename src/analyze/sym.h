@@ -24,6 +24,13 @@
  * functions inlined at it, innermost first, then the real function. */
 typedef struct ht_sframe_s {
     const char *function;   /* demangled; NULL when unknown */
+    const char *linkage;    /* the linkage (mangled) name function was
+                               demangled from; NULL when there is none or it
+                               is function itself (C) */
+    const char *plain;      /* an inlined frame's plain name (DW_AT_name:
+                               "insert" for ns::Store::insert(int), as
+                               Valgrind names inlined calls) when it is not
+                               function; else NULL */
     const char *file;       /* full path as in the debug info; NULL when unknown */
     uint32_t line;          /* 0 when unknown */
     uint8_t inlined;        /* this function's code was inlined into the next frame's */
@@ -31,6 +38,10 @@ typedef struct ht_sframe_s {
 
 typedef struct ht_sloc_s {
     uint32_t n;             /* 0: nothing is known beyond module+offset */
+    /* private: ht__sym_aliases' answer, once asked */
+    uint32_t naliases;
+    int aliases_known;
+    const char **aliases;
     ht_sframe_t f[];        /* innermost first */
 } ht_sloc_t;
 
@@ -83,6 +94,15 @@ HT_INTERNAL uint32_t ht__sym_nmods(const ht_sym_t *s);
  * lives as long as the symbolizer. Never NULL. */
 HT_INTERNAL const ht_sloc_t *ht__sym_lookup(ht_sym_t *s, uint32_t handle, uint64_t rel,
                                             int exact);
+
+/* The names of the function symbols at the start of the symbol whose
+ * code holds the address (as ht__sym_lookup's arguments), as the symbol
+ * table spells them: aliases, such as glibc's strdup beside __strdup, or a
+ * constructor's C1 and C2 names, where a frame shows one name (Valgrind
+ * may show another). *n = 0 when the symbol table has none. Cached with
+ * the address's lookup; the array lives as long as the symbolizer. */
+HT_INTERNAL const char *const *ht__sym_aliases(ht_sym_t *s, uint32_t handle, uint64_t rel, int exact,
+                                               uint32_t *n);
 
 /* The symbolizer's string pool (names and files are interned there). */
 HT_INTERNAL ht_pool_t *ht__sym_pool(ht_sym_t *s);

@@ -108,6 +108,7 @@ static void check_truths(void)
              * at the line of the call (symfix.c: calls_inline) */
             CHECK_EQ(n, 3);
             CHECK_EQ(buf[0].sf->inlined, 1);
+            CHECK(buf[0].sf->plain == NULL);    /* a C name: the plain one */
             CHECK_EQ(buf[1].addr, buf[0].addr);
             CHECK(streq(buf[1].sf ? buf[1].sf->function : NULL, "calls_inline"));
             CHECK_EQ(buf[1].sf ? buf[1].sf->inlined : 1, 0);
@@ -209,12 +210,33 @@ static void check_cxx(void)
     CHECK_EQ(r.total_bytes, 48 + 10 * sizeof(int) + 24 + 16);
     const char *want[] = { "Widget::Widget()", "ns::Pool<int>::grow(unsigned long)",
                            "Widget::operator+=(int)", "Widget::operator&=(int)" };
+    /* and the linkage names they were demangled from (Valgrind's
+     * suppressions match those); main's is its name: none */
+    const char *want_linkage[] = { "_ZN6WidgetC2Ev", "_ZN2ns4PoolIiE4growEm", "_ZN6WidgetpLEi",
+                                   "_ZN6WidgetaNEi" };
     ht_rframe_t *buf = NULL;
     size_t cap = 0;
     for (size_t i = 0; i < r.nrows && i < 4; i++) {
         size_t n = ht__row_frames(&r, &r.rows[i], &buf, &cap);
         CHECK(n == 2 && buf[0].sf && streq(buf[0].sf->function, want[i]));
+        CHECK(n == 2 && buf[0].sf && streq(buf[0].sf->linkage, want_linkage[i]));
         CHECK(n == 2 && buf[1].sf && streq(buf[1].sf->function, "main"));
+        CHECK(n == 2 && buf[1].sf && buf[1].sf->linkage == NULL);
+    }
+    /* the constructor's symbols: C1 and C2 at one address (Valgrind
+     * shows either); a member function's: its own alone */
+    for (size_t i = 0; i < r.nrows && i < 4; i++) {
+        size_t n = ht__row_frames(&r, &r.rows[i], &buf, &cap);
+        uint32_t na = 0;
+        const char *const *a = n ? ht__sym_aliases(s.sym, buf[0].mod, buf[0].rel, 0, &na) : NULL;
+        if (i == 0) {   /* in either order (equal symbols tie) */
+            CHECK_EQ(na, 2);
+            CHECK(na == 2 && ((!strcmp(a[0], "_ZN6WidgetC1Ev") && !strcmp(a[1], "_ZN6WidgetC2Ev")) ||
+                              (!strcmp(a[1], "_ZN6WidgetC1Ev") && !strcmp(a[0], "_ZN6WidgetC2Ev"))));
+        } else {
+            CHECK_EQ(na, 1);
+            CHECK(na == 1 && streq(a[0], want_linkage[i]));
+        }
     }
     free(buf);
     ht__report_free(&r);
