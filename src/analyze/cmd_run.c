@@ -707,10 +707,8 @@ static int summary(const char *path, int when, int64_t seq, ht_supp_t *supp, int
         for (size_t i = 0; i < supp->n; i++) {
             if (!supp->sites[i] && !supp->custom_sites[i])
                 continue;
-            fputs(supp->vg[i] ? "  {" : "  leak:", out);     /* a Valgrind block by its name */
-            ht__put_clean(out, supp->pat[i]);
-            if (supp->vg[i])
-                fputc('}', out);
+            fputs("  ", out);
+            ht__supp_put_name(out, supp, i);
             fprintf(out, "  %s %s, %s bytes in %s %s", commas(supp->sites[i], b1),
                     ht__plural(supp->sites[i], "site", "sites"), commas(supp->bytes[i], b2),
                     commas(supp->blocks[i], b3),

@@ -20,6 +20,7 @@
  * follows a comment with what it covers, so a reviewer can read the file. */
 #include <stdlib.h>
 #include <string.h>
+#include "commands.h"
 #include "heaptrail.h"
 #include "model.h"
 
@@ -112,14 +113,6 @@ static void row_pattern(const ht_report_t *r, const ht_row_t *row, pat_t *p)
     p->what = ht__pool_intern(ht__sym_pool(s->sym), buf, strlen(buf), NULL);
 }
 
-/* A comment's text: names come from the trace and the binaries, so a
- * control character becomes '?' (a line break would end the comment). */
-static void put_text(FILE *f, const char *s)
-{
-    for (; *s; s++)
-        putc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, f);
-}
-
 static const char *plural(int64_t n, const char *one, const char *many) { return n == 1 ? one : many; }
 
 int ht__render_supp(const ht_report_t *r, FILE *f)
@@ -129,7 +122,7 @@ int ht__render_supp(const ht_report_t *r, FILE *f)
     char why[512];
     const char *unit = r->by == HT_BY_MODULE ? "module" : "function";
     fputs("# heaptrail suppressions (LeakSanitizer's format) for ", f);
-    put_text(f, r->ses->in[r->input_b].name);
+    ht__put_clean(f, r->ses->in[r->input_b].name);     /* a line break would end the comment */
     fprintf(f, ", snapshot %u (%s):\n", sn->seq, ht__snap_reason(sn->reason));
     if (checked)
         fprintf(f, "# the stacks with unreachable blocks (definitely or indirectly lost: what\n"
@@ -193,7 +186,7 @@ int ht__render_supp(const ht_report_t *r, FILE *f)
                 plural(p->bytes, "byte", "bytes"), (long long)p->blocks,
                 !p->custom ? "" : p->heap ? "heap and custom allocator " : "custom allocator ",
                 plural(p->blocks, "block", "blocks"), what, p->sites, plural(p->sites, "stack", "stacks"));
-        put_text(f, p->what);
+        ht__put_clean(f, p->what);
         putc('\n', f);
         if (p->pat)
             fprintf(f, "leak:%s\n", p->pat);

@@ -372,9 +372,9 @@ int ht__render_text(const ht_report_t *r, FILE *f)
         for (size_t i = 0; i < sp->n; i++) {
             if (!sp->sites[i] && !sp->custom_sites[i])
                 continue;
-            /* a Valgrind block by its name */
-            fprintf(f, "  %s%s%s  %llu %s, %llu bytes in %llu %s", sp->vg[i] ? "{" : "leak:", sp->pat[i],
-                    sp->vg[i] ? "}" : "",
+            fputs("  ", f);
+            ht__supp_put_name(f, sp, i);
+            fprintf(f, "  %llu %s, %llu bytes in %llu %s",
                     (unsigned long long)sp->sites[i], sp->sites[i] == 1 ? "site" : "sites",
                     (unsigned long long)sp->bytes[i], (unsigned long long)sp->blocks[i],
                     sp->blocks[i] == 1 ? "block" : "blocks");

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "commands.h"
 #include "sym.h"
 #include "util.h"
 
@@ -43,6 +44,14 @@ void ht__supp_free(ht_supp_t *s)
     free(s->frames);
     vindex_free(s->vindex);
     memset(s, 0, sizeof *s);
+}
+
+void ht__supp_put_name(FILE *f, const ht_supp_t *s, size_t i)
+{
+    fputs(s->vg[i] ? "{" : "leak:", f);
+    ht__put_clean(f, s->pat[i]);
+    if (s->vg[i])
+        fputc('}', f);
 }
 
 void ht__supp_count(ht_supp_t *s, int p, int custom, uint64_t blocks, uint64_t bytes)
@@ -487,28 +496,50 @@ static int match_node(const ht_supp_t *s, ht_session_t *ses, const ht_input_t *i
     return match_any(s, str, 2);
 }
 
+/* A per-node memo of the input's trace, every entry -2 (not known yet). */
+static int32_t *new_memo(const ht_input_t *in)
+{
+    int32_t *m = ht__xmalloc((in->t->nnodes ? in->t->nnodes : 1) * sizeof *m);
+    for (size_t i = 0; i < in->t->nnodes; i++)
+        m[i] = -2;
+    return m;
+}
+
+/* The memos "of this node and the ones further out" (the leak: lines'
+ * pattern, the blocks' prefilter bits) are filled out to the first node
+ * known, then back in: no recursion, whatever the depth. The nodes from
+ * `node` out to that one (not included), innermost first, in a new
+ * array; *len their number; *top the known node, 0 when the walk reached
+ * the root. known(memo, n): whether n's entry is filled. */
+static uint32_t *path_out(const ht_input_t *in, uint32_t node, int (*known)(const void *, uint32_t),
+                          const void *memo, uint32_t *len, uint32_t *top)
+{
+    uint32_t t = node, n = 0;
+    while (t != 0 && t < in->t->nnodes && !known(memo, t)) {
+        t = in->t->nodes[t].parent;
+        n++;
+    }
+    uint32_t *path = ht__xmalloc((n ? n : 1) * sizeof *path);
+    uint32_t k = 0;
+    for (uint32_t x = node; k < n; x = in->t->nodes[x].parent)
+        path[k++] = x;
+    *len = n;
+    *top = t < in->t->nnodes ? t : 0;
+    return path;
+}
+
+static int pattern_known(const void *memo, uint32_t n) { return ((const int32_t *)memo)[n] != -2; }
+
 /* The pattern matching a frame of the stack (memo[input]: see ht_supp_t) */
 static int leak_match(ht_supp_t *s, ht_session_t *ses, uint32_t input, uint32_t node)
 {
     const ht_input_t *in = &ses->in[input];
-    if (!s->memo[input]) {
-        s->memo[input] = ht__xmalloc(in->t->nnodes * sizeof *s->memo[input]);
-        for (size_t i = 0; i < in->t->nnodes; i++)
-            s->memo[input][i] = -2;
-    }
+    if (!s->memo[input])
+        s->memo[input] = new_memo(in);
     int32_t *memo = s->memo[input];
-    /* out to the first node known (or the root), then back in: no
-     * recursion, whatever the depth */
-    uint32_t top = node, len = 0;
-    while (top != 0 && top < in->t->nnodes && memo[top] == -2) {
-        top = in->t->nodes[top].parent;
-        len++;
-    }
-    int outer = top != 0 && top < in->t->nnodes ? memo[top] : -1;
-    uint32_t *path = ht__xmalloc((len ? len : 1) * sizeof *path);
-    uint32_t k = 0;
-    for (uint32_t x = node; k < len; x = in->t->nodes[x].parent)
-        path[k++] = x;
+    uint32_t k, top;
+    uint32_t *path = path_out(in, node, pattern_known, memo, &k, &top);
+    int outer = top ? memo[top] : -1;
     while (k-- > 0) {
         int own = match_node(s, ses, in, path[k]);
         outer = own >= 0 ? own : outer;
@@ -778,26 +809,22 @@ static uint64_t node_bits(const struct vindex_s *x, ht_session_t *ses, const ht_
     return bits;
 }
 
+#define BITS_KNOWN (1ull << 63)
+
+static int bits_known(const void *memo, uint32_t n) { return (((const uint64_t *)memo)[n] & BITS_KNOWN) != 0; }
+
 /* The bits of the stack whose innermost node is `node` (vbits[input]). */
 static uint64_t stack_bits(ht_supp_t *s, ht_session_t *ses, uint32_t input, uint32_t node)
 {
     const ht_input_t *in = &ses->in[input];
-    const uint64_t KNOWN = 1ull << 63;
     if (!s->vbits[input]) {
         s->vbits[input] = ht__xcalloc(in->t->nnodes, sizeof *s->vbits[input]);
         s->vown[input] = ht__xcalloc(in->t->nnodes, sizeof *s->vown[input]);
     }
     uint64_t *memo = s->vbits[input];
-    uint32_t top = node, len = 0;
-    while (top != 0 && top < in->t->nnodes && !(memo[top] & KNOWN)) {
-        top = in->t->nodes[top].parent;
-        len++;
-    }
-    uint64_t outer = top != 0 && top < in->t->nnodes ? memo[top] : KNOWN;
-    uint32_t *path = ht__xmalloc((len ? len : 1) * sizeof *path);
-    uint32_t k = 0;
-    for (uint32_t x = node; k < len; x = in->t->nodes[x].parent)
-        path[k++] = x;
+    uint32_t k, top;
+    uint32_t *path = path_out(in, node, bits_known, memo, &k, &top);
+    uint64_t outer = top ? memo[top] : BITS_KNOWN;
     while (k-- > 0) {
         s->vown[input][path[k]] = node_bits(s->vindex, ses, in, path[k]);
         outer |= s->vown[input][path[k]];
@@ -812,11 +839,8 @@ static int vg_match(ht_supp_t *s, ht_session_t *ses, uint32_t input, uint32_t no
 {
     const ht_input_t *in = &ses->in[input];
     int32_t **memo = &s->vmemo[input][custom];
-    if (!*memo) {
-        *memo = ht__xmalloc(in->t->nnodes * sizeof **memo);
-        for (size_t i = 0; i < in->t->nnodes; i++)
-            (*memo)[i] = -2;
-    }
+    if (!*memo)
+        *memo = new_memo(in);
     if ((*memo)[node] != -2)
         return (*memo)[node];
     if (!s->vindex || s->vindex->nvg != s->nvg)

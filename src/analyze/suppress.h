@@ -101,6 +101,10 @@ HT_INTERNAL void ht__supp_free(ht_supp_t *s);
  * stack of each kind against the blocks once. */
 HT_INTERNAL int ht__supp_match(ht_supp_t *s, ht_session_t *ses, uint32_t input, uint32_t node, int kind);
 
+/* Writes entry i as reports name it: `leak:PATTERN`, a Valgrind block
+ * `{NAME}` (control characters as '?'). */
+HT_INTERNAL void ht__supp_put_name(FILE *f, const ht_supp_t *s, size_t i);
+
 /* Counts a site entry p left out, with its blocks and bytes, in p's
  * figures: a custom allocator site's (`custom`) apart. */
 HT_INTERNAL void ht__supp_count(ht_supp_t *s, int p, int custom, uint64_t blocks, uint64_t bytes);
