@@ -8,6 +8,7 @@
  *   HEAPTRAIL_FOLLOW_EXEC=1                  keep LD_PRELOAD for exec'd programs
  *   HEAPTRAIL_CONTROL=0                      no control socket/thread
  *   HEAPTRAIL_MAX_FRAMES=N                   stack depth (1..128, default 128)
+ *   HEAPTRAIL_SAMPLE=BYTES                   sampling mode: a stack about every BYTES allocated (sample.c)
  *   HEAPTRAIL_SOLO=0                         no single-thread fast path (solo.c)
  *   HEAPTRAIL_COMPRESS=0                     stored blocks (writer.c)
  *   HEAPTRAIL_BENCH_MODE=hooks|capture|intern|nocapture  benchmarks only: cost split
@@ -1024,7 +1025,8 @@ static void serve(int fd)
         /* a leak check: reachability now, the program running on */
         int seq = -1;
         if (ht__agent.on != HT_ON_FULL || !A.reach)
-            err = "error leak checks are turned off (HEAPTRAIL_REACH=0)";
+            err = ht__agent.sample ? "error leak checks are off in sampling mode (HEAPTRAIL_SAMPLE)"
+                                   : "error leak checks are turned off (HEAPTRAIL_REACH=0)";
         else if (ht_load_acquire(&A.exit_done) || ht__reach_trylock() != 0)
             err = "error the program is exiting, or a leak check is already under way";
         else {
@@ -1614,6 +1616,11 @@ static void start(int attach)
     A.control = !(s && s[0] == '0');
     s = ht__env("HEAPTRAIL_REACH");
     A.reach = !(s && s[0] == '0');
+    /* sampling mode (sample.c): no leak check, which needs every block */
+    s = ht__env("HEAPTRAIL_SAMPLE");
+    ht__agent.sample = s ? ht__parse_size(s, 0) : 0;
+    if (ht__agent.sample)
+        A.reach = 0;
     s = ht__env("HEAPTRAIL_FOLLOW_EXEC");
     A.follow_exec = s && s[0] == '1';
     ht__agent.foreign = ht__foreign_allocator(&ht__agent.foreign_module);

@@ -61,6 +61,8 @@ typedef struct ht_agent_s {
     int acted;                  /* allocated or released since start-up or the
                                    fork (on's line: read by every hook) */
     int max_frames;
+    uint64_t sample;            /* sampling mode's mean bytes between samples
+                                   (sample.c); 0: every allocation */
     uint64_t t0_ns;             /* CLOCK_MONOTONIC at start-up */
     uint64_t start_realtime_ns;
     uint64_t start_coarse_ns;   /* CLOCK_REALTIME_COARSE, the clock of file times */
@@ -80,6 +82,41 @@ static inline void ht__note_acted(void)
  * binds to someone else's definition (HT_FOREIGN bits), and in *module the
  * first such definer's path ("": the program; NULL: unknown). */
 HT_INTERNAL uint32_t ht__foreign_allocator(const char **module);
+
+/* Sampling mode (sample.c). */
+#define HT_SAMPLE_FILTER_BITS 16
+HT_INTERNAL extern HT_TLS int64_t ht__t_sample_left;
+HT_INTERNAL extern uint8_t ht__sample_filter[1u << HT_SAMPLE_FILTER_BITS];
+HT_INTERNAL int ht__sample_slow(size_t n);
+HT_INTERNAL void ht__sample_weight(uintptr_t p, uint64_t n, uint64_t *blocks, uint64_t *bytes);
+HT_INTERNAL void ht__sample_filter_add(uintptr_t p);
+HT_INTERNAL void ht__sample_filter_drop(uintptr_t p);
+static HT_ALWAYS_INLINE uint64_t ht__sample_mix(uint64_t x)
+{
+    x *= 0x9e3779b97f4a7c15ull;
+    return x ^ (x >> 29);
+}
+static HT_ALWAYS_INLINE uint32_t ht__sample_slot(uintptr_t p)
+{
+    return (uint32_t)((p >> 4) * 0x9e3779b97f4a7c15ull >> (64 - HT_SAMPLE_FILTER_BITS));
+}
+/* Whether an allocation of n bytes is sampled: a subtraction, unless a
+ * sample point falls inside it (or the thread has not drawn one yet). */
+static HT_ALWAYS_INLINE int ht__sampled(size_t n)
+{
+    int64_t left = ht__t_sample_left - (int64_t)n;
+    if (ht_likely(n < (1ull << 62) && left > 0)) {
+        ht__t_sample_left = left;
+        return 0;
+    }
+    return ht__sample_slow(n);
+}
+/* Whether the block at p may have been sampled (else its free is not
+ * looked up) */
+static HT_ALWAYS_INLINE int ht__sample_maybe(const void *p)
+{
+    return ht_load_relaxed(&ht__sample_filter[ht__sample_slot((uintptr_t)p)]) != 0;
+}
 
 /* Counters of what the agent could not record (see ht_tdrops_t). */
 typedef struct ht_agent_drops_s {
@@ -207,8 +244,9 @@ typedef struct ht_totals_s {
 
 /* The site of (stack, kind), created on first use; NULL if out of memory. */
 HT_INTERNAL ht_site_t *ht__site_get(uint32_t stack, int kind);
-/* Account an allocation / a release of `size` bytes at `s`. */
-HT_INTERNAL void ht__site_alloc(ht_site_t *s, uint64_t size);
+/* Account an allocation / a release at `s`: one block of its size, or in
+ * sampling mode the blocks and bytes a sampled block stands for. */
+HT_INTERNAL void ht__site_alloc(ht_site_t *s, uint64_t blocks, uint64_t bytes);
 /* The same for a custom site (HT_KIND_CUSTOM): its figures only, never
  * the process's live counters, peak or totals (its bytes lie inside heap
  * blocks or mappings counted already). */
@@ -216,7 +254,7 @@ HT_INTERNAL void ht__site_custom_alloc(ht_site_t *s, uint64_t size);
 HT_INTERNAL void ht__site_custom_free(ht_site_t *s, uint64_t size);
 /* `temp`: the block was temporary (freed by the thread that made it, with
  * no allocation or free of that thread in between), counted as such. */
-HT_INTERNAL void ht__site_free(ht_site_t *s, uint64_t size, int temp);
+HT_INTERNAL void ht__site_free(ht_site_t *s, uint64_t blocks, uint64_t bytes, int temp);
 /* A site's temporary blocks (returned) and their bytes (*bytes). */
 HT_INTERNAL uint64_t ht__site_temp(const ht_site_t *s, uint64_t *bytes);
 /* Releases `bytes` and `blocks` (0 for a partial munmap) at `s`. */

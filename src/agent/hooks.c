@@ -285,6 +285,29 @@ static HT_ALWAYS_INLINE int freed_last(const void *p)
     return temp;
 }
 
+/* The figures a heap block at p of n bytes stands for: itself, or in
+ * sampling mode what its sample estimates (sample.c). An allocation and
+ * its free compute the same. */
+static HT_ALWAYS_INLINE uint64_t block_weight(const void *p, uint64_t n, uint64_t *bytes)
+{
+    if (ht_likely(!ht__agent.sample)) {
+        *bytes = n;
+        return 1;
+    }
+    uint64_t blocks;
+    ht__sample_weight((uintptr_t)p, n, &blocks, bytes);
+    return blocks;
+}
+
+/* Takes a block that left the live table off its site's figures. */
+static HT_ALWAYS_INLINE void site_free_block(uint32_t site, const void *p, uint64_t n, int temp)
+{
+    uint64_t bytes, blocks = block_weight(p, n, &bytes);
+    if (ht__agent.sample)
+        ht__sample_filter_drop((uintptr_t)p);
+    ht__site_free(ht__site_by_index(site), blocks, bytes, temp);
+}
+
 static HT_NOINLINE void record_alloc(void *p, size_t n, int kind, void **frames, int nf,
                                      uint64_t hash, uint32_t *memo)
 {
@@ -296,17 +319,22 @@ static HT_NOINLINE void record_alloc(void *p, size_t n, int kind, void **frames,
     int solo = ht__solo_enter();
     /* count first: a free on another thread can only find the block once
      * it is in the live table, so counts never go below zero */
-    ht__site_alloc(s, n);
+    uint64_t bytes, blocks = block_weight(p, n, &bytes);
+    ht__site_alloc(s, blocks, bytes);
+    if (ht__agent.sample)
+        ht__sample_filter_add((uintptr_t)p);
     uint32_t osite;
     uint64_t osize;
     int rc = ht__live_insert((uintptr_t)p, n, ht__site_index(s), &osite, &osize);
     if (ht_unlikely(rc != 0)) {
         if (rc < 0) {
-            ht__site_release(s, 1, n);
+            if (ht__agent.sample)
+                ht__sample_filter_drop((uintptr_t)p);
+            ht__site_release(s, blocks, bytes);
         } else {
             /* the address was released without our knowing (a free made
              * while this thread's guard was up): retire the stale entry */
-            ht__site_free(ht__site_by_index(osite), osize, 0);
+            site_free_block(osite, p, osize, 0);
             ht_fetch_add(&ht__drops.reentrant, 1);
         }
     }
@@ -321,11 +349,10 @@ static HT_NOINLINE void record_free(void *p)
     ht__note_acted();
     int solo = ht__solo_enter();
     int temp = freed_last(p);
-    if (ht__live_remove((uintptr_t)p, &size, &site)) {
-        ht__site_free(ht__site_by_index(site), size, temp);
-    } else {
+    if (ht__live_remove((uintptr_t)p, &size, &site))
+        site_free_block(site, p, size, temp);
+    else if (!ht__agent.sample)     /* sampling: an unsampled block sharing a filter slot */
         ht_fetch_add(&ht__drops.unknown_frees, 1);
-    }
     ht__solo_exit(solo);
     SCRUB_REGS();
 }
@@ -377,10 +404,14 @@ static HT_NOINLINE void bench_track(void *p, size_t n, int kind)
         if (ht_likely((p) != NULL)) { \
             if (ht_likely(!ht__guard)) { \
                 if (ht_likely(ht__agent.on == HT_ON_FULL)) { \
-                    ht__guard = 1; \
-                    ht__live_prefetch((uintptr_t)(p)); \
-                    RECORD((p), (n), (kind)); \
-                    ht__guard_leave(); \
+                    if (ht_unlikely(ht__agent.sample) && !ht__sampled(n)) { \
+                        t_last = 0; \
+                    } else { \
+                        ht__guard = 1; \
+                        ht__live_prefetch((uintptr_t)(p)); \
+                        RECORD((p), (n), (kind)); \
+                        ht__guard_leave(); \
+                    } \
                 } else if (ht__agent.on) { \
                     bench_track((p), (n), (kind)); \
                 } \
@@ -394,9 +425,13 @@ static HT_NOINLINE void bench_track(void *p, size_t n, int kind)
     do { \
         if (ht_likely(!ht__guard)) { \
             if (ht_likely(ht__agent.on == HT_ON_FULL || ht__agent.on == HT_ON_NO_CAPTURE)) { \
-                ht__guard = 1; \
-                record_free(p); \
-                ht__guard_leave(); \
+                if (ht_unlikely(ht__agent.sample) && !ht__sample_maybe(p)) { \
+                    t_last = 0; \
+                } else { \
+                    ht__guard = 1; \
+                    record_free(p); \
+                    ht__guard_leave(); \
+                } \
             } \
         } else { \
             note_reentry(); \
@@ -626,7 +661,7 @@ static HT_ALWAYS_INLINE void *do_realloc(void *old, size_t n)
     uint32_t osite = 0;
     ht__guard = 1;
     int solo = ht__solo_enter();
-    int had = ht__live_remove((uintptr_t)old, &osize, &osite);
+    int had = (!ht__agent.sample || ht__sample_maybe(old)) && ht__live_remove((uintptr_t)old, &osize, &osite);
     ht__solo_exit(solo);
     void *p = real.realloc(old, n);
     if (p == NULL && n != 0) {
@@ -646,14 +681,15 @@ static HT_ALWAYS_INLINE void *do_realloc(void *old, size_t n)
     int temp = freed_last(old);
     if (had) {
         solo = ht__solo_enter();
-        ht__site_free(ht__site_by_index(osite), osize, temp);
+        site_free_block(osite, old, osize, temp);
         ht__solo_exit(solo);
-    } else {
+    } else if (!ht__agent.sample) {
         ht_fetch_add(&ht__drops.unknown_frees, 1);
     }
     if (p != NULL) {
         if (ht_likely(ht__agent.on == HT_ON_FULL)) {
-            RECORD(p, n, HT_KIND_HEAP);
+            if (!ht__agent.sample || ht__sampled(n))
+                RECORD(p, n, HT_KIND_HEAP);
         } else if (ht__agent.on) {
             ht__guard_leave();
             bench_track(p, n, HT_KIND_HEAP);

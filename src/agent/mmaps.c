@@ -153,7 +153,7 @@ void ht__mmap_record(uintptr_t addr, uint64_t len, uint32_t stack, int prot)
     g_reg[i] = (region_t){ .start = addr, .end = addr + len, .stack = stack,
                            .origin = g_next_origin++, .none = is_none(prot) };
     g_n++;
-    ht__site_alloc(s, counted(&g_reg[i], len));
+    ht__site_alloc(s, 1, counted(&g_reg[i], len));
 }
 
 /* Piece i becomes [start, at) and [at, end) (start < at < end; a slot is

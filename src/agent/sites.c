@@ -363,7 +363,7 @@ static HT_ALWAYS_INLINE void add(ht_site_t *s, uint64_t blocks, uint64_t bytes, 
         proc_add((int64_t)bytes, (int64_t)blocks);
 }
 
-void ht__site_alloc(ht_site_t *s, uint64_t size) { add(s, 1, size, 1); }
+void ht__site_alloc(ht_site_t *s, uint64_t blocks, uint64_t bytes) { add(s, blocks, bytes, 1); }
 
 /* `temp`: a temporary block (heaptrack's "temporary allocation": freed by
  * the thread that made it before that thread allocated or freed anything
@@ -377,7 +377,7 @@ static HT_ALWAYS_INLINE void release(ht_site_t *s, uint64_t blocks, uint64_t byt
     s->live_bytes -= bytes;
     if (temp) {
         uint64_t *t = g_temp[ht__site_index(s)];
-        t[0]++;
+        t[0] += blocks;
         t[1] += bytes;
     }
     ht_store_release(&s->dirty, 1);
@@ -386,7 +386,10 @@ static HT_ALWAYS_INLINE void release(ht_site_t *s, uint64_t blocks, uint64_t byt
         proc_add(-(int64_t)bytes, -(int64_t)blocks);
 }
 
-void ht__site_free(ht_site_t *s, uint64_t size, int temp) { release(s, 1, size, temp, 1); }
+void ht__site_free(ht_site_t *s, uint64_t blocks, uint64_t bytes, int temp)
+{
+    release(s, blocks, bytes, temp, 1);
+}
 
 void ht__site_custom_alloc(ht_site_t *s, uint64_t size) { add(s, 1, size, 0); }
 

@@ -847,6 +847,7 @@ static void stage_process(void)
     put_varint(ht__agent.foreign);
     put_str(fm ? fm : "", fm ? ht__strlen(fm) : 0);
     put_varint((uint64_t)ht_load_relaxed(&ht__attached));  /* appended: heaptrail attach */
+    put_varint(ht__agent.sample);   /* appended: sampling mode's mean spacing, 0 if off */
     rec_end(at);
 }
 

@@ -14,6 +14,7 @@
 #include "model.h"
 #include "suppress.h"
 #include "sym.h"
+#include "../core/util.h"
 #include "../format/trace.h"
 #include "heaptrail.h"
 #include <errno.h>
@@ -40,10 +41,13 @@
 static int run_usage(void)
 {
     fprintf(stderr, "usage: heaptrail run [-o FILE] [--interval S] [--follow-exec] [--suppressions FILE]\n"
-                    "                     [--error-exitcode N] -- PROG ARGS...\n"
+                    "                     [--error-exitcode N] [--sample BYTES] -- PROG ARGS...\n"
                     "  -o FILE          trace file (default heaptrail.<prog>.<pid>.ht)\n"
                     "  --interval S     also write a snapshot every S seconds\n"
                     "  --follow-exec    trace programs it executes too (default: only this one)\n"
+                    "  --sample BYTES   sampling mode: a stack for about one allocation in every\n"
+                    "                   BYTES allocated (e.g. 512K); heap figures are estimates and\n"
+                    "                   no leak check runs (default: every allocation, exact)\n"
                     "  --suppressions FILE  leaks to leave out of the summary: `leak:PATTERN` lines\n"
                     "                   (LeakSanitizer's format) matching a function, file or module,\n"
                     "                   or Valgrind memcheck's `{ ... }` blocks\n"
@@ -635,10 +639,15 @@ static int summary(const char *path, int when, int64_t seq, ht_supp_t *supp, int
      * mappings beside 7.5 MB of heap); then custom allocator blocks, which
      * lie inside either (added to them, they would count twice) */
     char b1[32], b2[32], b3[32];
+    const char *about = t.sample ? "about " : "";
     if (now)
-        fprintf(out, "heaptrail: in use now: %s bytes in %s %s from %s allocation %s", commas(hv.live, b1),
-                commas(hv.live_n, b2), ht__plural(hv.live_n, "block", "blocks"), commas(heap_sites, b3),
+        fprintf(out, "heaptrail: in use now: %s%s bytes in %s%s %s from %s allocation %s", about, commas(hv.live, b1),
+                about, commas(hv.live_n, b2), ht__plural(hv.live_n, "block", "blocks"), commas(heap_sites, b3),
                 ht__plural(heap_sites, "site", "sites"));
+    else if (t.sample)
+        fprintf(out, "heaptrail: about %s bytes in use at exit in about %s %s from %s allocation %s (unique stacks)",
+                commas(hv.live, b1), commas(hv.live_n, b2), ht__plural(hv.live_n, "block", "blocks"),
+                commas(heap_sites, b3), ht__plural(heap_sites, "site", "sites"));
     else
         fprintf(out, "heaptrail: %s bytes leaked in %s %s from %s allocation %s (unique stacks)",
                 commas(hv.live, b1), commas(hv.live_n, b2), ht__plural(hv.live_n, "block", "blocks"),
@@ -662,6 +671,10 @@ static int summary(const char *path, int when, int64_t seq, ht_supp_t *supp, int
         ht__put_clean(out, path);
     }
     fputc('\n', out);
+    if (t.sample)
+        fprintf(out, "heaptrail: sampling mode: heap figures are estimates from about one allocation in every "
+                     "%s bytes; sites allocating less may not appear; no leak check (it needs every block)\n",
+                commas(t.sample, b1));
     char fw[640];
     int warn;
     if (ht__foreign_text(&t, &warn, fw, sizeof fw))
@@ -987,7 +1000,7 @@ static void list_other_traces(const others_t *o, const char *summarized, int amo
 
 int ht_cmd_run(int argc, char **argv)
 {
-    const char *out = NULL, *interval = NULL;
+    const char *out = NULL, *interval = NULL, *sample = NULL;
     int follow = 0, i = 1, errexit = 0, unreach = -1;
     static ht_supp_t supp;
     for (; i < argc; i++) {
@@ -1016,6 +1029,14 @@ int ht_cmd_run(int argc, char **argv)
             }
         } else if (!strcmp(a, "--follow-exec")) {
             follow = 1;
+        } else if (!strcmp(a, "--sample")) {
+            if (++i >= argc)
+                return run_usage();
+            sample = argv[i];
+            if (ht__parse_size(sample, 0) == 0) {
+                fprintf(stderr, "heaptrail: --sample: '%s' is not a number of bytes (e.g. 512K)\n", sample);
+                return 2;
+            }
         } else if (!strcmp(a, "--suppressions")) {
             char err[PATH_MAX + 200];
             if (++i >= argc)
@@ -1046,6 +1067,11 @@ int ht_cmd_run(int argc, char **argv)
     }
     if (i >= argc)
         return run_usage();
+    if (sample && errexit) {
+        fprintf(stderr, "heaptrail: --error-exitcode needs the leak check at exit, which sampling mode "
+                        "(--sample) does not run\n");
+        return 2;
+    }
     char preload[PATH_MAX];
     if (ht__find_preload(preload, sizeof preload) != 0) {
         fprintf(stderr, "heaptrail: cannot find libheaptrail-preload.so next to this program "
@@ -1105,6 +1131,10 @@ int ht_cmd_run(int argc, char **argv)
             setenv("HEAPTRAIL_FOLLOW_EXEC", "1", 1);
         else
             unsetenv("HEAPTRAIL_FOLLOW_EXEC");
+        if (sample)
+            setenv("HEAPTRAIL_SAMPLE", sample, 1);
+        else
+            unsetenv("HEAPTRAIL_SAMPLE");
         execvp(argv[i], argv + i);
         int e = errno;
         (void)!write(ready[1], &e, sizeof e);

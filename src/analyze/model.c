@@ -366,6 +366,17 @@ const char *ht__reach_unseen(const ht_tsnapshot_t *s, char *buf, size_t len)
     return buf;
 }
 
+const char *ht__sample_text(const ht_trace_t *t, char *buf, size_t len)
+{
+    if (!t->sample)
+        return NULL;
+    snprintf(buf, len, "sampled trace (heaptrail run --sample %llu): heap figures are estimates from "
+                       "about one allocation in every %llu bytes allocated; stacks that allocated much "
+                       "less may be missing; no leak check",
+             (unsigned long long)t->sample, (unsigned long long)t->sample);
+    return buf;
+}
+
 const char *ht__foreign_text(const ht_trace_t *t, int *warn, char *buf, size_t len)
 {
     size_t n = 0;

@@ -290,6 +290,9 @@ HT_INTERNAL const char *ht__reach_unseen(const ht_tsnapshot_t *s, char *buf, siz
  * function (nothing it allocates is seen), 0 if only C++ operators are
  * (their blocks are seen where they come from malloc). */
 HT_INTERNAL const char *ht__foreign_text(const ht_trace_t *t, int *warn, char *buf, size_t len);
+/* A sampled trace's note (heaptrail run --sample): what its figures are,
+ * in buf; NULL for an exact trace. */
+HT_INTERNAL const char *ht__sample_text(const ht_trace_t *t, char *buf, size_t len);
 /* A leaks, in-use, allocated or peak report's totals line: heap blocks,
  * then anonymous mappings apart ("...; anonymous mappings never unmapped:
  * M bytes in R regions from K sites"), then custom allocator blocks apart

@@ -271,6 +271,11 @@ static void summary(const ht_report_t *r, FILE *f)
         html_text(f, fw);
         fputs("</p>\n", f);
     }
+    if (ht__sample_text(r->ses->in[r->input_b].t, fw, sizeof fw)) {
+        fputs("<p id=\"sampled\" class=\"note\">Note: ", f);
+        html_text(f, fw);
+        fputs("</p>\n", f);
+    }
     fputs("<p class=\"sub\">", f);
     html_text(f, r->ses->in[r->input_b].name);
     fprintf(f, ", snapshot %u (%s) at %.3f s</p>\n", r->snap_b->seq,

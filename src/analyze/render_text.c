@@ -231,6 +231,8 @@ static void print_trace_notes(const ht_report_t *r, FILE *f)
         int warn;
         if (ht__foreign_text(in->t, &warn, fw, sizeof fw))
             fprintf(f, "%s: %s\n", warn ? "warning" : "note", fw);
+        if (ht__sample_text(in->t, fw, sizeof fw))
+            fprintf(f, "note: %s\n", fw);
         if (in->t->truncated)
             fprintf(f, "note: %s is truncated at byte %llu; this is what was read before it\n",
                     in->name, (unsigned long long)in->t->truncated_at);

@@ -155,7 +155,7 @@ static int rec_process(rd_t *r, cur_t *c)
     char *exe = get_str(c, 1u << 16, NULL);
     char *cmd = get_str(c, 1u << 20, &clen);
     /* appended later: allocator functions the agent did not intercept */
-    uint64_t foreign = 0, attached = 0;
+    uint64_t foreign = 0, attached = 0, sample = 0;
     char *fmod = NULL;
     if (!c->bad && c->p < c->end) {
         foreign = get(c);
@@ -163,6 +163,8 @@ static int rec_process(rd_t *r, cur_t *c)
     }
     if (!c->bad && c->p < c->end)   /* appended later: heaptrail attach */
         attached = get(c);
+    if (!c->bad && c->p < c->end)   /* appended later: sampling mode */
+        sample = get(c);
     if (c->bad) {
         free(exe);
         free(cmd);
@@ -177,6 +179,7 @@ static int rec_process(rd_t *r, cur_t *c)
     }
     r->t->foreign = (uint32_t)(foreign & ((1ull << HT_FOREIGN_COUNT) - 1));
     r->t->attached = attached != 0;
+    r->t->sample = sample;
     if (r->t->foreign)
         r->t->foreign_module = fmod;
     else

@@ -209,6 +209,8 @@ typedef struct ht_trace_s {
     char *foreign_module;       /* the first of them's module ("" unknown; NULL none) */
     int attached;               /* heaptrail attach: the agent came in while the
                                    process ran; times and counts start then */
+    uint64_t sample;            /* sampling mode: mean bytes between samples, and
+                                   every heap figure an estimate; 0: exact */
     uint64_t start_realtime_ns; /* wall clock at the start */
     ht_tmodule_t *modules;  size_t nmodules;
     ht_tnode_t *nodes;      size_t nnodes;    /* nodes[0] is the root */
