@@ -1,7 +1,7 @@
 #!/bin/sh
 # agent.sh -- `make bench-agent`: wall time and peak memory of heaptrail,
-# heaptrack, Valgrind memcheck and LSan (liblsan preload, fast and full
-# unwinding) against the uninstrumented program, side by side in one run,
+# heaptrail in sampling mode (--sample 512K), heaptrack, Valgrind memcheck
+# and LSan (liblsan preload, fast and full unwinding) against the uninstrumented program, side by side in one run,
 # on ../shared/workloads. BENCH_RUNS rounds (default 5; BENCH_SLOW_RUNS, 3,
 # for the slow tools), each running every tool once, one after another
 # (bench/measure.py): medians, and each tool's ratio is the median of its
@@ -36,6 +36,7 @@ group() { # workload, then NAME RUNS CMD... for each tool, separated by "::"
 }
 
 HTR="$B/heaptrail run --"     # default trace names (pid): one per run
+HTS="$B/heaptrail run --sample 512K --"     # sampling mode (README: "Sampling mode")
 HK="heaptrack -o $O/tmp/traces/hk"
 for w in allocbench sqlite3 python3; do
     case $w in
@@ -43,8 +44,8 @@ for w in allocbench sqlite3 python3; do
     sqlite3) set -- sqlite3 :memory: -init sqlite-workload.sql .quit ;;
     python3) set -- /usr/bin/python3 python-workload.py ;;
     esac
-    group $w base "$RUNS" "$@" :: heaptrail "$RUNS" $HTR "$@" :: heaptrack "$SLOW" $HK "$@" \
-        :: memcheck "$SLOW" valgrind --tool=memcheck --leak-check=full -q "$@" \
+    group $w base "$RUNS" "$@" :: heaptrail "$RUNS" $HTR "$@" :: heaptrail-sample-512K "$RUNS" $HTS "$@" \
+        :: heaptrack "$SLOW" $HK "$@" :: memcheck "$SLOW" valgrind --tool=memcheck --leak-check=full -q "$@" \
         :: lsan-fast-unwind "$SLOW" env LD_PRELOAD="$LSAN" LSAN_OPTIONS=exitcode=0 "$@" \
         :: lsan-full-unwind "$SLOW" env LD_PRELOAD="$LSAN" LSAN_OPTIONS=exitcode=0:fast_unwind_on_malloc=0 "$@"
 done
@@ -55,7 +56,8 @@ done
 # default, so `heaptrail run -- env ... python3` would track env alone)
 set -- /usr/bin/python3 python-workload.py
 E="env PYTHONMALLOC=malloc"
-group python3-malloc base "$RUNS" $E "$@" :: heaptrail "$RUNS" $E $HTR "$@" :: heaptrack "$SLOW" $E $HK "$@"
+group python3-malloc base "$RUNS" $E "$@" :: heaptrail "$RUNS" $E $HTR "$@" \
+    :: heaptrail-sample-512K "$RUNS" $E $HTS "$@" :: heaptrack "$SLOW" $E $HK "$@"
 
 # a JIT runtime: node compressing under JS functions (tests/jit/deflate.js)
 set -- node "$ROOT/tests/jit/deflate.js"
