@@ -7,6 +7,7 @@
  * under `heaptrail run`: a snapshot at exit, on `heaptrail snapshot PID`,
  * every --interval. The command returns once the agent runs; it does not
  * wait for the program. `heaptrail detach PID` (cmd_run.c) ends it. */
+#include "../core/util.h"
 #include "commands.h"
 #include "inject.h"
 #include <errno.h>
@@ -22,12 +23,14 @@
 
 static int usage(FILE *f)
 {
-    fprintf(f, "usage: heaptrail attach [-o FILE] [--interval S] PID\n"
+    fprintf(f, "usage: heaptrail attach [-o FILE] [--interval S] [--sample BYTES] PID\n"
                "  track the running process PID from now on: its allocations since the\n"
                "  attach, their stacks, and at its exit what of them is still live\n"
                "  -o FILE          the trace (default heaptrail.NAME.PID.ht here); a path\n"
                "                   the process can create, as it sees the file system\n"
                "  --interval S     also write a snapshot every S seconds\n"
+               "  --sample BYTES   sampling mode, as heaptrail run's: a stack for about one\n"
+               "                   allocation in every BYTES allocated; estimates, no leak check\n"
                "  -h, --help       this help\n"
                "blocks allocated before the attach are not counted (their frees pass\n"
                "through; leak checks take them for roots). Needs ptrace rights on PID.\n"
@@ -84,18 +87,20 @@ static int ask_trace_path(long pid, char *path, size_t cap)
 
 int ht_cmd_attach(int argc, char **argv)
 {
-    const char *out = NULL, *interval = NULL, *pid_arg = NULL;
+    const char *out = NULL, *interval = NULL, *sample = NULL, *pid_arg = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help"))
             return usage(stdout);
-        if (!strcmp(a, "-o") || !strcmp(a, "--interval")) {
+        if (!strcmp(a, "-o") || !strcmp(a, "--interval") || !strcmp(a, "--sample")) {
             if (++i >= argc)
                 return usage(stderr);
             if (a[1] == 'o')
                 out = argv[i];
-            else
+            else if (a[2] == 'i')
                 interval = argv[i];
+            else
+                sample = argv[i];
         } else if (a[0] == '-' || pid_arg) {
             return usage(stderr);
         } else {
@@ -116,6 +121,11 @@ int ht_cmd_attach(int argc, char **argv)
             fprintf(stderr, "heaptrail attach: --interval: '%s' is not a number of seconds\n", interval);
             return 2;
         }
+    }
+    /* digits and a suffix only: it goes into the agent's option lines */
+    if (sample && ht__parse_size(sample, 0) == 0) {
+        fprintf(stderr, "heaptrail attach: --sample: '%s' is not a number of bytes (e.g. 512K)\n", sample);
+        return 2;
     }
     if (kill((pid_t)pid, 0) != 0 && errno == ESRCH) {
         fprintf(stderr, "heaptrail attach: no process %ld\n", pid);
@@ -159,8 +169,9 @@ int ht_cmd_attach(int argc, char **argv)
         return 1;
     }
     char opts[PATH_MAX + 256];
-    int ol = snprintf(opts, sizeof opts, "HEAPTRAIL_OUTPUT=%s\nHEAPTRAIL_OUTPUT_PID=%ld\n%s%s%s", trace, pid,
-                      interval ? "HEAPTRAIL_INTERVAL=" : "", interval ? interval : "", interval ? "\n" : "");
+    int ol = snprintf(opts, sizeof opts, "HEAPTRAIL_OUTPUT=%s\nHEAPTRAIL_OUTPUT_PID=%ld\n%s%s%s%s%s%s", trace, pid,
+                      interval ? "HEAPTRAIL_INTERVAL=" : "", interval ? interval : "", interval ? "\n" : "",
+                      sample ? "HEAPTRAIL_SAMPLE=" : "", sample ? sample : "", sample ? "\n" : "");
     if (ol < 0 || (size_t)ol >= 4096) {
         fprintf(stderr, "heaptrail attach: the trace's path is too long\n");
         return 1;

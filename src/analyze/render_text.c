@@ -239,7 +239,10 @@ static void print_trace_notes(const ht_report_t *r, FILE *f)
         if (d->overflow_allocs)
             fprintf(f, "note: %llu allocations found the stack database full and have no stack\n",
                     (unsigned long long)d->overflow_allocs);
-        if (in->t->attached)
+        if (in->t->attached && in->t->sample)    /* sampling mode counts no unknown frees */
+            fprintf(f, "note: heaptrail attached to this process while it ran: what it allocated before "
+                       "is not counted\n");
+        else if (in->t->attached)
             fprintf(f, "note: heaptrail attached to this process while it ran: what it allocated before "
                        "is not counted (%llu frees of such blocks were passed through)\n",
                     (unsigned long long)d->unknown_frees);

@@ -73,4 +73,25 @@ expect_eq "--sample with --error-exitcode: exit" "$?" 2
 "$HT" run --sample 12x -- true 2>bad.err
 expect_eq "--sample 12x: exit" "$?" 2
 grep -q "not a number of bytes" bad.err || fail "--sample 12x message: $(cat bad.err)"
+# heaptrail attach --sample: the agent joins a running program in
+# sampling mode (its options reach it as HEAPTRAIL_SAMPLE). "work" keeps 7
+# blocks of 333 bytes, 3 of 444 and more (tests/progs/attachee.c): at
+# 1-byte spacing nearly every block is sampled (p = 1 - e^-333), so the
+# site counts as itself; a leak check on demand is refused, saying why.
+start_attachee at st
+"$HT" attach --sample 1 -o at.ht "$APID" 2>at.err; rc=$?
+expect_eq "attach --sample: exit status" "$rc" 0
+echo work >&7
+wait_line at.out worked || fail "attach --sample: no 'worked'"
+"$HT" snapshot --leaks "$APID" 2>atleaks.err; rc=$?
+[ "$rc" -ne 0 ] && grep -q "leak checks are off in sampling mode" atleaks.err &&
+    echo "ok: attach --sample: snapshot --leaks refused" || fail "attach --sample: snapshot --leaks: exit $rc, $(cat atleaks.err)"
+echo exit >&7
+exec 7>&-
+wait
+"$HT" report at.ht --format json >at.json 2>&1 || fail "attach --sample: report: exit $?"
+grep -q '"sample_interval":1,' at.json || fail "attach --sample: not a sampled trace: $(head -c 400 at.json)"
+expect_eq "attach --sample: site_a's live blocks" "$(field live_blocks "$("$DUMP" at.ht --match site_a)")" 7
+"$HT" attach --sample 'x' 1 2>atbad.err
+expect_eq "attach --sample x: exit" "$?" 2
 done_
