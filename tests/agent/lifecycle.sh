@@ -140,6 +140,10 @@ expect_eq "kill: API snapshot" "$(field reason "$(last_snap kill.ht)")" 3
 # killed: the wording stays "killed?" (the run knows only that a signal ended it)
 expect_eq "kill: cut short reported" \
     "$(grep -c '^heaptrail: the trace was cut short (the program was killed?); figures from its last snapshot$' kill.err)" 1
+# ... and so does heaptrail report (it said nothing of it)
+"$HT" report kill.ht >kill.report 2>&1
+expect_eq "kill: report says cut short" \
+    "$(grep -c "^note: kill.ht was cut short: it has no end record (the program was killed, ended without exit(), or is still running)$" kill.report)" 1
 
 # a program that ends with a raw exit_group system call, as every Go
 # program does (Go's runtime never calls libc's exit or _exit): the agent
