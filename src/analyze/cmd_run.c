@@ -998,6 +998,28 @@ static void list_other_traces(const others_t *o, const char *summarized, int amo
     fprintf(stderr, "%s\n", n > shown ? " ..." : "");
 }
 
+/* The program heaptrail run waits for, for forward_signal. */
+static volatile sig_atomic_t run_child;
+
+/* A signal handler of heaptrail run's own process, while it waits: a
+ * signal that ends a process by default, sent to heaptrail by another
+ * process (`kill PID`, `timeout --foreground`, a supervisor that knows
+ * only the pid it started), is passed on to the program, which ends as it
+ * would have without heaptrail, and the summary still comes (such a
+ * signal used to end heaptrail alone: no summary, and the program ran on,
+ * orphaned). One the terminal sent (^C, ^\, a hangup: si_code SI_KERNEL)
+ * went to the program's process group, the program included, and is not
+ * sent again. run_child is 0 once the program is reaped (its pid may be
+ * reused). Async-signal-safe. */
+static void forward_signal(int sig, siginfo_t *si, void *uc)
+{
+    (void)uc;
+    int e = errno;
+    if (si->si_code != SI_KERNEL && run_child > 0)
+        kill((pid_t)run_child, sig);
+    errno = e;
+}
+
 int ht_cmd_run(int argc, char **argv)
 {
     const char *out = NULL, *interval = NULL, *sample = NULL;
@@ -1141,15 +1163,36 @@ int ht_cmd_run(int argc, char **argv)
         _exit(127);
     }
     close(ready[1]);
+    /* the terminal's ^C and ^\ go to the program; we stay for the summary,
+     * and pass on what another process sends us */
+    run_child = pid;
+    struct sigaction fw, was[6];
+    memset(&fw, 0, sizeof fw);
+    memset(was, 0, sizeof was);
+    fw.sa_sigaction = forward_signal;
+    fw.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&fw.sa_mask);
+    static const int forwarded[6] = { SIGTERM, SIGINT, SIGQUIT, SIGHUP, SIGUSR1, SIGUSR2 };
+    for (size_t k = 0; k < 6; k++) {
+        /* one we were started with ignored the program ignores too (nohup) */
+        if (sigaction(forwarded[k], NULL, &was[k]) == 0 && was[k].sa_handler == SIG_IGN)
+            continue;
+        sigaction(forwarded[k], &fw, NULL);
+    }
     int exec_errno = 0;
     ssize_t got = read(ready[0], &exec_errno, sizeof exec_errno);
     close(ready[0]);
-    /* the terminal's ^C and ^\ go to the program; we stay for the summary */
-    signal(SIGINT, SIG_IGN);
-    signal(SIGQUIT, SIG_IGN);
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
+    run_child = 0;
+    /* the summary: ^C and ^\ still leave it be; the others end it */
+    for (size_t k = 0; k < 6; k++) {
+        if (forwarded[k] == SIGINT || forwarded[k] == SIGQUIT)
+            signal(forwarded[k], SIG_IGN);
+        else
+            sigaction(forwarded[k], &was[k], NULL);
+    }
     if (got == (ssize_t)sizeof exec_errno) {
         fprintf(stderr, "heaptrail: cannot run %s: %s\n", argv[i], strerror(exec_errno));
         return 127;

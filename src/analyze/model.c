@@ -1158,7 +1158,9 @@ int ht__report_build(ht_session_t *s, int64_t snapshot, int mode, ht_report_t *r
     const ht_tsnapshot_t *sn = ht__snapshot_pick(t, snapshot);
     if (!sn) {
         if (!t->nsnaps)
-            snprintf(err, errlen, "%s: the trace holds no snapshot", s->in[0].name);
+            snprintf(err, errlen, "%s: the trace holds no snapshot%s", s->in[0].name,
+                     t->truncated ? " (damaged)" : t->complete ? "" : " (cut short: the program was killed "
+                     "before its first, or is still running; `heaptrail run --interval S` writes one every S seconds)");
         else
             snprintf(err, errlen, "%s: no snapshot %lld (it has %zu: 0..%zu)", s->in[0].name,
                      (long long)snapshot, t->nsnaps, t->nsnaps - 1);

@@ -236,6 +236,12 @@ static void print_trace_notes(const ht_report_t *r, FILE *f)
         if (in->t->truncated)
             fprintf(f, "note: %s is truncated at byte %llu; this is what was read before it\n",
                     in->name, (unsigned long long)in->t->truncated_at);
+        else if (!in->t->complete)
+            /* no END record: SIGKILL (the OOM killer), a raw exit_group
+             * (Go), or a process still running; said, not guessed */
+            fprintf(f, "note: %s was cut short: it has no end record (the program was killed, ended "
+                       "without exit(), or is still running)\n",
+                    in->name);
         if (d->overflow_allocs)
             fprintf(f, "note: %llu allocations found the stack database full and have no stack\n",
                     (unsigned long long)d->overflow_allocs);

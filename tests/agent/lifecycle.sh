@@ -80,6 +80,25 @@ expect_eq "SIGTERM: exit status" "$rc" 143
 expect_eq "SIGTERM: leak" "$(leak_of term.ht leak_before_end)" "150 3"
 expect_eq "SIGTERM: snapshot reason" "$(field reason "$(last_snap term.ht)")" 7
 expect_eq "SIGTERM: summary says why" "$(grep -c '^heaptrail: the program was ended by a signal' term.err)" 1
+# ... and sent to heaptrail run itself (`kill PID`, `timeout --foreground`,
+# a supervisor that knows only the pid it started): passed on to the
+# program, which ends as above, and the summary comes (before, heaptrail
+# ended alone, silent, and the program ran on)
+for sn in TERM:15 HUP:1; do
+    sig=${sn%:*}
+    "$HT" run -o self$sig.ht "$L" wait >self$sig.out 2>self$sig.err &
+    runner=$!
+    for i in $(seq 100); do grep -q READY self$sig.out 2>/dev/null && break; sleep 0.05; done
+    prog=$(pgrep -P $runner)
+    kill -$sig $runner
+    wait $runner; rc=$?
+    expect_eq "SIG$sig to heaptrail: exit status" "$rc" $((128 + ${sn#*:}))
+    expect_eq "SIG$sig to heaptrail: the program ended" "$(kill -0 "$prog" 2>/dev/null && echo alive)" ""
+    expect_eq "SIG$sig to heaptrail: snapshot reason" "$(field reason "$(last_snap self$sig.ht)")" 7
+    expect_eq "SIG$sig to heaptrail: summary says why" \
+        "$(grep -c '^heaptrail: the program was ended by a signal' self$sig.err)" 1
+    kill -KILL "$prog" 2>/dev/null
+done
 { "$HT" run -o pipe.ht "$L" pipe 2>pipe.err; echo $? >pipe.rc; } | head -c 1 >/dev/null
 expect_eq "SIGPIPE: exit status" "$(cat pipe.rc)" 141
 expect_eq "SIGPIPE: snapshot reason" "$(field reason "$(last_snap pipe.ht)")" 7
@@ -121,6 +140,10 @@ expect_eq "kill: API snapshot" "$(field reason "$(last_snap kill.ht)")" 3
 # killed: the wording stays "killed?" (the run knows only that a signal ended it)
 expect_eq "kill: cut short reported" \
     "$(grep -c '^heaptrail: the trace was cut short (the program was killed?); figures from its last snapshot$' kill.err)" 1
+# ... and so does heaptrail report (it said nothing of it)
+"$HT" report kill.ht >kill.report 2>&1
+expect_eq "kill: report says cut short" \
+    "$(grep -c "^note: kill.ht was cut short: it has no end record (the program was killed, ended without exit(), or is still running)$" kill.report)" 1
 
 # a program that ends with a raw exit_group system call, as every Go
 # program does (Go's runtime never calls libc's exit or _exit): the agent
