@@ -3,11 +3,18 @@
  * libunwind's unw_backtrace from the same frame and compares them frame
  * for frame, and the hash against ht_stack_hash of the frames. At exit it
  * writes one line to $AGREE_OUT:
- *     stacks N agree A frames F first_disagreement ...
- * and the first few disagreements (with dladdr names) to stderr.
+ *     stacks N agree A frames F stopped S
+ * and the first few disagreements (with dladdr names) to stderr. S counts
+ * the disagreements that are libunwind's stack and then our
+ * HT_FRAME_UNWIND_STOPPED (code in no module and no registration that a
+ * frame pointer could not leave: libunwind ends there silently).
  *
  * $AGREE_EVERY=k compares every k-th allocation (default 1); $AGREE_MAX
- * stops comparing after that many stacks (default 100000).
+ * stops comparing after that many stacks (default 100000); $AGREE_SHOW
+ * disagreements are described (default 3). A "%p" in
+ * $AGREE_OUT is replaced by the process id, so that a program which forks
+ * or runs others (make, gcc, git) leaves one file per process (its line
+ * ends "prog NAME"); a fork child starts its counts at zero.
  * $AGREE_TIME=1 instead times ht_capture alone at every allocation and
  * reports the mean cost per capture and per frame (TSC ticks);
  * $AGREE_TIME=libunwind times unw_backtrace the same way.
@@ -16,8 +23,10 @@
 #define _GNU_SOURCE
 #define UNW_LOCAL_ONLY
 #include <dlfcn.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <libunwind.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,10 +44,18 @@ static __thread int in_hook;
 static char boot[1 << 16];
 static size_t boot_used;
 
-static unsigned long every = 1, max_stacks = 100000, calls;
+static unsigned long every = 1, max_stacks = 100000, show = 3, calls;
 static int timing;      /* 1: time ht_capture, 2: time unw_backtrace */
-static unsigned long stacks, agree, frames_total, reported;
+static unsigned long stacks, agree, frames_total, reported, stopped;
+#define ADD(var, n) __atomic_add_fetch(&(var), (n), __ATOMIC_RELAXED)
 static unsigned long long cycles_total, captures, captured_frames;
+
+/* a fork child reports its own stacks, not its parent's again */
+static void forked(void)
+{
+    calls = stacks = agree = frames_total = reported = stopped = 0;
+    cycles_total = captures = captured_frames = 0;
+}
 
 static void init(void)
 {
@@ -55,8 +72,11 @@ static void init(void)
         every = strtoul(e, NULL, 10);
     if ((e = getenv("AGREE_MAX")))
         max_stacks = strtoul(e, NULL, 10);
+    if ((e = getenv("AGREE_SHOW")))
+        show = strtoul(e, NULL, 10);
     if ((e = getenv("AGREE_TIME")))
         timing = strcmp(e, "libunwind") == 0 ? 2 : 1;
+    pthread_atfork(NULL, NULL, forked);
     in_hook = 0;
 }
 
@@ -88,12 +108,20 @@ __attribute__((noinline)) static void compare_here(void)
     int ok = n == m - 1 && h == ht_stack_hash(ours, n);
     for (int i = 0; ok && i < n; i++)
         ok = ours[i] == ref[i + 1];
-    stacks++;
-    frames_total += (unsigned long)n;
+    /* the counters are shared by the program's threads */
+    unsigned long at = ADD(stacks, 1);
+    ADD(frames_total, (unsigned long)n);
+    /* libunwind's whole stack, then the marker where ours went on into
+     * code it could not leave (documented: include/heaptrail.h) */
+    int marker = !ok && n == m && n > 0 && ours[n - 1] == HT_FRAME_UNWIND_STOPPED;
+    for (int i = 0; marker && i < n - 1; i++)
+        marker = ours[i] == ref[i + 1];
+    ADD(stopped, (unsigned long)marker);
     if (ok) {
-        agree++;
-    } else if (reported++ < 3) {
-        fprintf(stderr, "agree_agent: disagreement at stack %lu\n", stacks);
+        ADD(agree, 1);
+    } else if (ADD(reported, 1) <= show) {
+        fprintf(stderr, "agree_agent: disagreement at stack %lu (pid %d)%s\n", at, (int)getpid(),
+                h != ht_stack_hash(ours, n) ? " (hash)" : "");
         describe("ht_capture", ours, n);
         describe("unw_backtrace", ref + 1, m - 1);
     }
@@ -115,7 +143,7 @@ static void on_alloc(void)
         time_here();
         return;
     }
-    if (stacks < max_stacks && ++calls % every == 0)
+    if (stacks < max_stacks && ADD(calls, 1) % every == 0)
         compare_here();
 }
 
@@ -196,7 +224,16 @@ __attribute__((destructor)) static void report(void)
                        captures, captured_frames, captures ? (double)cycles_total / captures : 0.0,
                        captured_frames ? (double)cycles_total / captured_frames : 0.0);
     else
-        len = snprintf(line, sizeof line, "stacks %lu agree %lu frames %lu\n", stacks, agree, frames_total);
+        len = snprintf(line, sizeof line, "stacks %lu agree %lu frames %lu stopped %lu\n", stacks, agree, frames_total,
+                       stopped);
+    char path[4096];
+    const char *pp = out ? strstr(out, "%p") : NULL;
+    if (pp && snprintf(path, sizeof path, "%.*s%d%s", (int)(pp - out), out, (int)getpid(), pp + 2) < (int)sizeof path) {
+        out = path;
+        /* one file per process: say which program it was */
+        if (len > 0 && (size_t)len < sizeof line)
+            len += snprintf(line + len - 1, sizeof line - (size_t)len + 1, " prog %s\n", program_invocation_short_name) - 1;
+    }
     if (out) {
         int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
         if (fd >= 0) {
