@@ -184,6 +184,13 @@ $(BUILD)/tests/capture_nocfi: tests/capture/nocfi.c tests/capture/nocfi.S tests/
 	    -L$(BUILD) -lheaptrail -lunwind -Wl,-rpath,'$$ORIGIN/..'
 CAPTURE_BIN += $(BUILD)/tests/capture_nocfi
 
+# through a signal frame: a pc at a function's first instruction, a CFA in
+# rbx further out (the agree agent's SIGPROF sampling in real programs)
+$(BUILD)/tests/capture_sigentry: tests/capture/sigentry.c tests/capture/sigentry.S tests/check.h $(LIB)
+	$(CC) -O2 -g -Wall -Werror -fomit-frame-pointer -Iinclude -Itests -o $@ $< tests/capture/sigentry.S \
+	    -L$(BUILD) -lheaptrail -lunwind -Wl,-rpath,'$$ORIGIN/..'
+CAPTURE_BIN += $(BUILD)/tests/capture_sigentry
+
 # inside a PLT stub (lazy binding keeps GOT slots pointing into the stubs)
 $(BUILD)/tests/capture_plt: tests/capture/plt.c tests/check.h $(LIB)
 	$(CC) -O2 -g -Wall -Werror -Iinclude -Itests -Wl,-z,lazy -o $@ $< -L$(BUILD) -lheaptrail \

@@ -20,7 +20,7 @@ check() {
     if [ ! -s "$out/$name" ]; then
         echo "$name: no result (exit $?)"; cat "$out/$name.err"; fail=1; return
     fi
-    read -r _ stacks _ agree _ frames <"$out/$name"
+    read -r _ stacks _ agree _ frames _ <"$out/$name"
     echo "$name: $agree of $stacks stacks agree ($frames frames)"
     if [ "$stacks" -lt 10000 ] || [ "$agree" -ne "$stacks" ]; then
         fail=1

@@ -1010,6 +1010,8 @@ typedef struct wstate_s {
     uint32_t gen;
     int exact;                  /* pc is an interrupted instruction */
     ht_regs_t regs;             /* every register known, for slow steps */
+    int has_sig;                /* sig holds the last interrupted frame's */
+    ht_regs_t sig;              /* registers (a signal frame's ucontext) */
     /* the trail */
     trail_t *tr;
     tbuf_t *T, *R;              /* previous walk; this walk's record */
@@ -1223,6 +1225,28 @@ enum { SLOW_STOP, SLOW_OK, SLOW_UNKNOWN };
  * skipped) if it is JIT code.
  * Returns SLOW_OK, SLOW_STOP, or SLOW_UNKNOWN: stopped in code nobody
  * vouches for (the caller marks the end). */
+/* Every register at the walk's state (st->pc, st->sp), where a complex
+ * rule needs more than the pc, sp and rbp the walk carries from frame to
+ * frame: stepped again with the full interpreter from the last
+ * interrupted frame's registers (st->sig), which keeps the callee-saved
+ * registers each frame saved. Returns 1 with st->regs set, 0 if those
+ * steps fail or do not reach the state within the walk's step limit. Only
+ * walks through a signal frame (or from a ucontext) have such registers;
+ * such a frame is rare, so the steps are not cached. */
+static HT_NOINLINE int regs_again(wstate_t *st)
+{
+    ht_regs_t r = st->sig;
+    for (int steps = 0, exact = 1; steps < MAX_STEPS; steps++, exact = 0) {
+        if (!exact && r.r[HT_DW_RA] == st->pc && r.r[HT_DW_RSP] == st->sp) {
+            st->regs = r;
+            return 1;
+        }
+        if (r.r[HT_DW_RSP] > st->sp || !step_full(&st->w, &r, exact))
+            return 0;
+    }
+    return 0;
+}
+
 static HT_NOINLINE int slow_step(wstate_t *st, void **frames, int last)
 {
     uint64_t *sum = &st->sum;
@@ -1271,6 +1295,8 @@ static HT_NOINLINE int slow_step(wstate_t *st, void **frames, int last)
             int ok;
             if (!regs_from_ucontext(*sp, r, rd_stack, &st->w) || !(ok = set_stack(&st->w, r->r[HT_DW_RSP])))
                 return SLOW_STOP;
+            st->sig = *r;
+            st->has_sig = 1;
             if (ok != 2)
                 st->fast = NULL;
             *pc = r->r[HT_DW_RA];
@@ -1279,8 +1305,11 @@ static HT_NOINLINE int slow_step(wstate_t *st, void **frames, int last)
             st->exact = 1;
             return *pc ? SLOW_OK : SLOW_STOP;
         }
-        /* K_COMPLEX, K_NOCFI, K_NOMODULE: only rsp, rbp, pc are known */
-        r->valid = (1u << HT_DW_RA) | (1u << HT_DW_RSP) | (1u << HT_DW_RBP);
+        /* K_COMPLEX, K_NOCFI, K_NOMODULE: only rsp, rbp, pc are known,
+         * unless the registers can be derived again from an interrupted
+         * frame further in (a CFA in rbx: ld.so's lazy-binding trampoline) */
+        if (ru.s.kind != K_COMPLEX || !st->has_sig || !regs_again(st))
+            r->valid = (1u << HT_DW_RA) | (1u << HT_DW_RSP) | (1u << HT_DW_RBP);
     } else if (last >= 0) {
         /* an interrupted instruction: the pc itself, not pc - 1 */
         ht_module_t m;
@@ -1595,8 +1624,9 @@ static HT_ALWAYS_INLINE int walk(uintptr_t pc, uintptr_t sp, uintptr_t bp, const
     st.w.gen = st.gen;
     st.gentag = fast_gentag(st.gen);
     st.exact = exact;
+    st.has_sig = exact;
     if (exact)
-        st.regs = *r;           /* an interrupted frame needs every register */
+        st.regs = st.sig = *r;  /* an interrupted frame needs every register */
     else
         st.regs.valid = 0;
 
