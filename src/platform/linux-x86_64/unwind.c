@@ -1219,12 +1219,6 @@ static HT_NOINLINE int replay(trail_t *tr, int bi, const wstate_t *st, uintptr_t
 
 enum { SLOW_STOP, SLOW_OK, SLOW_UNKNOWN };
 
-/* A step the fast table cannot take (from st->pc/sp/bp, to them): rules
- * without fast form, signal frames, interrupted instructions, JIT code,
- * code without CFI. Tags the frame just emitted (frames[last], -1 if
- * skipped) if it is JIT code.
- * Returns SLOW_OK, SLOW_STOP, or SLOW_UNKNOWN: stopped in code nobody
- * vouches for (the caller marks the end). */
 /* Every register at the walk's state (st->pc, st->sp), where a complex
  * rule needs more than the pc, sp and rbp the walk carries from frame to
  * frame: stepped again with the full interpreter from the last
@@ -1247,6 +1241,12 @@ static HT_NOINLINE int regs_again(wstate_t *st)
     return 0;
 }
 
+/* A step the fast table cannot take (from st->pc/sp/bp, to them): rules
+ * without fast form, signal frames, interrupted instructions, JIT code,
+ * code without CFI. Tags the frame just emitted (frames[last], -1 if
+ * skipped) if it is JIT code.
+ * Returns SLOW_OK, SLOW_STOP, or SLOW_UNKNOWN: stopped in code nobody
+ * vouches for (the caller marks the end). */
 static HT_NOINLINE int slow_step(wstate_t *st, void **frames, int last)
 {
     uint64_t *sum = &st->sum;
