@@ -303,7 +303,7 @@ static HT_ALWAYS_INLINE uint64_t block_weight(const void *p, uint64_t n, uint64_
 static HT_ALWAYS_INLINE void site_free_block(uint32_t site, const void *p, uint64_t n, int temp)
 {
     uint64_t bytes, blocks = block_weight(p, n, &bytes);
-    if (ht__agent.sample)
+    if (ht_unlikely(ht__agent.sample))
         ht__sample_filter_drop((uintptr_t)p);
     ht__site_free(ht__site_by_index(site), blocks, bytes, temp);
 }
@@ -321,14 +321,14 @@ static HT_NOINLINE void record_alloc(void *p, size_t n, int kind, void **frames,
      * it is in the live table, so counts never go below zero */
     uint64_t bytes, blocks = block_weight(p, n, &bytes);
     ht__site_alloc(s, blocks, bytes);
-    if (ht__agent.sample)
+    if (ht_unlikely(ht__agent.sample))
         ht__sample_filter_add((uintptr_t)p);
     uint32_t osite;
     uint64_t osize;
     int rc = ht__live_insert((uintptr_t)p, n, ht__site_index(s), &osite, &osize);
     if (ht_unlikely(rc != 0)) {
         if (rc < 0) {
-            if (ht__agent.sample)
+            if (ht_unlikely(ht__agent.sample))
                 ht__sample_filter_drop((uintptr_t)p);
             ht__site_release(s, blocks, bytes);
         } else {
@@ -351,7 +351,7 @@ static HT_NOINLINE void record_free(void *p)
     int temp = freed_last(p);
     if (ht__live_remove((uintptr_t)p, &size, &site))
         site_free_block(site, p, size, temp);
-    else if (!ht__agent.sample)     /* sampling: an unsampled block sharing a filter slot */
+    else if (ht_likely(!ht__agent.sample))     /* sampling: an unsampled block sharing a filter slot */
         ht_fetch_add(&ht__drops.unknown_frees, 1);
     ht__solo_exit(solo);
     SCRUB_REGS();
