@@ -285,6 +285,8 @@ int ht__render_json(const ht_report_t *r, FILE *f)
     int warn;
     if (t->attached)
         fputs(",\"attached\":true", f);
+    if (!t->truncated && !t->complete)      /* no END record: killed, or still running */
+        fputs(",\"cut_short\":true", f);
     if (t->sample)
         fprintf(f, ",\"sample_interval\":%llu", (unsigned long long)t->sample);
     if (ht__foreign_text(t, &warn, fw, sizeof fw)) {

@@ -144,6 +144,7 @@ expect_eq "kill: cut short reported" \
 "$HT" report kill.ht >kill.report 2>&1
 expect_eq "kill: report says cut short" \
     "$(grep -c "^note: kill.ht was cut short: it has no end record (the program was killed, ended without exit(), or is still running)$" kill.report)" 1
+expect_eq "kill: json says cut short" "$("$HT" report kill.ht --format json 2>/dev/null | grep -o '"cut_short":true')" '"cut_short":true'
 
 # a program that ends with a raw exit_group system call, as every Go
 # program does (Go's runtime never calls libc's exit or _exit): the agent
