@@ -91,11 +91,6 @@ HT_INTERNAL int ht__sample_slow(size_t n);
 HT_INTERNAL void ht__sample_weight(uintptr_t p, uint64_t n, uint64_t *blocks, uint64_t *bytes);
 HT_INTERNAL void ht__sample_filter_add(uintptr_t p);
 HT_INTERNAL void ht__sample_filter_drop(uintptr_t p);
-static HT_ALWAYS_INLINE uint64_t ht__sample_mix(uint64_t x)
-{
-    x *= 0x9e3779b97f4a7c15ull;
-    return x ^ (x >> 29);
-}
 static HT_ALWAYS_INLINE uint32_t ht__sample_slot(uintptr_t p)
 {
     return (uint32_t)((p >> 4) * 0x9e3779b97f4a7c15ull >> (64 - HT_SAMPLE_FILTER_BITS));

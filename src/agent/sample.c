@@ -29,6 +29,7 @@
  * still counted one by one. No libm: the logarithm and exponential below
  * are series accurate to ~1e-7, far inside the sampling's own spread. */
 #include "agent.h"
+#include "../core/hash.h"
 
 HT_TLS int64_t ht__t_sample_left;   /* bytes to this thread's next sample point */
 static HT_TLS uint64_t t_rng;       /* xorshift state; 0: not seeded */
@@ -101,8 +102,8 @@ int ht__sample_slow(size_t n)
 {
     if (ht_unlikely(!t_rng)) {
         /* a thread's first allocation: seed, draw, and ask again */
-        uint64_t s = ht__sample_mix(__builtin_ia32_rdtsc() ^ (uintptr_t)&t_rng ^
-                                    ht_fetch_add(&g_seed_serial, 1) << 32);
+        uint64_t s = ht_hash_mix(__builtin_ia32_rdtsc() ^ (uintptr_t)&t_rng ^
+                                 ht_fetch_add(&g_seed_serial, 1) << 32);
         t_rng = s ? s : 1;
         ht__t_sample_left = draw();
         if (n < (size_t)ht__t_sample_left) {
@@ -117,27 +118,24 @@ int ht__sample_slow(size_t n)
 void ht__sample_weight(uintptr_t p, uint64_t n, uint64_t *blocks, uint64_t *bytes)
 {
     double inv = 1 / one_minus_exp_neg((double)n / (double)ht__agent.sample);
-    uint64_t h = ht__sample_mix(p ^ 0x5bd1e995u);
+    uint64_t h = ht_hash_mix(p);
     double u1 = (double)(h >> 40) * (1.0 / 16777216.0);             /* 24 bits */
     double u2 = (double)(h & 0xffffffu) * (1.0 / 16777216.0);
     *blocks = (uint64_t)(inv + u1);
     *bytes = (uint64_t)((double)n * inv + u2);
 }
 
-void ht__sample_filter_add(uintptr_t p)
+/* p's filter counter one up or down; one at 255 stays (so does 0, down) */
+static void filter_move(uintptr_t p, int up)
 {
     uint8_t *c = &ht__sample_filter[ht__sample_slot(p)];
     uint8_t v = ht_load_relaxed(c);
-    while (v != 255 && !__atomic_compare_exchange_n(c, &v, (uint8_t)(v + 1), 1, __ATOMIC_RELAXED,
-                                                    __ATOMIC_RELAXED))
+    while (v != 255 && (up || v != 0) &&
+           !__atomic_compare_exchange_n(c, &v, (uint8_t)(up ? v + 1 : v - 1), 1, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED))
         ;
 }
 
-void ht__sample_filter_drop(uintptr_t p)
-{
-    uint8_t *c = &ht__sample_filter[ht__sample_slot(p)];
-    uint8_t v = ht_load_relaxed(c);
-    while (v != 255 && v != 0 && !__atomic_compare_exchange_n(c, &v, (uint8_t)(v - 1), 1, __ATOMIC_RELAXED,
-                                                              __ATOMIC_RELAXED))
-        ;
-}
+void ht__sample_filter_add(uintptr_t p) { filter_move(p, 1); }
+
+void ht__sample_filter_drop(uintptr_t p) { filter_move(p, 0); }

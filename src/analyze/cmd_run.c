@@ -644,14 +644,10 @@ static int summary(const char *path, int when, int64_t seq, ht_supp_t *supp, int
         fprintf(out, "heaptrail: in use now: %s%s bytes in %s%s %s from %s allocation %s", about, commas(hv.live, b1),
                 about, commas(hv.live_n, b2), ht__plural(hv.live_n, "block", "blocks"), commas(heap_sites, b3),
                 ht__plural(heap_sites, "site", "sites"));
-    else if (t.sample)
-        fprintf(out, "heaptrail: about %s bytes in use at exit in about %s %s from %s allocation %s (unique stacks)",
-                commas(hv.live, b1), commas(hv.live_n, b2), ht__plural(hv.live_n, "block", "blocks"),
-                commas(heap_sites, b3), ht__plural(heap_sites, "site", "sites"));
-    else
-        fprintf(out, "heaptrail: %s bytes leaked in %s %s from %s allocation %s (unique stacks)",
-                commas(hv.live, b1), commas(hv.live_n, b2), ht__plural(hv.live_n, "block", "blocks"),
-                commas(heap_sites, b3),
+    else        /* sampled: estimates, and no leak check to call them leaked */
+        fprintf(out, "heaptrail: %s%s bytes %s in %s%s %s from %s allocation %s (unique stacks)", about,
+                commas(hv.live, b1), t.sample ? "in use at exit" : "leaked", about, commas(hv.live_n, b2),
+                ht__plural(hv.live_n, "block", "blocks"), commas(heap_sites, b3),
                 ht__plural(heap_sites, "site", "sites"));
     if (map_sites)
         fprintf(out, "; anonymous mappings %s: %s bytes in %s %s from %s %s", now ? "live" : "never unmapped",

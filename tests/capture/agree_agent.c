@@ -130,13 +130,21 @@ static void describe(const char *label, void **f, int n)
     }
 }
 
-static void compare_signal(void **ours, int n, void **ref, int m, int ok)
+/* A disagreement that is libunwind's whole stack, then the marker where
+ * ours went on into code it could not leave (documented:
+ * include/heaptrail.h) */
+static int stopped_marker(void **ours, int n, void **ref, int m, int ok)
 {
-    ADD(sig_stacks, 1);
     int marker = !ok && n == m && n > 0 && ours[n - 1] == HT_FRAME_UNWIND_STOPPED;
     for (int i = 0; marker && i < n - 1; i++)
         marker = ours[i] == ref[i + 1];
-    ADD(sig_stopped, (unsigned long)marker);
+    return marker;
+}
+
+static void compare_signal(void **ours, int n, void **ref, int m, int ok)
+{
+    ADD(sig_stacks, 1);
+    ADD(sig_stopped, (unsigned long)stopped_marker(ours, n, ref, m, ok));
     if (ok) {
         ADD(sig_agree, 1);
         return;
@@ -171,12 +179,7 @@ __attribute__((noinline)) static void compare_here(int sig)
     /* the counters are shared by the program's threads */
     unsigned long at = ADD(stacks, 1);
     ADD(frames_total, (unsigned long)n);
-    /* libunwind's whole stack, then the marker where ours went on into
-     * code it could not leave (documented: include/heaptrail.h) */
-    int marker = !ok && n == m && n > 0 && ours[n - 1] == HT_FRAME_UNWIND_STOPPED;
-    for (int i = 0; marker && i < n - 1; i++)
-        marker = ours[i] == ref[i + 1];
-    ADD(stopped, (unsigned long)marker);
+    ADD(stopped, (unsigned long)stopped_marker(ours, n, ref, m, ok));
     if (ok) {
         ADD(agree, 1);
     } else if (ADD(reported, 1) <= show) {
