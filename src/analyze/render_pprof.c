@@ -301,18 +301,25 @@ int ht__render_pprof(const ht_report_t *r, FILE *f)
              : r->type == HT_REPORT_PEAK ? "peak" : temp ? "temporary" : "in use",
              r->snap_b->seq, ht__snap_reason(r->snap_b->reason));
     int64_t comment = str(&p, c), deflt = str(&p, temp ? objects : space);
+    const ht_trace_t *tr = r->ses->in[r->input_b].t;
+    /* a sampled trace: its values are already scaled to estimates of the
+     * whole (pprof does not rescale them); period names the mean spacing
+     * of the samples in bytes, as Go's heap profiles give their rate */
+    char sb[320];
+    int64_t sampled = ht__sample_text(tr, sb, sizeof sb) ? str(&p, sb) : 0;
     int64_t space_s = str(&p, "space"), bytes = str(&p, "bytes");
     for (size_t i = 0; i < p.strings.n; i++)
         f_bytes(&prof, 6, p.strings.strs[i], strlen(p.strings.strs[i]));
-    const ht_trace_t *tr = r->ses->in[r->input_b].t;
     f_varint(&prof, 9, tr->start_realtime_ns + r->snap_b->time_ns);
     f_varint(&prof, 10, r->snap_b->time_ns);
     t.len = 0;
     f_varint(&t, 1, (uint64_t)space_s);
     f_varint(&t, 2, (uint64_t)bytes);
     f_msg(&prof, 11, &t);
-    f_varint(&prof, 12, 1);
+    f_varint(&prof, 12, tr->sample ? tr->sample : 1);
     f_varint(&prof, 13, (uint64_t)comment);
+    if (sampled)
+        f_varint(&prof, 13, (uint64_t)sampled);
     f_varint(&prof, 14, (uint64_t)deflt);
     int rc = write_gzip(f, &prof);
     free(buf);

@@ -65,6 +65,12 @@ grep -q '^note: sampled trace (heaptrail run --sample 16384)' report.txt || fail
 grep -q '"sample_interval":16384' report.json || fail "json sample_interval"
 grep -q '"unknown_frees":0' report.json || fail "sampling counted unsampled frees as unknown: $(grep -o '"drops":{[^}]*}' report.json)"
 "$HT" report exact.ht --format json | grep -q sample_interval && fail "exact trace has a sample_interval"
+# pprof, decoded by an independent parser: the same values as the JSON,
+# period = the sampling interval, a comment that they are estimates
+"$HT" report s.ht --format pprof -o s.pb.gz 2>/dev/null || fail "report pprof: exit $?"
+(cd "$ROOT" && sh tests/js/npm-install && node build/js/check_pprof.mjs "$T/s.pb.gz" "$T/report.json" \
+    "$(readelf -n "$P/samplemix" | sed -n 's/.*Build ID: *//p')" /progs/samplemix) >pprof.out 2>&1 ||
+    fail "pprof of a sampled trace: $(cat pprof.out)"
 
 # refused: a leak-check exit code needs the leak check
 "$HT" run --sample 16K --error-exitcode 3 -o r.ht -- "$P/samplemix" >/dev/null 2>r.err

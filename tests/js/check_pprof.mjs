@@ -23,6 +23,12 @@ check(types === 'inuse_objects/count,inuse_space/bytes,alloc_objects/count,alloc
       'sample types: ' + types);
 check(S(p.defaultSampleType) === 'inuse_space', 'default sample type ' + S(p.defaultSampleType));
 check(p.periodType && S(p.periodType.type) === 'space' && S(p.periodType.unit) === 'bytes', 'period type');
+// a sampled trace: period is the mean spacing of the samples in bytes, and
+// a comment says the values are estimates; 1 and no such comment otherwise
+const interval = rep.sample_interval || 1;
+check(Number(p.period) === interval, `period ${p.period} != ${interval}`);
+const sampledNote = (p.comment || []).some((c) => S(c).startsWith('sampled trace'));
+check(sampledNote === Boolean(rep.sample_interval), `sampled-trace comment ${sampledNote} for interval ${interval}`);
 check(p.sample.length === rep.sites.length, `samples ${p.sample.length} != sites ${rep.sites.length}`);
 
 const locs = new Map(p.location.map((l) => [Number(l.id), l]));
