@@ -924,6 +924,20 @@ typedef struct {
     char last[PATH_MAX + 256];
 } others_t;
 
+/* Keeps name among the first six in version order (heaptrail.sh.120.ht
+ * before heaptrail.sh.1001.ht: pids in the order they were handed out,
+ * until they wrap), not in the directory's order. */
+static void keep_shown(others_t *o, const char *name)
+{
+    int cap = (int)(sizeof o->shown / sizeof o->shown[0]), n = o->n < cap ? o->n : cap, i = n;
+    while (i > 0 && strverscmp(name, o->shown[i - 1]) < 0)
+        i--;
+    if (i == cap)
+        return;
+    memmove(o->shown[i + 1], o->shown[i], (size_t)(n - i - (n == cap)) * sizeof o->shown[0]);
+    snprintf(o->shown[i], sizeof o->shown[i], "%s", name);
+}
+
 static int ts_before(const struct timespec *a, const struct timespec *b)
 {
     return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
@@ -953,8 +967,7 @@ static void scan_other_traces(traces_t *tr, const char *path, long pid, const st
             k++;
         if (k < tr->nbefore)
             continue;
-        if (o->n < (int)(sizeof o->shown / sizeof o->shown[0]))
-            snprintf(o->shown[o->n], sizeof o->shown[o->n], "%s", e->d_name);
+        keep_shown(o, e->d_name);
         o->n++;
         if (name_has_pid(e->d_name, pid)) {
             o->own++;

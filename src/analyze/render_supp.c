@@ -127,6 +127,9 @@ int ht__render_supp(const ht_report_t *r, FILE *f)
     if (checked)
         fprintf(f, "# the stacks with unreachable blocks (definitely or indirectly lost: what\n"
                    "# --error-exitcode counts; not still reachable or possibly lost ones),\n");
+    else if (r->type == HT_REPORT_LEAKS && r->ses->in[r->input_b].t->sample)
+        fprintf(f, "# every sampled stack with blocks never freed (there was no leak check: the\n"
+                   "# trace is sampled, and stacks that allocated little may be missing),\n");
     else if (r->type == HT_REPORT_LEAKS)
         fprintf(f, "# every stack with blocks never freed (there was no leak check: %s),\n",
                 ht__reach_why(sn, why, sizeof why) ? why : "none was made");

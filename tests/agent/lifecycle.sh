@@ -225,6 +225,16 @@ expect_eq "fork again: traces listed" "$(grep 'more trace' fork.err | sed 's/.*s
     "heaptrail.lifecycle.$child2.ht"
 rm -f heaptrail.lifecycle.*.ht
 
+# many children: the five listed are the first in version order (pids as
+# handed out), not the directory's order
+mkdir many && (cd many && "$HT" run --follow-exec -- sh -c 'for i in 1 2 3 4 5 6 7 8; do /bin/true; done' \
+    >/dev/null 2>many.err) || fail "many: exit $?"
+listed=$(sed -n 's/.*more traces from processes it started: //p' many/many.err)
+want=$(cd many && ls heaptrail.*.ht | sort -V | grep -v "^heaptrail\.sh\." | head -n5 | tr '\n' ' ')
+expect_eq "many: eight more traces" "$(grep -o '[0-9]* more traces' many/many.err)" "8 more traces"
+expect_eq "many: the first five in version order" "$listed" "${want}..."
+rm -rf many
+
 # a child that gives up rights before its trace exists (a daemon's worker
 # dropping to an unprivileged user, or chrooting): the agent creates the
 # trace before the set-id call or chroot and writes through the descriptor

@@ -65,6 +65,11 @@ grep -q '^note: sampled trace (heaptrail run --sample 16384)' report.txt || fail
 grep -q '"sample_interval":16384' report.json || fail "json sample_interval"
 grep -q '"unknown_frees":0' report.json || fail "sampling counted unsampled frees as unknown: $(grep -o '"drops":{[^}]*}' report.json)"
 "$HT" report exact.ht --format json | grep -q sample_interval && fail "exact trace has a sample_interval"
+# suppressions from a sampled trace say what they are
+"$HT" report s.ht --format suppressions >s.supp 2>&1 || fail "report suppressions: exit $?"
+grep -q '^# every sampled stack with blocks never freed (there was no leak check: the$' s.supp ||
+    fail "suppressions header: $(head -n3 s.supp)"
+grep -q '^leak:^site_kept\$$' s.supp || fail "suppressions: no line for site_kept: $(cat s.supp)"
 # pprof, decoded by an independent parser: the same values as the JSON,
 # period = the sampling interval, a comment that they are estimates
 "$HT" report s.ht --format pprof -o s.pb.gz 2>/dev/null || fail "report pprof: exit $?"
