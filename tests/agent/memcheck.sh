@@ -26,7 +26,9 @@ patterns() {
 # summary ("0 0" where the clause is absent or says none)
 numbers() {
     patterns "$1"
-    n=$(grep '^heaptrail: ' "$2" | head -n2 | tr '\n' ' ' | sed -n "s/.*$ht.*/\1 \2/p" | tr -d ,)
+    # the summary line and the verdicts' (notes may come between them)
+    n=$(grep -E '^heaptrail: ([0-9,]+ bytes leaked|unreachable at exit)' "$2" | tr '\n' ' ' |
+        sed -n "s/.*$ht.*/\1 \2/p" | tr -d ,)
     echo "${n:-0 0}"
 }
 # vg_numbers WHAT FILE: the same from memcheck's output
