@@ -12,6 +12,7 @@
 #include "util.h"
 
 static void vindex_free(struct vindex_s *x);
+static void own_free(struct ownmemo_s *o);
 
 void ht__supp_free(ht_supp_t *s)
 {
@@ -43,6 +44,7 @@ void ht__supp_free(ht_supp_t *s)
     }
     free(s->frames);
     vindex_free(s->vindex);
+    own_free(s->own);
     memset(s, 0, sizeof *s);
 }
 
@@ -496,6 +498,80 @@ static int match_node(const ht_supp_t *s, ht_session_t *ses, const ht_input_t *i
     return match_any(s, str, 2);
 }
 
+/* match_node's answer depends only on the node's code address (module
+ * and link-time address), which many nodes share: every call path through
+ * a function has its own nodes. Remembered per address, the lines are
+ * globbed once per address instead of once per node (200 leak: lines on
+ * the 100,000 stacks of tests/progs/manysites: 1.0 s -> see
+ * docs/BENCHMARKS.md). Open addressing, doubled at half full. */
+typedef struct {
+    uint64_t rel;
+    uint32_t mod;               /* HT_NOMOD: empty */
+    int32_t match;
+} ownslot_t;
+struct ownmemo_s {
+    ownslot_t *slot;
+    size_t mask, used;
+};
+
+static size_t own_home(uint32_t mod, uint64_t rel, size_t mask)
+{
+    uint64_t h = (rel ^ (uint64_t)mod << 48) * 0x9e3779b97f4a7c15ull;
+    return (size_t)(h ^ h >> 29) & mask;
+}
+
+static ownslot_t *own_slot(struct ownmemo_s *o, uint32_t mod, uint64_t rel)
+{
+    size_t i = own_home(mod, rel, o->mask);
+    while (o->slot[i].mod != HT_NOMOD && (o->slot[i].mod != mod || o->slot[i].rel != rel))
+        i = (i + 1) & o->mask;
+    return &o->slot[i];
+}
+
+static void own_free(struct ownmemo_s *o)
+{
+    if (o)
+        free(o->slot);
+    free(o);
+}
+
+static void own_grow(struct ownmemo_s *o)
+{
+    struct ownmemo_s n = { .mask = o->slot ? 2 * o->mask + 1 : 1023, .used = o->used };
+    n.slot = ht__xmalloc((n.mask + 1) * sizeof *n.slot);
+    for (size_t i = 0; i <= n.mask; i++)
+        n.slot[i].mod = HT_NOMOD;
+    for (size_t i = 0; o->slot && i <= o->mask; i++)
+        if (o->slot[i].mod != HT_NOMOD)
+            *own_slot(&n, o->slot[i].mod, o->slot[i].rel) = o->slot[i];
+    free(o->slot);
+    *o = n;
+}
+
+/* match_node through the per-address memo (JIT code and code outside any
+ * module are matched each time: their names come from the input) */
+static int match_node_memo(ht_supp_t *s, ht_session_t *ses, const ht_input_t *in, uint32_t node)
+{
+    uint32_t m = ht__node_mod(in, node);
+    if (m == HT_NOMOD)
+        return match_node(s, ses, in, node);
+    if (!s->own)
+        s->own = ht__xcalloc(1, sizeof *s->own);
+    struct ownmemo_s *o = s->own;
+    if (!o->slot || (o->used + 1) * 2 > o->mask + 1)
+        own_grow(o);
+    uint64_t rel = ht__node_rel(in, node);
+    ownslot_t *e = own_slot(o, m, rel);
+    if (e->mod == HT_NOMOD) {
+        int r = match_node(s, ses, in, node);
+        e->mod = m;
+        e->rel = rel;
+        e->match = r;
+        o->used++;
+    }
+    return e->match;
+}
+
 /* A per-node memo of the input's trace, every entry -2 (not known yet). */
 static int32_t *new_memo(const ht_input_t *in)
 {
@@ -541,7 +617,7 @@ static int leak_match(ht_supp_t *s, ht_session_t *ses, uint32_t input, uint32_t 
     uint32_t *path = path_out(in, node, pattern_known, memo, &k, &top);
     int outer = top ? memo[top] : -1;
     while (k-- > 0) {
-        int own = match_node(s, ses, in, path[k]);
+        int own = match_node_memo(s, ses, in, path[k]);
         outer = own >= 0 ? own : outer;
         memo[path[k]] = outer;
     }

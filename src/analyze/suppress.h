@@ -88,6 +88,7 @@ typedef struct ht_supp_s {
     void *frames;               /* a stack's frames as blocks see them */
     size_t frames_cap;
     struct vindex_s *vindex;    /* the prefilter's index of the frame lines */
+    struct ownmemo_s *own;      /* match_node's answer per code address */
 } ht_supp_t;
 
 /* Adds the suppressions of file `path`. Returns 0, or -1 with a message
