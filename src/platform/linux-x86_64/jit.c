@@ -726,10 +726,14 @@ static int find_exec_line(const ht_maps_line_t *l, void *ctx)
     return 1;
 }
 
-/* The thread's last such line, for 2 ms as the table: frames in code
- * newer than the table (V8's fresh code pages, walked by frame pointers)
- * would each read the maps. `ns` is written last, and cleared first, so a
- * signal handler's walk on the thread sees the old line or none. */
+/* The thread's last such line, for 2 ms as the table, and at most one
+ * read of the maps a thread in 2 ms whatever the pc: frames in code newer
+ * than the table (V8's fresh code pages, walked by frame pointers), or
+ * walks that end at a pc in no mapping at all (a corrupt stack), would
+ * each read them. Within the 2 ms a pc outside the line is answered 0,
+ * as before this check (not known to be an object's). `ns` is written
+ * last, and cleared first, so a signal handler's walk on the thread sees
+ * the old line or none. */
 static HT_TLS struct { uintptr_t lo, hi; uint64_t ns; int elf; } t_line;
 
 int ht__jit_unloaded_elf(uintptr_t pc)
@@ -749,13 +753,13 @@ int ht__jit_unloaded_elf(uintptr_t pc)
     if (ht__sys2(SYS_clock_gettime, CLOCK_MONOTONIC_COARSE, &ts) != 0)
         return 0;
     uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-    if (pc >= t_line.lo && pc < t_line.hi && now - t_line.ns < 2000000u)
-        return t_line.elf;
+    if (now - t_line.ns < 2000000u)
+        return pc >= t_line.lo && pc < t_line.hi && t_line.elf;
     struct exec_line f;
     __builtin_memset(&f, 0, sizeof f);
     f.pc = pc;
     if (ht__maps_each(find_exec_line, &f) != 1)
-        return 0;
+        f.lo = f.hi = 0, f.elf = 0;     /* in no mapping: remembered as such */
     __atomic_store_n(&t_line.ns, 0, __ATOMIC_RELAXED);
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     t_line.lo = f.lo;
