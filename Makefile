@@ -191,6 +191,20 @@ $(BUILD)/tests/capture_sigentry: tests/capture/sigentry.c tests/capture/sigentry
 	    -L$(BUILD) -lheaptrail -lunwind -Wl,-rpath,'$$ORIGIN/..'
 CAPTURE_BIN += $(BUILD)/tests/capture_sigentry
 
+# inside IFUNC resolvers that dlopen's relocation runs, before
+# _dl_find_object knows their library (with and without frame pointers;
+# leaves keep a frame only where -DFRAMED asks for it)
+$(BUILD)/tests/libifunc_fp.so: tests/capture/ifunc_lib.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -fno-omit-frame-pointer -DFRAMED -fPIC -shared -Wall -Werror -o $@ $<
+$(BUILD)/tests/libifunc_nofp.so: tests/capture/ifunc_lib.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -fomit-frame-pointer -fPIC -shared -Wall -Werror -o $@ $<
+$(BUILD)/tests/capture_ifunc: tests/capture/ifunc.c tests/check.h $(LIB) $(BUILD)/tests/libifunc_fp.so $(BUILD)/tests/libifunc_nofp.so
+	$(CC) -O2 -g -Wall -Werror -Iinclude -Itests -o $@ $< -L$(BUILD) -lheaptrail -lunwind -ldl \
+	    -Wl,-rpath,'$$ORIGIN/..'
+CAPTURE_BIN += $(BUILD)/tests/capture_ifunc
+
 # inside a PLT stub (lazy binding keeps GOT slots pointing into the stubs)
 $(BUILD)/tests/capture_plt: tests/capture/plt.c tests/check.h $(LIB)
 	$(CC) -O2 -g -Wall -Werror -Iinclude -Itests -Wl,-z,lazy -o $@ $< -L$(BUILD) -lheaptrail \

@@ -28,6 +28,7 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 
 typedef struct jit_entry_s {
@@ -533,6 +534,16 @@ HT_API void __deregister_frame(void *begin)
  *     and friends run at an address no loader lookup knows. An alias
  *     records its distance from the original, so its frames can be named
  *     as the module's code.
+ * A third kind is not foreign code at all: a private file mapping of an
+ * ELF object the loader does not know (yet, or any more). glibc adds a
+ * dlopened object to _dl_find_object's data only after relocating it
+ * (dl_open_worker_begin calls _dl_find_object_update after the demarcation
+ * point), so the IFUNC resolvers that relocation runs execute in such a
+ * mapping. Its code is compiled code, usually without frame pointers, so
+ * a frame-pointer step there is a guess: from a resolver that keeps no
+ * frame it took _dl_relocate_object's rbp and skipped that frame (the
+ * agree agent's sampling, in java loading libm). Such a range is marked
+ * `elf`, and the unwinder stops there (ht__jit_unloaded_elf).
  * The ranges come from /proc/self/maps (raw syscalls), re-read at most
  * every 2 ms when an address is in none of them: often enough to see a
  * page of fresh code turn executable (V8 flips code pages between writable
@@ -547,7 +558,11 @@ typedef struct exec_range_s {
     uintptr_t lo, hi;
     uintptr_t delta;            /* alias: address - the original's; else 0 */
     uint64_t off, inode;        /* of a file-backed range, while reading */
+    uintptr_t hdr;              /* while reading: where the same private file
+                                   mapping holds offset 0, or 0 */
     int alias;
+    int elf;                    /* a private mapping of an ELF object the
+                                   loader does not know: not foreign code */
 } exec_range_t;
 static exec_range_t g_exec_buf[2][EXEC_MAX];
 static exec_range_t *g_exec = g_exec_buf[0];
@@ -555,7 +570,43 @@ static int g_nexec;
 static uint64_t g_exec_read_ns;
 static ht_spinlock_t g_exec_lock;
 
-struct exec_read { exec_range_t *t; int n, pending; };
+struct exec_read {
+    exec_range_t *t;
+    int n, pending;
+    uintptr_t hdr_lo;           /* the last private file mapping of offset 0 */
+    uint64_t hdr_inode;         /* and its inode (0: none) */
+};
+
+/* Notes a private file mapping of offset 0: where an object mapped as the
+ * loader maps it has its ELF header. The loader maps an object's span with
+ * its first segment (offset 0) and the others over it, so that mapping
+ * comes first in address order. */
+static void note_hdr(struct exec_read *r, const ht_maps_line_t *l)
+{
+    if (l->path && l->inode && l->off == 0 && l->read && !l->shared) {
+        r->hdr_lo = l->lo;
+        r->hdr_inode = l->inode;
+    }
+}
+
+/* The offset-0 mapping of the file of executable line l, if l is private
+ * and of the same file as the last one noted; else 0. */
+static uintptr_t hdr_of(const struct exec_read *r, const ht_maps_line_t *l)
+{
+    return l->path && l->inode && !l->shared && r->hdr_inode == l->inode ? r->hdr_lo : 0;
+}
+
+/* Whether an ELF header is at `hdr`, read without trusting that it is
+ * still mapped (process_vm_readv on ourselves returns an error for an
+ * address that is not). */
+static int elf_magic_at(uintptr_t hdr)
+{
+    unsigned char b[4];
+    struct iovec local = { b, sizeof b }, remote = { (void *)hdr, sizeof b };
+    long pid = ht__sys0(SYS_getpid);
+    return hdr && ht__syscall6(SYS_process_vm_readv, pid, (long)&local, 1, (long)&remote, 1, 0) == 4 &&
+           b[0] == 0x7f && b[1] == 'E' && b[2] == 'L' && b[3] == 'F';
+}
 
 static int loader_knows(uintptr_t a)
 {
@@ -567,6 +618,7 @@ static int loader_knows(uintptr_t a)
 static int collect_exec(const ht_maps_line_t *l, void *ctx)
 {
     struct exec_read *r = ctx;
+    note_hdr(r, l);
     if (!l->exec || (l->path && loader_knows(l->lo)))
         return 0;
     if (r->n > 0 && r->t[r->n - 1].hi == l->lo && !l->path && !r->t[r->n - 1].inode) {
@@ -580,6 +632,8 @@ static int collect_exec(const ht_maps_line_t *l, void *ctx)
     x->hi = l->hi;
     x->delta = 0;
     x->alias = 0;
+    x->elf = 0;
+    x->hdr = hdr_of(r, l);
     x->off = l->off;
     x->inode = l->path ? l->inode : 0;
     if (x->inode)
@@ -611,11 +665,13 @@ static int find_originals(const ht_maps_line_t *l, void *ctx)
 /* Re-reads the table; under g_exec_lock. */
 static void read_exec_maps(void)
 {
-    struct exec_read r = { g_exec == g_exec_buf[0] ? g_exec_buf[1] : g_exec_buf[0], 0, 0 };
+    struct exec_read r = { g_exec == g_exec_buf[0] ? g_exec_buf[1] : g_exec_buf[0], 0, 0, 0, 0 };
     if (ht__maps_each(collect_exec, &r) < 0)
         return;
     if (r.pending)
         ht__maps_each(find_originals, &r);
+    for (int i = 0; i < r.n; i++)
+        r.t[i].elf = !r.t[i].alias && elf_magic_at(r.t[i].hdr);
     ht_store_release(&g_nexec, 0);
     ht_store_release(&g_exec, r.t);
     ht_store_release(&g_nexec, r.n);
@@ -653,6 +709,66 @@ static const exec_range_t *in_exec_fresh(uintptr_t pc)
 }
 
 int ht__jit_in_exec(uintptr_t pc) { return in_exec_fresh(pc) != NULL; }
+
+/* The line of /proc/self/maps holding one address (a mapping newer than
+ * the table), with the offset-0 mapping noted on the way. */
+struct exec_line { struct exec_read r; uintptr_t pc, lo, hi; int elf; };
+
+static int find_exec_line(const ht_maps_line_t *l, void *ctx)
+{
+    struct exec_line *f = ctx;
+    note_hdr(&f->r, l);
+    if (f->pc < l->lo || f->pc >= l->hi)
+        return 0;
+    f->lo = l->lo;
+    f->hi = l->hi;
+    f->elf = l->exec && !loader_knows(l->lo) && elf_magic_at(hdr_of(&f->r, l));
+    return 1;
+}
+
+/* The thread's last such line, for 2 ms as the table, and at most one
+ * read of the maps a thread in 2 ms whatever the pc: frames in code newer
+ * than the table (V8's fresh code pages, walked by frame pointers), or
+ * walks that end at a pc in no mapping at all (a corrupt stack), would
+ * each read them. Within the 2 ms a pc outside the line is answered 0,
+ * as before this check (not known to be an object's). `ns` is written
+ * last, and cleared first, so a signal handler's walk on the thread sees
+ * the old line or none. */
+static HT_TLS struct { uintptr_t lo, hi; uint64_t ns; int elf; } t_line;
+
+int ht__jit_unloaded_elf(uintptr_t pc)
+{
+    const exec_range_t *x = in_exec_fresh(pc);
+    if (x) {
+        exec_range_t c = *x;    /* one copy: the table may be rewritten */
+        return c.elf && pc >= c.lo && pc < c.hi;
+    }
+    /* not in the table: a mapping made since it was read (the table is
+     * re-read at most every 2 ms, and dlopen maps an object moments before
+     * relocating it), or no executable mapping at all. Under a seccomp
+     * filter nothing is read: not known to be an object's. */
+    if (ht_load_relaxed(&ht__sandboxed))
+        return 0;
+    struct timespec ts;
+    if (ht__sys2(SYS_clock_gettime, CLOCK_MONOTONIC_COARSE, &ts) != 0)
+        return 0;
+    uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    if (now - t_line.ns < 2000000u)
+        return pc >= t_line.lo && pc < t_line.hi && t_line.elf;
+    struct exec_line f;
+    __builtin_memset(&f, 0, sizeof f);
+    f.pc = pc;
+    if (ht__maps_each(find_exec_line, &f) != 1)
+        f.lo = f.hi = 0, f.elf = 0;     /* in no mapping: remembered as such */
+    __atomic_store_n(&t_line.ns, 0, __ATOMIC_RELAXED);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    t_line.lo = f.lo;
+    t_line.hi = f.hi;
+    t_line.elf = f.elf;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    __atomic_store_n(&t_line.ns, now ? now : 1, __ATOMIC_RELAXED);
+    return f.elf;
+}
 
 uint64_t ht__jit_version(void) { return __atomic_load_n(&g_version, __ATOMIC_ACQUIRE); }
 

@@ -48,6 +48,13 @@ HT_INTERNAL size_t ht__jit_remove_many(const ht_jit_reg_t *regs, size_t n);
  * (re-read from /proc/self/maps at most every 2 ms; the registry is asked
  * separately, ht__jit_find). Async-signal-safe. */
 HT_INTERNAL int ht__jit_in_exec(uintptr_t pc);
+/* Whether pc is in a private file mapping of an ELF object that the loader
+ * does not know (not yet: dlopen relocating it, running its IFUNC
+ * resolvers; or not any more): compiled code whose frames only its own
+ * CFI can step out of, which no loader lookup finds. A mapping newer than
+ * the table is looked up in /proc/self/maps itself (none under a seccomp
+ * filter: then 0). Async-signal-safe. */
+HT_INTERNAL int ht__jit_unloaded_elf(uintptr_t pc);
 /* Changes (acquire) after every change of the registry, never 0: a
  * ht__jit_find answer obtained after reading version V stays true while
  * the version is still V (the unwinder's per-thread lookup cache). */

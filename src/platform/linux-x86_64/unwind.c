@@ -575,7 +575,9 @@ static int step_full(walk_t *w, ht_regs_t *r, int exact)
     ht__module_leave(tok);
     if (!found) {
         ht_jit_range_t j;
-        if (!jit_find_w(w, at, &j) || !j.eh)
+        if (!jit_find_w(w, at, &j))
+            return !ht__jit_unloaded_elf(at) && step_fp(w, r);
+        if (!j.eh)
             return step_fp(w, r);
         rc = ht__cfi_row_eh(j.eh, j.eh_size, j.eh_bias, at, &row);
         if (rc == HT_CFI_OK)
@@ -1319,6 +1321,14 @@ static HT_NOINLINE int slow_step(wstate_t *st, void **frames, int last)
             unknown_code = !tag_jit(&st->w, frames, last, *pc, sum, NULL);
         nomodule = tok && unknown_code;
     }
+    /* an ELF object the loader does not know yet (dlopen relocating it
+     * runs its IFUNC resolvers) is compiled code, seldom with frame
+     * pointers: a frame-pointer step from a resolver that keeps no frame
+     * took its caller's rbp and skipped _dl_relocate_object. Its CFI
+     * cannot be found without a lookup that is not async-signal-safe:
+     * stop, and say so. (tests/capture/ifunc.c) */
+    if (nomodule && ht__jit_unloaded_elf(st->exact ? *pc : *pc - 1))
+        return SLOW_UNKNOWN;
     r->r[HT_DW_RA] = *pc;
     r->r[HT_DW_RSP] = *sp;
     r->r[HT_DW_RBP] = *bp;
