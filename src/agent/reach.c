@@ -32,7 +32,8 @@
  *    (glibc caches them) only from its TCB up;
  *  - every aligned 8-byte word of a root or of a reached block that points
  *    into a block reaches it, except glibc's free-list pointers to the
- *    header of the chunk after a block.
+ *    header of the chunk after a block; an obstack's current chunk is
+ *    read only below its next_free (obstack_chunk).
  * Blocks not reached are lost. Among them, as memcheck does: a lost block
  * not yet visited heads a clique -- it is "directly lost" and everything
  * lost it leads to is "indirectly lost" (a cycle's first member in address
@@ -90,7 +91,9 @@ enum {
     M_COUNT = 1u << 10,         /*   its first word a count that divides the rest */
     M_VTABLE = 1u << 11,        /*   its first word a primary C++ vtable pointer */
     M_STRING = 1u << 12,        /*   an old-ABI std::string's representation */
-    M_HOLDS = 1u << 13          /* a heap block with custom blocks inside */
+    M_HOLDS = 1u << 13,         /* a heap block with custom blocks inside */
+    M_UPTO_SHIFT = 14           /* above: the words of an obstack's current
+                                   chunk in use (obstack_chunk); 0: all */
 };
 
 typedef struct {
@@ -1116,12 +1119,41 @@ static HT_ALWAYS_INLINE int stale_mid(const ht_live_block_t *x, uintptr_t v, uin
     return v != x->addr && stale_link(at, v);
 }
 
+/* When the words w[0..4) are a struct obstack's chunk, object_base,
+ * next_free and chunk_limit (glibc's and libiberty's layout), w[0] the
+ * start of block x and w[3] its end, notes in x's mark that only its
+ * words below next_free are to be read: the rest of the chunk is none
+ * of the obstack's. It holds what malloc left there: obstack_begin
+ * writes the chunk's 16-byte header and nothing more, and a chunk glibc
+ * took back from its tcache (never perturbed, even with
+ * glibc.malloc.perturb) holds the freed block's words as they were. gdb
+ * 13 frees a std::vector<char *>'s 256-byte buffer as the vector grows,
+ * and a static obstack's first chunk is that buffer: 30 stale pointers
+ * to strings lost at exit read reachable (memcheck's malloc never hands
+ * freed memory back, and its scan skips words whose bits are undefined;
+ * tests/progs/obstackstale). The chunk is known by its first word, its
+ * limit (chunk_limit, the end of the block malloc was asked for), and
+ * the obstack's pointers in order inside it. Only the current chunk:
+ * the tails of earlier ones (reached through each chunk's prev word)
+ * are read whole. Learnt where a pointer first reaches the block, which
+ * for a current chunk is the obstack's own word, bar a stale one read
+ * before it. */
+static HT_NOINLINE void obstack_chunk(ht_live_block_t *x, const uintptr_t *w)
+{
+    uintptr_t base = w[1], next = w[2], limit = w[3];
+    uint64_t first, words = (next - x->addr + 7) / 8;
+    if (base >= x->addr + 16 && base <= next && next <= limit &&
+        words < (1u << (32 - M_UPTO_SHIFT)) && read_word(x->addr, &first) && first == limit)
+        x->mark |= (uint32_t)words << M_UPTO_SHIFT;
+}
+
 /* Phase 1 reaches blocks through pointers to their start (or what
  * start_like() accepts) and queues those hit only in their middle; phase
  * 3 reaches, from the queued ones still unreached, what only such
  * pointers lead to (possibly lost, as memcheck says); phase 2 groups what
  * neither reached into lost cliques. */
-static HT_ALWAYS_INLINE void visit(long k, int phase, uintptr_t v, uintptr_t at)
+static HT_ALWAYS_INLINE void visit(long k, int phase, uintptr_t v, uintptr_t at,
+                                   const uintptr_t *w, size_t left)
 {
     ht_live_block_t *x = &S.b[k];
     uint32_t st = state(x);
@@ -1131,6 +1163,8 @@ static HT_ALWAYS_INLINE void visit(long k, int phase, uintptr_t v, uintptr_t at)
         if (v == x->addr || start_like(x, v)) {
             S.nnone -= st == M_NONE;
             set_state(x, M_REACHED);
+            if (left >= 4 && v == x->addr && w[3] == v + x->size)
+                obstack_chunk(x, w);
             S.stack[S.top++] = (uint32_t)k;
         } else if (st == M_NONE && !stale_mid(x, v, at)) {
             S.nnone--;
@@ -1174,7 +1208,8 @@ static HT_NOINLINE int is_next_chunk_header(const ht_live_block_t *x, uintptr_t 
     return usable >= x->size && usable <= x->size + 64 && v + 8 == x->addr + usable;
 }
 
-/* The words w[0..nw), read from `at` (0: from registers). */
+/* The words w[0..nw), read from `at` (0: from registers, which hold no
+ * obstack). */
 static void scan_words(const uintptr_t *w, size_t nw, int phase, uintptr_t at)
 {
     uintptr_t lo = S.lo, span = S.span, clo = S.clo, cspan = S.cspan;
@@ -1183,14 +1218,14 @@ static void scan_words(const uintptr_t *w, size_t nw, int phase, uintptr_t at)
         if (v - lo < span) {
             long k = find_block(v);
             if (k >= 0 && (v & 7 || !is_next_chunk_header(&S.b[k], v)))
-                visit(k, phase, v, at ? at + i * sizeof(uintptr_t) : 0);
+                visit(k, phase, v, at ? at + i * sizeof(uintptr_t) : 0, w + i, at ? nw - i : 0);
         }
         /* a pointer into a custom block also points into the heap block
          * around it: both are hit */
         if (ht_unlikely(v - clo < cspan)) {
             long k = find_custom(v);
             if (k >= 0)
-                visit(k, phase, v, at ? at + i * sizeof(uintptr_t) : 0);
+                visit(k, phase, v, at ? at + i * sizeof(uintptr_t) : 0, w, 0);
         }
     }
     S.scanned += nw * sizeof(uintptr_t);
@@ -1398,11 +1433,15 @@ static void scan_read_touched(uintptr_t a, uintptr_t end, int phase) { scan_touc
 
 /* A block's aligned words: [*a, return). A heap block is 16-aligned; a
  * custom block may lie anywhere (its straddling words are read with
- * neither it nor the memory around it: no pointer lies across them). */
+ * neither it nor the memory around it: no pointer lies across them). An
+ * obstack's current chunk: up to its next_free (obstack_chunk). */
 static HT_ALWAYS_INLINE uintptr_t block_words(const ht_live_block_t *x, uintptr_t *a)
 {
     *a = (x->addr + 7) & ~(uintptr_t)7;
     uintptr_t end = (x->addr + x->size) & ~(uintptr_t)7;
+    uintptr_t upto = x->mark >> M_UPTO_SHIFT;
+    if (ht_unlikely(upto) && *a + upto * 8 < end)
+        end = *a + upto * 8;
     return end > *a ? end : *a;
 }
 
