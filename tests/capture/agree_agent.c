@@ -130,12 +130,14 @@ static void describe(const char *label, void **f, int n)
     }
 }
 
-/* A disagreement that is libunwind's whole stack, then the marker where
- * ours went on into code it could not leave (documented:
- * include/heaptrail.h) */
+/* A disagreement that is libunwind's stack, whole or cut short, then the
+ * marker where ours stopped in code it could not leave exactly (JIT code
+ * libunwind walked by frame pointers; a library dlopen is still
+ * relocating, unknown to _dl_find_object: tests/capture/ifunc.c;
+ * documented in include/heaptrail.h) */
 static int stopped_marker(void **ours, int n, void **ref, int m, int ok)
 {
-    int marker = !ok && n == m && n > 0 && ours[n - 1] == HT_FRAME_UNWIND_STOPPED;
+    int marker = !ok && n > 0 && n <= m && ours[n - 1] == HT_FRAME_UNWIND_STOPPED;
     for (int i = 0; marker && i < n - 1; i++)
         marker = ours[i] == ref[i + 1];
     return marker;
