@@ -13,6 +13,8 @@
 
 static void vindex_free(struct vindex_s *x);
 static void own_free(struct ownmemo_s *o);
+static void own_forget_bits(struct ownmemo_s *o);
+static uint64_t node_bits(const struct vindex_s *x, ht_session_t *ses, const ht_input_t *in, uint32_t node);
 
 void ht__supp_free(ht_supp_t *s)
 {
@@ -40,7 +42,6 @@ void ht__supp_free(ht_supp_t *s)
         free(s->vmemo[i][0]);
         free(s->vmemo[i][1]);
         free(s->vbits[i]);
-        free(s->vown[i]);
     }
     free(s->frames);
     vindex_free(s->vindex);
@@ -498,18 +499,26 @@ static int match_node(const ht_supp_t *s, ht_session_t *ses, const ht_input_t *i
     return match_any(s, str, 2);
 }
 
-/* match_node's answer depends only on the node's code address (module
- * and link-time address), which many nodes share: every call path through
- * a function has its own nodes. Remembered per address, the lines are
- * globbed once per address instead of once per node (200 leak: lines on
- * the 100,000 stacks of tests/progs/manysites: 1.0 s -> see
- * docs/BENCHMARKS.md). Open addressing, doubled at half full. */
+/* What a node's own frames match -- the leak: line (match_node) and the
+ * Valgrind prefilter's bits (node_bits) -- depends only on its code
+ * address (symbolizer module and link-time address), which many nodes
+ * share: every call path through a function has nodes of its own. So
+ * both are worked out once per address, here, not once per node (200
+ * leak: lines on the 100,000 stacks of tests/progs/manysites: 1.34 ->
+ * 0.27 s, docs/BENCHMARKS.md). JIT code and code outside any module are
+ * matched each time (their names come from the input). The addresses are
+ * the session's symbolizer's: the memo starts over for another.
+ * Open addressing, doubled at half full. */
+#define BITS_KNOWN (1ull << 63)
+
 typedef struct {
     uint64_t rel;
+    uint64_t bits;              /* node_bits | BITS_KNOWN; 0: not known yet */
     uint32_t mod;               /* HT_NOMOD: empty */
-    int32_t match;
+    int32_t match;              /* match_node; -2: not known yet */
 } ownslot_t;
 struct ownmemo_s {
+    const void *sym;            /* the symbolizer the addresses are of */
     ownslot_t *slot;
     size_t mask, used;
 };
@@ -535,9 +544,16 @@ static void own_free(struct ownmemo_s *o)
     free(o);
 }
 
+/* After the prefilter's index is rebuilt: its bits are other bits. */
+static void own_forget_bits(struct ownmemo_s *o)
+{
+    for (size_t i = 0; o && o->slot && i <= o->mask; i++)
+        o->slot[i].bits = 0;
+}
+
 static void own_grow(struct ownmemo_s *o)
 {
-    struct ownmemo_s n = { .mask = o->slot ? 2 * o->mask + 1 : 1023, .used = o->used };
+    struct ownmemo_s n = { .sym = o->sym, .mask = o->slot ? 2 * o->mask + 1 : 1023, .used = o->used };
     n.slot = ht__xmalloc((n.mask + 1) * sizeof *n.slot);
     for (size_t i = 0; i <= n.mask; i++)
         n.slot[i].mod = HT_NOMOD;
@@ -548,28 +564,52 @@ static void own_grow(struct ownmemo_s *o)
     *o = n;
 }
 
-/* match_node through the per-address memo (JIT code and code outside any
- * module are matched each time: their names come from the input) */
-static int match_node_memo(ht_supp_t *s, ht_session_t *ses, const ht_input_t *in, uint32_t node)
+/* node's entry in the memo, made if new; NULL for a node in no module */
+static ownslot_t *own_of(ht_supp_t *s, ht_session_t *ses, const ht_input_t *in, uint32_t node)
 {
     uint32_t m = ht__node_mod(in, node);
     if (m == HT_NOMOD)
-        return match_node(s, ses, in, node);
-    if (!s->own)
+        return NULL;
+    if (s->own && s->own->sym != ses->sym) {
+        own_free(s->own);
+        s->own = NULL;
+    }
+    if (!s->own) {
         s->own = ht__xcalloc(1, sizeof *s->own);
+        s->own->sym = ses->sym;
+    }
     struct ownmemo_s *o = s->own;
     if (!o->slot || (o->used + 1) * 2 > o->mask + 1)
         own_grow(o);
     uint64_t rel = ht__node_rel(in, node);
     ownslot_t *e = own_slot(o, m, rel);
     if (e->mod == HT_NOMOD) {
-        int r = match_node(s, ses, in, node);
-        e->mod = m;
-        e->rel = rel;
-        e->match = r;
+        *e = (ownslot_t){ rel, 0, m, -2 };
         o->used++;
     }
+    return e;
+}
+
+/* match_node, through the memo */
+static int own_match(ht_supp_t *s, ht_session_t *ses, const ht_input_t *in, uint32_t node)
+{
+    ownslot_t *e = own_of(s, ses, in, node);
+    if (!e)
+        return match_node(s, ses, in, node);
+    if (e->match == -2)
+        e->match = match_node(s, ses, in, node);
     return e->match;
+}
+
+/* node_bits, through the memo */
+static uint64_t own_bits(ht_supp_t *s, ht_session_t *ses, const ht_input_t *in, uint32_t node)
+{
+    ownslot_t *e = own_of(s, ses, in, node);
+    if (!e)
+        return node_bits(s->vindex, ses, in, node);
+    if (!e->bits)
+        e->bits = node_bits(s->vindex, ses, in, node) | BITS_KNOWN;
+    return e->bits & ~BITS_KNOWN;
 }
 
 /* A per-node memo of the input's trace, every entry -2 (not known yet). */
@@ -617,7 +657,7 @@ static int leak_match(ht_supp_t *s, ht_session_t *ses, uint32_t input, uint32_t 
     uint32_t *path = path_out(in, node, pattern_known, memo, &k, &top);
     int outer = top ? memo[top] : -1;
     while (k-- > 0) {
-        int own = match_node_memo(s, ses, in, path[k]);
+        int own = own_match(s, ses, in, path[k]);
         outer = own >= 0 ? own : outer;
         memo[path[k]] = outer;
     }
@@ -641,13 +681,13 @@ typedef struct vframe_s {
 
 /* A stack's frames, expanded node by node as a match asks for them. */
 typedef struct vstack_s {
+    ht_supp_t *s;
     ht_session_t *ses;
     const ht_input_t *in;
     vframe_t *f;
     size_t n, *cap;
     uint32_t next;              /* the next node to expand; 0: none left */
     size_t alloc;               /* 1: frame 0 is the allocator (a heap site) */
-    const uint64_t *own;        /* per node: its own prefilter bits */
 } vstack_t;
 
 static void vstack_push(vstack_t *st, vframe_t f)
@@ -666,20 +706,21 @@ static int vstack_expand(vstack_t *st, size_t i)
     const ht_input_t *in = st->in;
     while (st->n <= i && st->next != 0 && st->next < in->t->nnodes) {
         uint32_t x = st->next, m = ht__node_mod(in, x);
+        uint64_t bits = own_bits(st->s, st->ses, in, x);
         st->next = in->t->nodes[x].parent;
         if (m == HT_NOMOD) {
             const ht_tjit_t *j = ht__node_jit(in, x);
-            vstack_push(st, (vframe_t){ j ? j->name : NULL, NULL, NULL, NULL, NULL, 0, 0, NULL, st->own[x] });
+            vstack_push(st, (vframe_t){ j ? j->name : NULL, NULL, NULL, NULL, NULL, 0, 0, NULL, bits });
             continue;
         }
         uint64_t rel = ht__node_rel(in, x);
         const ht_sloc_t *l = ht__sym_lookup(st->ses->sym, m, rel, 0);
         const char *obj = ht__sym_mod(st->ses->sym, m)->path;
         if (!l->n)
-            vstack_push(st, (vframe_t){ NULL, NULL, NULL, obj, NULL, 0, 0, NULL, st->own[x] });
+            vstack_push(st, (vframe_t){ NULL, NULL, NULL, obj, NULL, 0, 0, NULL, bits });
         for (uint32_t k = 0; k < l->n; k++)
             vstack_push(st, (vframe_t){ l->f[k].function, l->f[k].linkage, l->f[k].file, obj, l->f[k].plain,
-                                        l->f[k].line, 0, NULL, st->own[x] });
+                                        l->f[k].line, 0, NULL, bits });
         /* the real function's aliases (glibc's strdup is __strdup here) */
         if (l->n)
             st->f[st->n - 1].aliases = ht__sym_aliases(st->ses->sym, m, rel, 0, &st->f[st->n - 1].naliases);
@@ -837,6 +878,7 @@ static void vindex_build(ht_supp_t *s)
         x->first[c] = g;
     }
     s->vindex = x;
+    own_forget_bits(s->own);
 }
 
 /* The bits of the lines name matches. */
@@ -885,25 +927,20 @@ static uint64_t node_bits(const struct vindex_s *x, ht_session_t *ses, const ht_
     return bits;
 }
 
-#define BITS_KNOWN (1ull << 63)
-
 static int bits_known(const void *memo, uint32_t n) { return (((const uint64_t *)memo)[n] & BITS_KNOWN) != 0; }
 
 /* The bits of the stack whose innermost node is `node` (vbits[input]). */
 static uint64_t stack_bits(ht_supp_t *s, ht_session_t *ses, uint32_t input, uint32_t node)
 {
     const ht_input_t *in = &ses->in[input];
-    if (!s->vbits[input]) {
+    if (!s->vbits[input])
         s->vbits[input] = ht__xcalloc(in->t->nnodes, sizeof *s->vbits[input]);
-        s->vown[input] = ht__xcalloc(in->t->nnodes, sizeof *s->vown[input]);
-    }
     uint64_t *memo = s->vbits[input];
     uint32_t k, top;
     uint32_t *path = path_out(in, node, bits_known, memo, &k, &top);
     uint64_t outer = top ? memo[top] : BITS_KNOWN;
     while (k-- > 0) {
-        s->vown[input][path[k]] = node_bits(s->vindex, ses, in, path[k]);
-        outer |= s->vown[input][path[k]];
+        outer |= own_bits(s, ses, in, path[k]);
         memo[path[k]] = outer;
     }
     free(path);
@@ -922,7 +959,7 @@ static int vg_match(ht_supp_t *s, ht_session_t *ses, uint32_t input, uint32_t no
     if (!s->vindex || s->vindex->nvg != s->nvg)
         vindex_build(s);
     uint64_t bits = stack_bits(s, ses, input, node);
-    vstack_t st = { ses, in, s->frames, 0, &s->frames_cap, node, custom ? 0 : 1, s->vown[input] };
+    vstack_t st = { s, ses, in, s->frames, 0, &s->frames_cap, node, custom ? 0 : 1 };
     int r = -1;
     for (size_t x = 0; x < s->nvg && r < 0; x++) {
         const ht_vgblock_t *b = s->vg[s->vg_ix[x]];
@@ -944,9 +981,8 @@ int ht__supp_match(ht_supp_t *s, ht_session_t *ses, uint32_t input, uint32_t nod
         free(s->vmemo[input][0]);
         free(s->vmemo[input][1]);
         free(s->vbits[input]);
-        free(s->vown[input]);
         s->memo[input] = s->vmemo[input][0] = s->vmemo[input][1] = NULL;
-        s->vbits[input] = s->vown[input] = NULL;
+        s->vbits[input] = NULL;
         s->memo_for[input] = in->t;
         s->nmemo[input] = in->t->nnodes;
     }

@@ -80,15 +80,15 @@ typedef struct ht_supp_s {
      * yet (a prefix match: nothing a node's callers could reuse) */
     int32_t *vmemo[2][2];
     /* per input: per node, the prefilter's bits of its frames and those
-     * further out, bit 63: known; and of its own frames */
-    uint64_t *vbits[2], *vown[2];
+     * further out, bit 63: known */
+    uint64_t *vbits[2];
     size_t nmemo[2];
     const void *memo_for[2];    /* the trace each is for */
     /* private (suppress.c) */
     void *frames;               /* a stack's frames as blocks see them */
     size_t frames_cap;
     struct vindex_s *vindex;    /* the prefilter's index of the frame lines */
-    struct ownmemo_s *own;      /* match_node's answer per code address */
+    struct ownmemo_s *own;      /* per code address: what its own frames match */
 } ht_supp_t;
 
 /* Adds the suppressions of file `path`. Returns 0, or -1 with a message
