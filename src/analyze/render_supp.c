@@ -113,8 +113,6 @@ static void row_pattern(const ht_report_t *r, const ht_row_t *row, pat_t *p)
     p->what = ht__pool_intern(ht__sym_pool(s->sym), buf, strlen(buf), NULL);
 }
 
-static const char *plural(int64_t n, const char *one, const char *many) { return n == 1 ? one : many; }
-
 int ht__render_supp(const ht_report_t *r, FILE *f)
 {
     const ht_tsnapshot_t *sn = r->snap_b;
@@ -182,13 +180,13 @@ int ht__render_supp(const ht_report_t *r, FILE *f)
     qsort(ps, m, sizeof *ps, by_first);
     const char *what = checked ? " unreachable" : "";
     if (!m)
-        fprintf(f, "\n# nothing to suppress: no stack has%s blocks\n", checked ? " unreachable" : "");
+        fprintf(f, "\n# nothing to suppress: no stack has%s blocks\n", what);
     for (size_t i = 0; i < m; i++) {
         const pat_t *p = &ps[i];
         fprintf(f, "\n# %lld %s in %lld %s%s%s from %u %s: ", (long long)p->bytes,
-                plural(p->bytes, "byte", "bytes"), (long long)p->blocks,
+                ht__plural(p->bytes, "byte", "bytes"), (long long)p->blocks,
                 !p->custom ? "" : p->heap ? "heap and custom allocator " : "custom allocator ",
-                plural(p->blocks, "block", "blocks"), what, p->sites, plural(p->sites, "stack", "stacks"));
+                ht__plural(p->blocks, "block", "blocks"), what, p->sites, ht__plural(p->sites, "stack", "stacks"));
         ht__put_clean(f, p->what);
         putc('\n', f);
         if (p->pat)
