@@ -1175,14 +1175,14 @@ int ht_cmd_run(int argc, char **argv)
     /* the terminal's ^C and ^\ go to the program; we stay for the summary,
      * and pass on what another process sends us */
     run_child = pid;
-    struct sigaction fw, was[6];
+    static const int forwarded[] = { SIGTERM, SIGINT, SIGQUIT, SIGHUP, SIGUSR1, SIGUSR2 };
+    struct sigaction fw, was[HT_ARRAY_SIZE(forwarded)];
     memset(&fw, 0, sizeof fw);
     memset(was, 0, sizeof was);
     fw.sa_sigaction = forward_signal;
     fw.sa_flags = SA_SIGINFO | SA_RESTART;
     sigemptyset(&fw.sa_mask);
-    static const int forwarded[6] = { SIGTERM, SIGINT, SIGQUIT, SIGHUP, SIGUSR1, SIGUSR2 };
-    for (size_t k = 0; k < 6; k++) {
+    for (size_t k = 0; k < HT_ARRAY_SIZE(forwarded); k++) {
         /* one we were started with ignored the program ignores too (nohup) */
         if (sigaction(forwarded[k], NULL, &was[k]) == 0 && was[k].sa_handler == SIG_IGN)
             continue;
@@ -1196,7 +1196,7 @@ int ht_cmd_run(int argc, char **argv)
         ;
     run_child = 0;
     /* the summary: ^C and ^\ still leave it be; the others end it */
-    for (size_t k = 0; k < 6; k++) {
+    for (size_t k = 0; k < HT_ARRAY_SIZE(forwarded); k++) {
         if (forwarded[k] == SIGINT || forwarded[k] == SIGQUIT)
             signal(forwarded[k], SIG_IGN);
         else
